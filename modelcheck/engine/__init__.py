@@ -1,0 +1,1 @@
+"""Exploration strategies; each returns a modelcheck.result.CheckResult."""

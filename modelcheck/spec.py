@@ -1,0 +1,116 @@
+"""The interface between the engine and a protocol.
+
+A spec is a class: `@action` methods are guarded transitions (generators that
+yield nothing when disabled, one `(args, next_state)` pair per enabled
+instance), `@invariant` methods are named predicates. Both are collected by
+introspection when the class is defined, so a variant is a subclass that
+redefines only what differs, and mistakes surface at definition time.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar, Iterable, Iterator
+
+Args = dict[str, Any]
+State = Any  # any immutable value whose canonical() is deterministic
+
+
+class SpecDefinitionError(TypeError):
+    """A spec class is malformed (raised when the class is defined)."""
+
+
+def action(name: str) -> Callable:
+    """Mark a generator method `(self, state) -> Iterator[(args, state)]`."""
+    def mark(fn: Callable) -> Callable:
+        fn._mc_action = name
+        return fn
+    return mark
+
+
+def invariant(name: str) -> Callable:
+    """Mark a predicate method `(self, state) -> bool` that must always hold."""
+    def mark(fn: Callable) -> Callable:
+        fn._mc_invariant = name
+        return fn
+    return mark
+
+
+def _collect(cls: type, marker: str) -> dict[str, Callable]:
+    """Marked methods by declared name. An override keeps the name its
+    base declared, so a variant may redefine an action without re-marking."""
+    found: dict[str, Callable] = {}
+    for attr in dir(cls):  # dir() is sorted: deterministic
+        defs = [vars(k)[attr] for k in cls.__mro__ if attr in vars(k)]
+        name = next((getattr(d, marker) for d in defs if hasattr(d, marker)), None)
+        if name is None:
+            continue
+        if name in found:
+            raise SpecDefinitionError(f"{cls.__name__}: two methods declare {name!r}")
+        found[name] = getattr(cls, attr)
+    return found
+
+
+class Spec:
+    """Base class of every protocol spec.
+
+    Subclasses define `init_states`, `@action`s and `@invariant`s, and may set
+    `omit` to drop inherited actions or invariants by name (a variant that
+    lacks a mechanism). Actions are enumerated in sorted name order so that
+    exploration order, and so every result, is deterministic.
+    """
+
+    omit: ClassVar[frozenset[str]] = frozenset()
+    actions: ClassVar[dict[str, Callable]] = {}
+    invariants: ClassVar[dict[str, Callable]] = {}
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        acts = _collect(cls, "_mc_action")
+        invs = _collect(cls, "_mc_invariant")
+        unknown = sorted(cls.omit - acts.keys() - invs.keys())
+        if unknown:
+            raise SpecDefinitionError(f"{cls.__name__}.omit names nothing defined: {unknown}")
+        cls.actions = {n: acts[n] for n in sorted(acts) if n not in cls.omit}
+        cls.invariants = {n: invs[n] for n in sorted(invs) if n not in cls.omit}
+        abstract = vars(cls).get("abstract", False)
+        if not abstract and not cls.actions:
+            raise SpecDefinitionError(f"{cls.__name__} defines no actions")
+
+    abstract: ClassVar[bool] = True
+
+    # --- what a spec provides -------------------------------------------
+    def init_states(self) -> list[State]:
+        raise NotImplementedError
+
+    def checked_invariants(self) -> list[str]:
+        """Names of the invariants to check (default: all of the spec's)."""
+        return list(self.invariants)
+
+    def canonical(self, state: State) -> bytes:
+        """The bytes that identify a state (TLC's VIEW); default: its repr."""
+        return repr(tuple(state)).encode()
+
+    def describe(self, state: State) -> dict[str, Any]:
+        """Named, JSON-friendly variables of a state, for traces."""
+        return dict(state._asdict())
+
+    # --- what the engine uses ----------------------------------------------
+    def successors(self, state: State) -> Iterator[tuple[str, Args, State]]:
+        """Every enabled action instance, in deterministic order."""
+        for name, fn in self.actions.items():
+            for args, nxt in fn(self, state):
+                yield name, args, nxt
+
+    def instances(self, name: str, state: State) -> Iterable[tuple[Args, State]]:
+        return self.actions[name](self, state)
+
+    def violated(self, state: State, names: Iterable[str] | None = None) -> list[str]:
+        """The invariants (of `names`, default the checked ones) that fail."""
+        names = self.checked_invariants() if names is None else names
+        return [n for n in names if not self.invariants[n](self, state)]
+
+    def first_violation(self, state: State) -> str | None:
+        for n in self.checked_invariants():
+            if not self.invariants[n](self, state):
+                return n
+        return None

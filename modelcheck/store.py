@@ -1,0 +1,35 @@
+"""The visited set: test-and-set on fingerprints, plus parent links.
+
+One operation, `put(fp, parent) -> is_new`, as TLC's FPSet; parent links are
+fingerprints only, so a trace is rebuilt by regenerating successors (see
+trace.py) rather than by keeping whole states.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class VisitedStore(Protocol):
+    def put(self, fp: int, parent: int | None) -> bool: ...
+    def parent(self, fp: int) -> int | None: ...
+    def __len__(self) -> int: ...
+
+
+class DictStore:
+    """Reference store: a dict from fingerprint to parent fingerprint."""
+
+    def __init__(self) -> None:
+        self._parent: dict[int, int | None] = {}
+
+    def put(self, fp: int, parent: int | None) -> bool:
+        if fp in self._parent:
+            return False
+        self._parent[fp] = parent
+        return True
+
+    def parent(self, fp: int) -> int | None:
+        return self._parent[fp]
+
+    def __len__(self) -> int:
+        return len(self._parent)

@@ -1,0 +1,70 @@
+"""Counterexample traces: rebuilt from parent fingerprints, then re-validated.
+
+A trace is never shown on the word of the fingerprints alone: `validate`
+replays it through the spec by action name and arguments and checks that each
+step is enabled, that no earlier state violates a checked invariant, and that
+the last one violates the reported invariant. A failure there is a bug in the
+engine (e.g. a fingerprint collision), and is raised, never reported as a
+verdict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .fingerprint import fingerprint
+from .result import Step
+from .spec import Spec
+from .store import VisitedStore
+
+
+class TraceError(RuntimeError):
+    """A counterexample failed re-validation: the engine, not the spec, is wrong."""
+
+
+def rebuild(spec: Spec, store: VisitedStore, fp: int) -> list[Step]:
+    """The path from an initial state to the state with fingerprint `fp`."""
+    chain = [fp]
+    while (up := store.parent(chain[-1])) is not None:
+        chain.append(up)
+    chain.reverse()
+    fp_of = lambda s: fingerprint(spec.canonical(s))  # noqa: E731
+    state = next((s for s in spec.init_states() if fp_of(s) == chain[0]), None)
+    if state is None:
+        raise TraceError("trace does not start at an initial state")
+    steps = [Step(None, {}, state)]
+    for target in chain[1:]:
+        found = next(((n, a, t) for n, a, t in spec.successors(state) if fp_of(t) == target), None)
+        if found is None:
+            raise TraceError(f"no successor of step {len(steps) - 1} has fingerprint {target:#x}")
+        steps.append(Step(*found))
+        state = found[2]
+    return steps
+
+
+def apply_step(spec: Spec, state: Any, action: str, args: dict[str, Any]) -> list[tuple[dict, Any]]:
+    """Enabled instances of `action` in `state` whose arguments include `args`."""
+    return [(a, t) for a, t in spec.instances(action, state)
+            if all(k in a and a[k] == v for k, v in args.items())]
+
+
+def validate(spec: Spec, steps: list[Step], invariant: str) -> None:
+    """Replay `steps` through the spec; raise TraceError unless it is a real
+    counterexample to `invariant`."""
+    first = steps[0].state
+    canon = spec.canonical
+    if not any(canon(s) == canon(first) for s in spec.init_states()):
+        raise TraceError("replay: the first state is not initial")
+    state = first
+    for i, step in enumerate(steps):
+        if i:
+            matches = [t for a, t in apply_step(spec, state, step.action, step.args)
+                       if a == step.args and canon(t) == canon(step.state)]
+            if not matches:
+                raise TraceError(f"replay: step {i} {step.action}{step.args} is not enabled")
+            state = matches[0]
+        bad = spec.violated(state)
+        if i < len(steps) - 1 and bad:
+            raise TraceError(f"replay: step {i} already violates {bad}")
+    if invariant not in spec.violated(state):
+        raise TraceError(f"replay: the last state does not violate {invariant}")

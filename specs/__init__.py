@@ -1,0 +1,1 @@
+"""Protocols checked by modelcheck. The engine never imports this package."""

@@ -1,0 +1,29 @@
+"""Kafka's partition replication protocol: KIP-966 ELR, KIP-704, KIP-460.
+
+`load(config)` validates a config dict (file contents plus overrides) and
+returns the spec instance of its variant.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from modelcheck.config import ConfigError, resolve
+
+from .protocol import Kip966
+from .schema import schema
+from .variants import VARIANTS
+
+__all__ = ["load", "schema", "VARIANTS", "Kip966"]
+
+
+def load(given: dict[str, Any]) -> Kip966:
+    config = resolve(schema(), given)
+    cls = VARIANTS[config["variant"]]
+    names = config["invariants"]
+    if names is not None:
+        unknown = [x for x in names if x not in cls.invariants]
+        if unknown:
+            raise ConfigError(f"config key 'invariants': {unknown[0]!r} is not an invariant of variant "
+                              f"{config['variant']!r} (allowed: {', '.join(cls.invariants)})")
+    return cls(config)

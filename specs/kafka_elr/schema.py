@@ -1,0 +1,34 @@
+"""Config keys (MODEL.md's table, plus two bounds of our own, see docs/model.md)."""
+
+from __future__ import annotations
+
+from modelcheck.config import Key, int_at_least, is_bool, one_of, subset_of
+
+from .variants import VARIANTS
+
+MAX_BROKERS = 8
+
+
+def schema() -> list[Key]:
+    bound = "an integer >= 0"
+    return [
+        Key("brokers", 3, lambda v: int_at_least(1)(v) and v <= MAX_BROKERS,
+            f"an integer from 1 to {MAX_BROKERS}", "N, the replicas of the partition"),
+        Key("min_isr", 2, int_at_least(1), "an integer >= 1",
+            "min.insync.replicas; the effective value is min(min_isr, brokers)"),
+        Key("max_records", 2, int_at_least(0), bound, "records clients may produce"),
+        Key("max_unclean_shutdowns", 1, int_at_least(0), bound, "crashes that lose an unflushed suffix"),
+        Key("max_clean_shutdowns", 0, int_at_least(0), bound, "controlled shutdowns"),
+        Key("max_fences", 1, int_at_least(0), bound, "fencings of a live broker (network partition)"),
+        Key("max_isr_shrinks", 1, int_at_least(0), bound, "leader-initiated ISR shrinks"),
+        Key("max_min_isr_changes", 0, int_at_least(0), bound, "AlterMinIsr steps"),
+        Key("max_admin_elections", 0, int_at_least(0), bound, "AdminElectLeaders steps"),
+        Key("variant", "kip966", one_of(*VARIANTS), " | ".join(VARIANTS), "protocol variant"),
+        Key("unclean_leader_election", False, is_bool, "true or false", "unclean.leader.election.enable"),
+        Key("unclean_recovery_strategy", "balanced", one_of("none", "balanced", "aggressive"),
+            "none | balanced | aggressive", "unclean.recovery.strategy"),
+        Key("acks", ["1", "all"], subset_of("1", "all"), 'a non-empty subset of ["1", "all"]',
+            "produce modes clients use"),
+        Key("invariants", None, lambda v: isinstance(v, list) and bool(v) and all(isinstance(x, str) for x in v),
+            "a non-empty list of the variant's invariant names", "invariants to check (default: all of the variant's)"),
+    ]
