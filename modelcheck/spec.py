@@ -9,6 +9,7 @@ redefines only what differs, and mistakes surface at definition time.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 Args = dict[str, Any]
@@ -93,6 +94,18 @@ class Spec:
     def describe(self, state: State) -> dict[str, Any]:
         """Named, JSON-friendly variables of a state, for traces."""
         return dict(state._asdict())
+
+    # --- presentation hooks (defaults suit any spec) ---------------------------
+    trace_columns: ClassVar[tuple[str, ...]] = ()
+
+    def format_value(self, name: str, value: Any) -> str:
+        """How a variable's value is shown in a trace table."""
+        return json.dumps(value, separators=(",", ":"))
+
+    def explain(self, invariant: str, state: State) -> str:
+        """One sentence on why `state` violates `invariant`."""
+        doc = (self.invariants[invariant].__doc__ or "").strip().split("\n\n")[0]
+        return " ".join(doc.split())
 
     # --- what the engine uses ----------------------------------------------
     def successors(self, state: State) -> Iterator[tuple[str, Args, State]]:

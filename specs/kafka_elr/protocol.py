@@ -13,6 +13,7 @@ from typing import Any, Iterator
 from modelcheck.spec import Spec, action, invariant
 
 from . import rules
+from .presentation import KafkaPresentation
 from .types import (NO_EPOCH, NO_LEADER, OFFLINE_CLEAN, OFFLINE_DIRTY, RECOVERED, RECOVERING,
                     RUNNING, State, bit, describe, lost_unregistered, mask_of, members, pending_mask,
                     replace_at, size)
@@ -22,7 +23,7 @@ ADMIN_TYPES = ("PREFERRED", "UNCLEAN", "LONGEST_LOG_AGGRESSIVE", "LONGEST_LOG_BA
 PREFERRED_REPLICA = 0   # the first replica of the assignment
 
 
-class Kip966(Spec):
+class Kip966(KafkaPresentation, Spec):
     """The full KIP-966 design: ELR, LastKnownELR/LastKnownLeader, the HWM
     rule, clean-shutdown detection and the unclean recovery manager."""
 
