@@ -1,0 +1,141 @@
+"""The command line as a user runs it: outputs, exit codes, bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cli import main
+
+ROOT = Path(__file__).parent.parent
+SMALL = ["--set", "max_records=1", "--set", "max_fences=0"]
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_check_json_holds():
+    r = invoke("check", *SMALL, "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["verdict"] == "holds" and out["invariant"] is None and out["trace"] == []
+    assert out["distinct_states"] == 7768 and out["depth"] == 17
+    assert out["generated_states"] == 1 + sum(out["coverage"].values())
+    assert out["config"]["variant"] == "kip966" and out["config"]["max_records"] == 1
+    assert set(out) >= {"elapsed_s", "coverage", "config"}
+
+
+def test_check_json_violation_has_the_trace_from_the_initial_state():
+    r = invoke("check", "--set", "variant=legacy", "--json")
+    assert r.exit_code == 1
+    out = json.loads(r.stdout)
+    assert out["verdict"] == "violated" and out["invariant"] == "NoAckedLoss"
+    first, last = out["trace"][0], out["trace"][-1]
+    assert first["action"] is None and first["args"] == {} and first["state"]["isr"] == [0, 1, 2]
+    assert last["action"] == "UncleanShutdown" and last["args"] == {"broker": 1, "keep": 0}
+    assert last["state"]["status"][1] == "OFFLINE_DIRTY"
+
+
+def test_check_human_output_shows_the_trace_and_why(tmp_path):
+    trace = tmp_path / "t.json"
+    r = invoke("check", "--set", "variant=legacy", "--trace-out", str(trace))
+    assert r.exit_code == 1
+    assert "violated: NoAckedLoss after 7 steps" in r.stdout
+    assert "UncleanShutdown(broker=1, keep=0)" in r.stdout
+    assert "acked record(s) r1 are on no replica the controller may elect cleanly" in r.stdout
+    saved = json.loads(trace.read_text())
+    assert saved["invariant"] == "NoAckedLoss" and len(saved["trace"]) == 8
+
+
+def test_check_holds_writes_no_trace(tmp_path):
+    trace = tmp_path / "t.json"
+    r = invoke("check", *SMALL, "--trace-out", str(trace))
+    assert r.exit_code == 0 and "holds" in r.stdout and not trace.exists()
+
+
+def test_check_reads_a_config_file_with_its_expected_verdict(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('variant = "legacy"\nmax_records = 1\n[expected]\nverdict = "violated: NoAckedLoss"\n')
+    r = invoke("check", str(cfg), "--json")
+    out = json.loads(r.stdout)
+    assert r.exit_code == 1 and out["expected"] == "violated: NoAckedLoss" and out["as_expected"] is True
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--set", "colour=3"], "error: config key 'colour' does not exist"),
+    (["--set", "min_isr=0"], "error: config key 'min_isr': 0 is not allowed (allowed: an integer >= 1)"),
+    (["--set", "max_fences=-1"], "error: config key 'max_fences': -1 is not allowed (allowed: an integer >= 0)"),
+    (["--set", "brokers=0"], "error: config key 'brokers': 0 is not allowed"),
+    (["--set", "variant=kip999"], "error: config key 'variant': \"kip999\" is not allowed (allowed: kip966 | legacy)"),
+    (["--set", "unclean_recovery_strategy=fast"], "error: config key 'unclean_recovery_strategy'"),
+    (["--set", 'acks=["2"]'], "error: config key 'acks'"),
+    (["--set", 'invariants=["Nope"]'], "error: config key 'invariants': 'Nope' is not an invariant"),
+    (["--set", 'variant=legacy', "--set", 'invariants=["ElrDisjointIsr"]'],
+     "error: config key 'invariants': 'ElrDisjointIsr' is not an invariant of variant 'legacy'"),
+    (["--set", "novalue"], "error: --set 'novalue': expected KEY=VALUE"),
+    (["missing.toml"], "error: missing.toml: no such file"),
+])
+def test_bad_input_exits_2_with_one_line(args, message):
+    r = invoke("check", *args)
+    assert r.exit_code == 2
+    assert r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), r.stderr
+
+
+def test_malformed_toml_exits_2(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("brokers = = 3\n")
+    r = invoke("check", str(bad))
+    assert r.exit_code == 2 and r.stdout == ""
+    assert len(r.stderr.splitlines()) == 1 and "bad.toml: malformed TOML" in r.stderr
+
+
+def test_bad_input_writes_no_trace(tmp_path):
+    trace = tmp_path / "t.json"
+    r = invoke("check", "--set", "variant=nope", "--trace-out", str(trace))
+    assert r.exit_code == 2 and not trace.exists()
+
+
+def test_replay_json_reports_every_step():
+    r = invoke("replay", str(ROOT / "specs/scenarios/kip966-elr-example.toml"), "--json")
+    assert r.exit_code == 0
+    out = json.loads(r.stdout)
+    assert out["ok"] is True and len(out["steps"]) == 19
+    assert out["steps"][1]["state"]["elr"] == [2, 3] and out["initial"]["isr"] == [0, 1, 2, 3]
+
+
+def test_replay_of_a_failing_json_scenario_exits_1(tmp_path):
+    scen = tmp_path / "s.json"
+    scen.write_text(json.dumps({"config": {}, "steps": [
+        {"action": "ShrinkIsr", "brokers": [2]},
+        {"action": "CommitAlterPartition", "expect": {"isr": [0, 1, 2]}}]}))
+    r = invoke("replay", str(scen))
+    assert r.exit_code == 1
+    assert "isr: expected {0,1,2}, got {0,1}" in r.stdout and "FAILED" in r.stdout
+
+
+def test_replay_bad_scenario_exits_2(tmp_path):
+    scen = tmp_path / "s.toml"
+    scen.write_text('[config]\nbrokers = 2\n[[steps]]\naction = "Teleport"\n')
+    r = invoke("replay", str(scen))
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.startswith("error: ") and "action 'Teleport' does not exist" in r.stderr
+
+
+@pytest.mark.skipif(shutil.which("modelcheck") is None, reason="the package is not installed")
+def test_the_installed_command_runs():
+    p = subprocess.run(["modelcheck", "check", "--set", "variant=legacy", "--json"],
+                       capture_output=True, text=True, check=False)
+    assert p.returncode == 1 and json.loads(p.stdout)["invariant"] == "NoAckedLoss"
+
+
+def test_help_teaches_the_config_keys():
+    r = invoke("check", "--help")
+    assert r.exit_code == 0 and "max_unclean_shutdowns" in r.stdout and "Exit status" in r.stdout

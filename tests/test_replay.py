@@ -1,0 +1,93 @@
+"""The shipped scenarios replay as the KIP tells them; broken ones fail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from modelcheck.config import ConfigError, read_file
+from modelcheck.replay import parse_steps, replay, split_scenario
+from specs.kafka_elr import load
+
+SCENARIOS = Path(__file__).parent.parent / "specs" / "scenarios"
+
+
+def run(data: dict, where: str = "test"):
+    config, raw = split_scenario(data, where)
+    spec = load(config)
+    return replay(spec, parse_steps(spec, raw, where))[1]
+
+
+def run_file(name: str):
+    return run(read_file(SCENARIOS / name), name)
+
+
+def test_the_kip966_four_broker_example_replays_t0_to_t7():
+    reports = run_file("kip966-elr-example.toml")
+    assert len(reports) == 19 and all(r.ok for r in reports)
+    after = {r.index: r.state for r in reports}
+    assert (after[2]["isr"], after[2]["elr"]) == ([0, 1], [2, 3])          # T1
+    assert (after[4]["isr"], after[4]["elr"]) == ([0, 1, 2], [])           # T2
+    assert (after[6]["isr"], after[6]["elr"]) == ([0], [1, 2])             # T3
+    assert (after[10]["isr"], after[10]["elr"]) == ([], [0, 1, 2, 3])      # T5
+    assert (after[15]["leader"], after[15]["elr"]) == (1, [3])             # T6: b2 elected from ELR
+    assert (after[19]["isr"], after[19]["elr"]) == ([0, 1, 2], [])         # T7
+
+
+def test_motivation_legacy_reaches_global_data_loss():
+    reports = run_file("motivation-legacy.toml")
+    assert all(r.ok for r in reports)
+    assert reports[6].violated == ["NoAckedLoss"]                          # T2
+    final = reports[-1].state
+    assert final["acked"] == [1] and final["log"] == [[], [], []]
+
+
+def test_motivation_kip966_elects_broker_1_from_the_elr():
+    reports = run_file("motivation-kip966.toml")
+    assert all(r.ok and not r.violated for r in reports)
+    t3 = reports[9]
+    assert t3.step.action == "UnfenceBroker" and t3.step.args == {"broker": 1, "leader": 1}
+    assert t3.state["leader"] == 1 and t3.state["elr"] == [2]
+
+
+def test_a_wrong_expectation_fails_that_step():
+    reports = run({"config": {}, "steps": [
+        {"action": "ShrinkIsr", "brokers": [2]},
+        {"action": "CommitAlterPartition", "expect": {"isr": [0, 1], "elr": [1]}}]})
+    assert reports[0].ok and not reports[1].ok
+    assert reports[1].mismatches == [("elr", [1], [])]
+
+
+def test_replay_stops_at_a_step_that_is_not_enabled():
+    reports = run({"config": {}, "steps": [
+        {"action": "CommitAlterPartition"}, {"action": "Produce", "acks": "all"}]})
+    assert len(reports) == 1 and not reports[0].enabled and reports[0].error == "not enabled"
+
+
+def test_an_unexpected_violation_fails_the_step():
+    reports = run({"config": {"variant": "legacy", "max_records": 1}, "steps": [
+        {"action": "Produce", "acks": "all"}, {"action": "Fetch", "broker": 1}, {"action": "Fetch", "broker": 2},
+        {"action": "AdvanceHwm"}, {"action": "ShrinkIsr", "brokers": [1, 2]}, {"action": "CommitAlterPartition"},
+        {"action": "UncleanShutdown", "broker": 0, "keep": 0}]})
+    assert reports[-1].violated == ["NoAckedLoss"] and not reports[-1].ok
+
+
+def test_an_underspecified_step_is_ambiguous():
+    reports = run({"config": {}, "steps": [{"action": "FenceBroker", "broker": 0}]})
+    assert reports[0].error.startswith("ambiguous: 2 instances match")
+
+
+@pytest.mark.parametrize("steps, message", [
+    ([{"action": "Explode"}], "action 'Explode' does not exist"),
+    ([{"action": "Produce", "expect": {"colour": 1}}], "'colour' is not a state variable"),
+    ([{"action": "Produce", "violates": ["Nope"]}], "'violates' must list invariants"),
+])
+def test_bad_steps_are_rejected_before_running(steps, message):
+    with pytest.raises(ConfigError, match=message):
+        run({"config": {}, "steps": steps})
+
+
+def test_a_scenario_needs_steps():
+    with pytest.raises(ConfigError, match="'steps' must be a non-empty array"):
+        run({"config": {}})
