@@ -4,11 +4,58 @@ from __future__ import annotations
 
 from typing import Any
 
+from modelcheck.itf import INT, STR, Fun, Option, Seq, Set, Tup
+
 from .types import NO_LEADER, State, bit, describe, lost_unregistered, members
+
+# Log entries are coloured by the leader epoch that wrote them (a
+# colour-blind-safe light palette, so black text stays readable).
+EPOCH_COLOURS = ("#a6cee3", "#fdbf6f", "#b2df8a", "#fb9a99", "#cab2d6", "#ffff99", "#e0e0e0", "#8dd3c7")
+DOWN = {"OFFLINE_DIRTY": "down:dirty", "OFFLINE_CLEAN": "down:clean"}
+ENTRIES = Seq(Tup(INT, INT))
 
 
 class KafkaPresentation:
-    trace_columns = ("leader", "leader_epoch", "isr", "elr", "hwm", "log")
+    # what trace_row shows; other variables appear when they change
+    trace_columns = ("leader", "leader_epoch", "isr", "elr", "last_known_elr", "hwm", "log", "fenced",
+                     "status", "acked")
+    trace_legend = ("rN@E: record N written in leader epoch E (coloured by epoch); ✓ acked; "
+                    "| the broker's high watermark")
+    itf_types = {
+        "leader": INT, "leader_epoch": INT, "isr": Set(INT), "elr": Set(INT), "last_known_elr": Set(INT),
+        "last_known_leader": INT, "leader_recovery": STR, "fenced": Set(INT), "broker_epoch": Fun(INT),
+        "min_isr": INT, "status": Fun(STR), "clean_shutdown_epoch": Fun(INT), "log": Fun(ENTRIES),
+        "hwm": Fun(INT), "pending_isr": Option(Set(INT)), "acked": Set(INT), "acks_all": Set(INT),
+        "exposed": ENTRIES, "produced": INT, "unclean_shutdowns": INT, "lost_unregistered": Set(INT),
+        "clean_shutdowns": INT, "fences": INT, "isr_shrinks": INT, "min_isr_changes": INT,
+        "admin_elections": INT,
+    }
+
+    def trace_row(self, d: dict[str, Any]) -> tuple[dict[str, list], dict[str, list]]:
+        """The KIP's figure as a row: the controller's view, then one lane a
+        broker (role, membership, faults, log)."""
+        leader = "none" if d["leader"] == NO_LEADER else str(d["leader"])
+        columns = {"leader/epoch": [(f"{leader}/{d['leader_epoch']}", "")]}
+        for label, var in (("ISR", "isr"), ("ELR", "elr"), ("LastKnownELR", "last_known_elr"), ("HWM", "hwm")):
+            columns[label] = [(self.format_value(var, d[var]), "")]
+        return columns, {f"b{b}": self.lane(d, b) for b in range(len(d["log"]))}
+
+    def lane(self, d: dict[str, Any], b: int) -> list[tuple[str, str]]:
+        tags = [("leader", "bold #1f77b4", d["leader"] == b), ("isr", "#2ca02c", b in d["isr"]),
+                ("elr", "#9467bd", b in d["elr"]), ("lkelr", "#9467bd", b in d["last_known_elr"]),
+                ("fenced", "bold #d62728", b in d["fenced"]),
+                (DOWN.get(d["status"][b], ""), "bold #d62728", d["status"][b] in DOWN)]
+        cell = [part for tag, style, on in tags if on for part in ((tag, style), (" ", ""))]
+        log, hwm = d["log"][b], d["hwm"][b]
+        if not log:
+            return cell + [("-", "dim")]
+        for k, (epoch, record) in enumerate(log):
+            if k == hwm:
+                cell += [("|", "bold"), (" ", "")]
+            acked = "✓" if record in d["acked"] else ""
+            cell += [(f"r{record}@{epoch}{acked}", f"#000000 on {EPOCH_COLOURS[epoch % len(EPOCH_COLOURS)]}"),
+                     (" ", "")]
+        return cell + [("|", "bold")] if hwm == len(log) else cell[:-1]
 
     def format_value(self, name: str, value: Any) -> str:
         if name == "log":
@@ -16,8 +63,8 @@ class KafkaPresentation:
         if name == "exposed":
             return "[" + " ".join(f"r{r}@{e}" for e, r in value) + "]"
         if isinstance(value, list) and all(isinstance(x, (int, str)) for x in value):
-            return "{" + ",".join(map(str, value)) + "}" if name not in ("hwm", "broker_epoch", "status",
-                                                                         "clean_shutdown_epoch") else str(value)
+            per_broker = name in ("hwm", "broker_epoch", "status", "clean_shutdown_epoch")
+            return ("[" + ", ".join(map(str, value)) + "]") if per_broker else "{" + ",".join(map(str, value)) + "}"
         return str(value)
 
     def explain(self, invariant: str, s: State) -> str:

@@ -1,0 +1,154 @@
+"""The Informal Trace Format (ITF, Apalache ADR-015), written and read.
+
+ITF is the JSON trace format of Apalache and Quint: `{"#meta", "vars",
+"states"}`, each state `{"#meta": {"index": i}, var: value, ...}`, with
+`{"#set": [...]}`, `{"#tup": [...]}`, `{"#map": [[k, v], ...]}` and
+`{"#bigint": "..."}` for what JSON lacks. Our described states are plain
+JSON (a set is a sorted list), so writing needs each variable's type: a
+spec declares them in `itf_types` with the constructors below, whose str()
+is the Apalache type written to `#meta.varTypes`. Reading needs no types:
+ITF is self-describing, and each form maps back to the JSON we write.
+
+The action and arguments of each step go in its state's `#meta`, and the
+config and violated invariant in the trace's `#meta`, so a trace read back
+is the same list of steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
+
+
+@dataclass(frozen=True)
+class Type:
+    """An Apalache type: `kind` is Int, Str, Bool, Set, Seq, Tup, Fun or Option."""
+    kind: str
+    args: tuple["Type", ...] = ()
+
+    def __str__(self) -> str:
+        a = [str(t) for t in self.args]
+        if self.kind in ("Set", "Seq"):
+            return f"{self.kind}({a[0]})"
+        if self.kind == "Tup":
+            return f"<<{', '.join(a)}>>"
+        if self.kind == "Fun":
+            return f"Int -> {a[0]}"
+        if self.kind == "Option":
+            return f"Some({a[0]}) | None(UNIT)"
+        return self.kind
+
+
+INT, STR, BOOL = Type("Int"), Type("Str"), Type("Bool")
+
+
+def Set(t: Type) -> Type:
+    """A set (described as a sorted list)."""
+    return Type("Set", (t,))
+
+
+def Seq(t: Type) -> Type:
+    """A TLA+ sequence (a JSON list)."""
+    return Type("Seq", (t,))
+
+
+def Tup(*ts: Type) -> Type:
+    """A tuple (a JSON list of fixed length)."""
+    return Type("Tup", ts)
+
+
+def Fun(t: Type) -> Type:
+    """A function from process ids 0..n-1 (a JSON list indexed by id), as a
+    TLA+ spec would declare a per-broker variable."""
+    return Type("Fun", (t,))
+
+
+def Option(t: Type) -> Type:
+    """A value or JSON null, as Apalache's variant Some(t) | None(UNIT)."""
+    return Type("Option", (t,))
+
+
+def encode(value: Any, t: Type | None = None) -> Any:
+    """A described (JSON) value as an ITF expression of type `t` (None: by
+    its JSON shape, lists as sequences)."""
+    kind = t.kind if t else None
+    if kind == "Option":
+        return ({"tag": "None", "value": {"#tup": []}} if value is None
+                else {"tag": "Some", "value": encode(value, t.args[0])})
+    if isinstance(value, bool) or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return {"#bigint": str(value)}
+    if isinstance(value, dict):
+        return {k: encode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        if kind == "Set":
+            return {"#set": [encode(v, t.args[0]) for v in value]}
+        if kind == "Tup":
+            return {"#tup": [encode(v, s) for v, s in zip(value, t.args, strict=True)]}
+        if kind == "Fun":
+            return {"#map": [[encode(i), encode(v, t.args[0])] for i, v in enumerate(value)]}
+        return [encode(v, t.args[0] if kind == "Seq" else None) for v in value]
+    raise ValueError(f"no ITF form for {value!r} (declare its type in the spec's itf_types)")
+
+
+def decode(x: Any) -> Any:
+    """An ITF expression as the JSON value `encode` takes: sets as sorted
+    lists, tuples as lists, maps over 0..n-1 as lists, None(UNIT) as null."""
+    if isinstance(x, list):
+        return [decode(v) for v in x]
+    if not isinstance(x, dict):
+        return x
+    if "#bigint" in x:
+        return int(x["#bigint"])
+    if "#set" in x:
+        return sorted((decode(v) for v in x["#set"]), key=_order)
+    if "#tup" in x:
+        return [decode(v) for v in x["#tup"]]
+    if "#map" in x:
+        pairs = sorted(((decode(k), decode(v)) for k, v in x["#map"]), key=lambda p: _order(p[0]))
+        if [k for k, _ in pairs] == list(range(len(pairs))):
+            return [v for _, v in pairs]
+        return [[k, v] for k, v in pairs]
+    if set(x) == {"tag", "value"} and x["tag"] in ("None", "Some"):
+        return None if x["tag"] == "None" else decode(x["value"])
+    return {k: decode(v) for k, v in x.items()}
+
+
+def _order(v: Any) -> tuple:
+    """Sort key of decoded set elements: numbers by value, the rest by JSON text."""
+    return (0, v, "") if isinstance(v, int) else (1, 0, repr(v))
+
+
+def to_itf(config: dict[str, Any], invariant: str | None, steps: list[dict[str, Any]],
+           types: dict[str, Type]) -> dict[str, Any]:
+    """Steps `{"action", "args", "state"}` (described states) as an ITF trace."""
+    names = list(steps[0]["state"])
+    return {
+        "#meta": {"format": "ITF", "format-description": FORMAT_DESCRIPTION, "source": "modelcheck",
+                  "description": f"counterexample to {invariant}" if invariant else "a trace",
+                  "varTypes": {n: str(types[n]) for n in names if n in types},
+                  "config": config, "invariant": invariant},
+        "vars": names,
+        "states": [{"#meta": {"index": i, "action": s["action"], "args": s["args"]},
+                    **{n: encode(s["state"][n], types.get(n)) for n in names}}
+                   for i, s in enumerate(steps)],
+    }
+
+
+def is_itf(data: Any) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("vars"), list) and isinstance(data.get("states"), list)
+
+
+def from_itf(data: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None, list[dict[str, Any]]]:
+    """(config, invariant, steps) of an ITF trace; config is None when the
+    trace was not written by modelcheck (no `#meta.config`)."""
+    meta = data.get("#meta") or {}
+    steps = []
+    for s in data["states"]:
+        m = s.get("#meta") or {}
+        steps.append({"action": m.get("action"), "args": m.get("args") or {},
+                      "state": {n: decode(s[n]) for n in data["vars"] if n in s}})
+    return meta.get("config"), meta.get("invariant"), steps
