@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -17,14 +18,21 @@ from typing import Any, NoReturn
 
 import click
 from rich.live import Live
+from rich.table import Table
 from rich.text import Text
 
 from modelcheck import __version__
 from modelcheck.config import ConfigError, parse_override, read_file
 from modelcheck.engine.bfs import check as bfs_check
+from modelcheck.graph import GraphTooLarge, dot, graphml, mark_path, state_graph
+from modelcheck.html_trace import render as render_html
+from modelcheck.itf import to_itf
 from modelcheck.replay import parse_steps, replay as run_replay, split_scenario
 from modelcheck.result import CheckResult
-from modelcheck.viewer import format_action, replay_table, stderr_console, stdout_console, trace_table
+from modelcheck.trace import described
+from modelcheck.tracefile import TraceFile, read as read_trace, replay as replay_trace
+from modelcheck.viewer import (diff_table, format_action, replay_table, stderr_console, step_table,
+                               stdout_console, trace_table)
 from specs import kafka_elr
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT = 0, 1, 2
@@ -81,15 +89,16 @@ class Progress:
             self.last = time.monotonic()
 
 
-def trace_json(spec: Any, result: CheckResult) -> list[dict[str, Any]]:
-    return [{"action": s.action, "args": s.args, "state": spec.describe(s.state)} for s in result.trace]
-
-
 def write_atomically(path: str, text: str) -> None:
+    """Write via a temporary file and rename, so a reader (or a crash) never
+    sees half a file; the mode is what open() would give (mkstemp's is 0600)."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=".modelcheck-")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
     os.replace(tmp, target)
 
 
@@ -124,8 +133,13 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
     \b
     brokers, min_isr, max_records, max_unclean_shutdowns,
     max_clean_shutdowns, max_fences, max_isr_shrinks, max_min_isr_changes,
-    max_admin_elections, variant (kip966 | legacy), unclean_leader_election,
+    max_admin_elections, variant, unclean_leader_election,
     unclean_recovery_strategy (none | balanced | aggressive), acks, invariants
+
+    \b
+    variants: kip966 (default), legacy, kip966-elr-only, kafka-4,
+    hwm-ignores-min-isr, hwm-on-maximal-isr, balanced-fixed-responses,
+    no-unclean-detection (see docs/model.md; `modelcheck matrix` runs them all)
 
     Exit status: 0 all invariants hold, 1 one is violated (the shortest
     counterexample is printed), 2 bad input.
@@ -137,11 +151,11 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
         fail(str(e))
     with Progress(enabled=not quiet and not as_json) as progress:
         result = bfs_check(spec, progress=progress)
-    trace = trace_json(spec, result)
+    trace = described(spec, result.trace)
     verdict = result.verdict if result.holds else f"violated: {result.invariant}"
     if trace_out and not result.holds:
-        write_atomically(trace_out, json.dumps({"config": spec.config, "invariant": result.invariant,
-                                                "trace": trace}, indent=1) + "\n")
+        write_atomically(trace_out, json.dumps(TraceFile(spec.config, result.invariant, trace).to_json(),
+                                               indent=1) + "\n")
     if as_json:
         click.echo(json.dumps({
             "verdict": result.verdict, "invariant": result.invariant,
@@ -171,7 +185,8 @@ def print_result(spec: Any, result: CheckResult, expected: str | None, verdict: 
         out.print(trace_table(spec, result.trace))
         out.print(f"[bold]{result.invariant}[/]: {spec.explain(result.invariant, last)}")
         if trace_out:
-            out.print(f"trace written to {trace_out}")
+            out.print(Text(f"trace written to {trace_out}; view it with: modelcheck trace show "
+                           f"{shlex.quote(trace_out)}"))
     out.print(f"distinct states: {result.distinct_states:,}  generated: {result.generated_states:,}  "
               f"depth: {result.depth}  time: {result.elapsed_s:.1f} s ({rate:,.0f} distinct states/s)")
     fired = "  ".join(f"{name} {count:,}" for name, count in result.coverage.items())
@@ -224,6 +239,163 @@ def replay(scenario: str, as_json: bool) -> None:
         out.print("[bold green]ok[/]: the scenario replays as written" if ok
                   else "[bold red]FAILED[/]: see the rows marked FAIL")
     sys.exit(EXIT_HOLDS if ok else EXIT_VIOLATED)
+
+
+
+# ---- verdict matrix -----------------------------------------------------------------
+
+DEFAULT_MATRIX = Path(kafka_elr.__file__).parent.parent / "matrix.toml"
+
+
+@main.command()
+@click.argument("matrix_file", required=False, metavar="[MATRIX.toml]")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object a cell, as a list, on stdout.")
+@click.option("--out", metavar="FILE.md", help="Write the verdicts as markdown (e.g. docs/verdicts.md).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="all cores",
+              help="Cells checked at a time, each in its own process.")
+@click.option("--only", multiple=True, metavar="NAME", help="Run only the named cell(s). Repeatable.")
+def matrix(matrix_file: str | None, as_json: bool, out: str | None, jobs: int, only: tuple[str, ...]) -> None:
+    """Check a list of (variant, config) cells and tabulate the verdicts:
+    violated invariant, shortest trace length, distinct states, depth, time.
+
+    Without MATRIX.toml the shipped specs/matrix.toml runs: every variant at
+    N=3/min_isr=2 with one and two unclean shutdowns, and N=4/min_isr=3.
+    A cell may pin `expect = "holds"` or `"violated: NAME"`.
+
+    Exit status: 0 every cell is as pinned, 1 one differs, 2 bad input.
+    """
+    from modelcheck import matrix as mx
+    path = matrix_file or str(DEFAULT_MATRIX)
+    try:
+        meta, cells = mx.read_matrix(path, kafka_elr.load)
+        unknown = sorted(set(only) - {c.name for c in cells})
+        if unknown:
+            raise ConfigError(f"--only {unknown[0]!r}: no such cell in {path}")
+    except ConfigError as e:
+        fail(str(e))
+    cells = [c for c in cells if not only or c.name in only]
+    console = stderr_console()
+    rows: list[Any] = [None] * len(cells)
+    for i, row in mx.run(kafka_elr.load, cells, jobs):
+        rows[i] = row
+        console.print(f"[{sum(r is not None for r in rows)}/{len(cells)}] {row.cell.name}: {row.verdict} "
+                      f"({row.distinct:,} states, {row.elapsed_s:.1f} s)", highlight=False)
+    if out:
+        command = "modelcheck matrix" + (f" {matrix_file}" if matrix_file else "") + f" --out {out}"
+        write_atomically(out, mx.markdown(meta, rows, command, jobs) + "\n")
+    if as_json:
+        click.echo(json.dumps([{
+            "name": r.cell.name, "verdict": "holds" if r.invariant is None else "violated", "invariant": r.invariant,
+            "trace_length": r.trace_len, "distinct_states": r.distinct, "generated_states": r.generated,
+            "depth": r.depth, "elapsed_s": round(r.elapsed_s, 3), "config": r.config,
+            "expected": r.cell.expect, "as_expected": r.as_expected, "story": r.story} for r in rows]))
+    else:
+        table = Table(header_style="bold")
+        for col in ("cell", "verdict", "trace", "distinct", "depth", "time s", "pinned"):
+            table.add_column(col, justify="right" if col in ("trace", "distinct", "depth", "time s") else "left")
+        for r in rows:
+            pinned = {None: "", True: "ok", False: f"DIFFERS ({r.cell.expect})"}[r.as_expected]
+            table.add_row(r.cell.name, r.verdict, str(r.trace_len or ""), f"{r.distinct:,}", str(r.depth),
+                          f"{r.elapsed_s:.1f}", Text(pinned, style="bold red" if r.as_expected is False else ""))
+        stdout_console().print(table)
+    sys.exit(EXIT_VIOLATED if any(r.as_expected is False for r in rows) else EXIT_HOLDS)
+
+
+# ---- trace viewer, exports and the state graph ------------------------------------
+# Rendering lives in modelcheck/ (viewer, html_trace, itf, graph), which takes a
+# Spec and never imports specs/; here each file's config picks the spec.
+
+def open_trace(path: str) -> tuple[Any, TraceFile, list[Any]]:
+    """A trace file (JSON or ITF), the spec of its config, and its steps
+    replayed into spec states; bad input exits 2."""
+    try:
+        tf = read_trace(path)
+        spec = kafka_elr.load({k: v for k, v in tf.config.items() if v is not None})  # null: the default
+        return spec, tf, replay_trace(spec, tf, path)
+    except ConfigError as e:
+        fail(str(e))
+
+
+@main.group()
+def trace() -> None:
+    """View and convert a counterexample: the JSON of `check --trace-out`,
+    or an ITF trace written by `trace export`."""
+
+
+@trace.command("show")
+@click.argument("path", metavar="TRACE")
+@click.option("--step", "step_no", metavar="K", help="Show step K's state in full.")
+@click.option("--diff", is_flag=True, help="Show only what each step changed.")
+def trace_show(path: str, step_no: str | None, diff: bool) -> None:
+    """One row a step: leader/epoch, ISR, ELR, LastKnownELR, HWM and each
+    broker's lane (role, faults, log coloured by epoch); changed cells
+    marked `*`; the violated invariant explained at the end."""
+    spec, tf, steps = open_trace(path)
+    if step_no is not None and not (step_no.isdigit() and int(step_no) < len(steps)):
+        fail(f"--step {step_no!r}: expected a step number from 0 to {len(steps) - 1}")
+    out = stdout_console()
+    if step_no is not None:
+        out.print(step_table(spec, steps, int(step_no)))
+    else:
+        out.print(diff_table(spec, steps) if diff else trace_table(spec, steps))
+    if tf.invariant and (step_no is None or int(step_no) == len(steps) - 1):
+        out.print(Text.assemble((tf.invariant, "bold red"), ": ", spec.explain(tf.invariant, steps[-1].state)))
+
+
+@trace.command("html")
+@click.argument("path", metavar="TRACE")
+@click.option("-o", "--out", required=True, metavar="FILE.html", help="The page to write.")
+def trace_html(path: str, out: str) -> None:
+    """One self-contained HTML page (no network): brokers as lanes, steps as
+    rows; a slider, arrow keys or clicks step through, showing each step's
+    changes and state."""
+    spec, tf, steps = open_trace(path)
+    write_atomically(out, render_html(spec, steps, tf.config, tf.invariant))
+    click.echo(f"wrote {out} ({len(steps)} steps)")
+
+
+@trace.command("export")
+@click.argument("path", metavar="TRACE")
+@click.option("--format", "fmt", type=click.Choice(["itf", "json"]), default="itf", show_default=True,
+              help="itf: the Informal Trace Format of Apalache and Quint; json: check's --trace-out form.")
+@click.option("-o", "--out", default="-", metavar="FILE", help="Where to write (default: stdout).")
+def trace_export(path: str, fmt: str, out: str) -> None:
+    """Convert a trace (JSON or ITF) to ITF or JSON; reading the result back
+    gives the same steps."""
+    spec, tf, _steps = open_trace(path)
+    doc = to_itf(tf.config, tf.invariant, tf.steps, spec.itf_types) if fmt == "itf" else tf.to_json()
+    text = json.dumps(doc, indent=1) + "\n"
+    if out == "-":
+        click.echo(text, nl=False)
+    else:
+        write_atomically(out, text)
+
+
+@main.command()
+@click.argument("config", required=False, metavar="[CONFIG.toml]")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key. Repeatable.")
+@click.option("-o", "--out", required=True, metavar="FILE.graphml|FILE.dot", help="The format follows the suffix.")
+@click.option("--max-states", default=20000, show_default=True, type=click.IntRange(min=1),
+              help="Refuse configs with more reachable states.")
+def graph(config: str | None, overrides: tuple[str, ...], out: str, max_states: int) -> None:
+    """Write the reachable state graph of a small config (networkx): nodes
+    are states with their variables, edges actions with their arguments;
+    when an invariant fails, check's shortest counterexample is marked."""
+    writers = {".graphml": graphml, ".dot": dot}
+    writer = writers.get(Path(out).suffix.lower())
+    if writer is None:
+        fail(f"-o {out}: the name must end in .graphml or .dot")
+    try:
+        spec = kafka_elr.load(load_check_config(config, overrides)[0])
+        g = state_graph(spec, max_states)
+    except (ConfigError, GraphTooLarge) as e:
+        fail(str(e))
+    result = bfs_check(spec) if any(bad for _n, bad in g.nodes(data="violated")) else None
+    if result:
+        mark_path(g, spec, result.trace)
+    write_atomically(out, writer(g))
+    click.echo(f"wrote {out}: {g.number_of_nodes():,} states, {g.number_of_edges():,} transitions"
+               + (f"; counterexample to {result.invariant} marked ({len(result.trace) - 1} steps)" if result else ""))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 Args = dict[str, Any]
 State = Any  # any immutable value whose canonical() is deterministic
+Cell = list[tuple[str, str]]  # a trace view cell: (text, rich style) segments
 
 
 class SpecDefinitionError(TypeError):
@@ -96,16 +97,36 @@ class Spec:
         return dict(state._asdict())
 
     # --- presentation hooks (defaults suit any spec) ---------------------------
+    # Variables the trace view shows (by default one column each); the others
+    # appear in a view only when they change.
     trace_columns: ClassVar[tuple[str, ...]] = ()
+    # One line read under a trace view: what its marks and colours mean.
+    trace_legend: ClassVar[str] = ""
+    # Apalache types of the described variables (modelcheck.itf constructors),
+    # so an ITF export writes sets as sets and tuples as tuples; a variable
+    # not listed is written by its JSON shape.
+    itf_types: ClassVar[dict[str, Any]] = {}
 
     def format_value(self, name: str, value: Any) -> str:
         """How a variable's value is shown in a trace table."""
         return json.dumps(value, separators=(",", ":"))
 
+    def trace_row(self, state: dict[str, Any]) -> tuple[dict[str, Cell], dict[str, Cell]]:
+        """One row of a trace view from described variables: (columns,
+        lanes), each label -> [(text, rich style)]. Lanes are per-process
+        cells (one a broker), drawn side by side as in a timeline figure."""
+        return {c: [(self.format_value(c, state[c]), "")] for c in self.trace_columns}, {}
+
     def explain(self, invariant: str, state: State) -> str:
         """One sentence on why `state` violates `invariant`."""
         doc = (self.invariants[invariant].__doc__ or "").strip().split("\n\n")[0]
         return " ".join(doc.split())
+
+    def story(self, trace: list, invariant: str) -> str:
+        """A counterexample in a few sentences (default: the actions, then
+        the explanation); a spec may tell it in its own domain's words."""
+        steps = ", ".join(s.action + (str(s.args) if s.args else "") for s in trace[1:])
+        return f"{steps}: {invariant} breaks: {self.explain(invariant, trace[-1].state)}."
 
     # --- what the engine uses ----------------------------------------------
     def successors(self, state: State) -> Iterator[tuple[str, Args, State]]:

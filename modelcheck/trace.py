@@ -42,6 +42,12 @@ def rebuild(spec: Spec, store: VisitedStore, fp: int) -> list[Step]:
     return steps
 
 
+def described(spec: Spec, steps: list[Step]) -> list[dict[str, Any]]:
+    """A trace as JSON: each step's action, arguments and named variables
+    (the form `check --json` prints and `--trace-out` writes)."""
+    return [{"action": s.action, "args": s.args, "state": spec.describe(s.state)} for s in steps]
+
+
 def apply_step(spec: Spec, state: Any, action: str, args: dict[str, Any]) -> list[tuple[dict, Any]]:
     """Enabled instances of `action` in `state` whose arguments include `args`."""
     return [(a, t) for a, t in spec.instances(action, state)

@@ -72,7 +72,7 @@ def test_check_reads_a_config_file_with_its_expected_verdict(tmp_path):
     (["--set", "min_isr=0"], "error: config key 'min_isr': 0 is not allowed (allowed: an integer >= 1)"),
     (["--set", "max_fences=-1"], "error: config key 'max_fences': -1 is not allowed (allowed: an integer >= 0)"),
     (["--set", "brokers=0"], "error: config key 'brokers': 0 is not allowed"),
-    (["--set", "variant=kip999"], "error: config key 'variant': \"kip999\" is not allowed (allowed: kip966 | legacy)"),
+    (["--set", "variant=kip999"], "error: config key 'variant': \"kip999\" is not allowed (allowed: kip966 | legacy | kip966-elr-only | kafka-4"),
     (["--set", "unclean_recovery_strategy=fast"], "error: config key 'unclean_recovery_strategy'"),
     (["--set", 'acks=["2"]'], "error: config key 'acks'"),
     (["--set", 'invariants=["Nope"]'], "error: config key 'invariants': 'Nope' is not an invariant"),

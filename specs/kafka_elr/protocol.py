@@ -14,6 +14,7 @@ from modelcheck.spec import Spec, action, invariant
 
 from . import rules
 from .presentation import KafkaPresentation
+from .story import KafkaStory
 from .types import (NO_EPOCH, NO_LEADER, OFFLINE_CLEAN, OFFLINE_DIRTY, RECOVERED, RECOVERING,
                     RUNNING, State, bit, describe, lost_unregistered, mask_of, members, pending_mask,
                     replace_at, size)
@@ -23,7 +24,7 @@ ADMIN_TYPES = ("PREFERRED", "UNCLEAN", "LONGEST_LOG_AGGRESSIVE", "LONGEST_LOG_BA
 PREFERRED_REPLICA = 0   # the first replica of the assignment
 
 
-class Kip966(KafkaPresentation, Spec):
+class Kip966(KafkaStory, KafkaPresentation, Spec):
     """The full KIP-966 design: ELR, LastKnownELR/LastKnownLeader, the HWM
     rule, clean-shutdown detection and the unclean recovery manager."""
 
@@ -90,6 +91,18 @@ class Kip966(KafkaPresentation, Spec):
     def registration_is_clean(self, s: State, b: int) -> bool:
         return rules.registration_is_clean(s.clean_shutdown_epoch[b], s.broker_epoch[b])
 
+    def unclean_registration(self, s: State, b: int) -> State:
+        """The controller has detected that `b` shut down uncleanly: KIP-966
+        removes it from ISR and ELR; an ELR member goes to LastKnownELR."""
+        return s._replace(isr=s.isr & ~bit(b), elr=s.elr & ~bit(b),
+                          last_known_elr=s.last_known_elr | (s.elr & bit(b)))
+
+    def min_isr_changed(self, s: State) -> State:
+        """KIP-966: "When updating the config min.insync.replicas, if the new
+        min ISR <= current ISR, the ELR will be removed" (LastKnownELR too: the
+        ISR has reached min ISR)."""
+        return s._replace(elr=0, last_known_elr=0) if self.eff_min_isr(s) <= size(s.isr) else s
+
     def elections(self, s: State) -> list[tuple[int, State]]:
         """Elections the controller makes on its own in leaderless state `s`:
         ISR members, then unfenced ELR members (clean). The unclean recovery
@@ -107,12 +120,18 @@ class Kip966(KafkaPresentation, Spec):
             return []   # wait for the fenced ISR/ELR members to come back
         answered = [b for b in range(self.n) if self.running(s, b) and self.unfenced(s, b)]
         if strategy == "balanced":
-            must = members(s.last_known_elr)
-            if any(m not in answered for m in must):
-                return []
-            ranks = [rules.recovery_rank(s.log[m]) for m in must]
-            answered = [w for w in answered if all(rules.recovery_rank(s.log[w]) >= r for r in ranks)]
+            answered = self.balanced_winners(s, answered)
         return [(w, self.elect(s, w, unclean=True)) for w in answered]
+
+    def balanced_winners(self, s: State, answered: list[int]) -> list[int]:
+        """Balanced: "all the LastKnownELR members have replied, plus the
+        replicas replied within the timeout"; the winner ranks at least as
+        high as every LastKnownELR member."""
+        must = members(s.last_known_elr)
+        if any(m not in answered for m in must):
+            return []
+        ranks = [rules.recovery_rank(s.log[m]) for m in must]
+        return [w for w in answered if all(rules.recovery_rank(s.log[w]) >= r for r in ranks)]
 
     # ---- shared effects -----------------------------------------------------------
     def set_leader(self, s: State, leader: int, recovery: int = RECOVERED) -> State:
@@ -340,10 +359,7 @@ class Kip966(KafkaPresentation, Spec):
             t = s._replace(status=replace_at(s.status, b, RUNNING),
                            broker_epoch=replace_at(s.broker_epoch, b, s.broker_epoch[b] + 1),
                            clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, NO_EPOCH))
-            if not self.registration_is_clean(s, b):
-                t = t._replace(isr=t.isr & ~bit(b), elr=t.elr & ~bit(b),
-                               last_known_elr=t.last_known_elr | (t.elr & bit(b)))
-            yield {"broker": b}, t
+            yield {"broker": b}, t if self.registration_is_clean(s, b) else self.unclean_registration(t, b)
 
     @action("ElectLeader")
     def elect_leader(self, s: State) -> Step:
@@ -405,17 +421,13 @@ class Kip966(KafkaPresentation, Spec):
 
     @action("AlterMinIsr")
     def alter_min_isr(self, s: State) -> Step:
-        """min.insync.replicas changes (bounded by max_min_isr_changes); "if
-        the new min ISR <= current ISR, the ELR will be removed"."""
+        """min.insync.replicas changes (bounded by max_min_isr_changes)."""
         if s.min_isr_changes >= self.config["max_min_isr_changes"]:
             return
         for v in range(1, self.n + 1):
             if v == s.min_isr:
                 continue
-            t = s._replace(min_isr=v, min_isr_changes=s.min_isr_changes + 1)
-            if min(v, self.n) <= size(t.isr):
-                t = t._replace(elr=0, last_known_elr=0)
-            yield {"min_isr": v}, t
+            yield {"min_isr": v}, self.min_isr_changed(s._replace(min_isr=v, min_isr_changes=s.min_isr_changes + 1))
 
     # ---- invariants --------------------------------------------------------------
     @invariant("TypeOK")
@@ -449,10 +461,13 @@ class Kip966(KafkaPresentation, Spec):
 
     @invariant("LeaderInIsr")
     def leader_in_isr(self, s: State) -> bool:
+        """The leader is a member of the ISR."""
         return s.leader == NO_LEADER or bool(s.isr & bit(s.leader))
 
     @invariant("LeaderUnfenced")
     def leader_unfenced(self, s: State) -> bool:
+        """The leader is registered and unfenced: the controller elected a
+        live broker."""
         return s.leader == NO_LEADER or self.unfenced(s, s.leader)
 
     @invariant("ElectableAtLeastMinIsr")

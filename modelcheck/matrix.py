@@ -1,0 +1,184 @@
+"""Verdict matrices: many (variant, config) checks in one run, one row each.
+
+A matrix file (TOML) has a `title`, optional `intro` (markdown), optional
+`[defaults]` (config keys every cell starts from) and `[[cell]]` entries:
+`name`, `config` (keys over the defaults), optional `expect` ("holds" or
+"violated: INVARIANT": what we pinned after investigating), `claim` (what
+the KIP or the design claims) and `note` (markdown: the evidence where the
+two differ). Cells are independent checks, so they run in parallel
+processes; each row is what `modelcheck check` would print for that cell.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from .config import ConfigError, read_file
+from .engine.bfs import check
+from .trace import described
+
+Loader = Callable[[dict[str, Any]], Any]     # config -> spec (raises ConfigError)
+CELL_KEYS = {"name", "config", "expect", "claim", "note"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    name: str
+    config: dict[str, Any]
+    expect: str | None = None
+    claim: str = ""
+    note: str = ""
+
+
+@dataclass
+class Row:
+    cell: Cell
+    verdict: str                    # "holds" or "violated: NAME", as a cell pins it
+    invariant: str | None
+    trace_len: int | None           # steps of the shortest counterexample
+    distinct: int
+    generated: int
+    depth: int
+    elapsed_s: float
+    config: dict[str, Any] = field(default_factory=dict)
+    story: str = ""
+    trace: list[dict[str, Any]] = field(default_factory=list)   # trace.described() of the counterexample
+
+    @property
+    def as_expected(self) -> bool | None:
+        return None if self.cell.expect is None else self.cell.expect == self.verdict
+
+
+def verdict_text(holds: bool, invariant: str | None) -> str:
+    return "holds" if holds else f"violated: {invariant}"
+
+
+def check_expectation(text: Any, where: str) -> str:
+    if not isinstance(text, str) or not (text == "holds" or text.startswith("violated: ")):
+        raise ConfigError(f"{where}: expect is {text!r}; allowed: \"holds\" or \"violated: INVARIANT\"")
+    return text
+
+
+def read_entries(path: str, loader: Loader, table: str, keys: set[str],
+                 top_keys: set[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The top-level keys and the `[[table]]` entries of a matrix or gate
+    file, each with its config merged over `[defaults]` and loaded once, so a
+    bad entry fails (one line, naming it) before anything runs."""
+    raw = read_file(path)
+    unknown = sorted(set(raw) - top_keys - {"defaults", table})
+    if unknown:
+        raise ConfigError(f"{path}: unknown key {unknown[0]!r} "
+                          f"(allowed: {', '.join(sorted(top_keys | {'defaults', table}))})")
+    defaults = raw.get("defaults", {})
+    entries = raw.get(table, [])
+    if not isinstance(defaults, dict) or not isinstance(entries, list) or not entries:
+        raise ConfigError(f"{path}: needs [defaults] as a table and at least one [[{table}]]")
+    out, names = [], set()
+    for i, c in enumerate(entries, 1):
+        where = f"{path}: {table} {i}"
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str) or not isinstance(c.get("config", {}), dict):
+            raise ConfigError(f"{where}: needs name = \"...\" and config = {{...}}")
+        where = f"{where} ({c['name']})"
+        bad = sorted(set(c) - keys)
+        if bad:
+            raise ConfigError(f"{where}: unknown key {bad[0]!r} (allowed: {', '.join(sorted(keys))})")
+        if c["name"] in names:
+            raise ConfigError(f"{path}: {table} {i}: duplicate name {c['name']!r}")
+        names.add(c["name"])
+        config = {**defaults, **c.get("config", {})}
+        try:
+            loader(config)
+        except ConfigError as e:
+            raise ConfigError(f"{where}: {e}") from None
+        if "expect" in c:
+            check_expectation(c["expect"], where)
+        out.append({**c, "config": config, "where": where})
+    return raw, out
+
+
+def read_matrix(path: str, loader: Loader) -> tuple[dict[str, Any], list[Cell]]:
+    raw, entries = read_entries(path, loader, "cell", CELL_KEYS, {"title", "intro"})
+    cells = [Cell(e["name"], e["config"], e.get("expect"), e.get("claim", ""), e.get("note", "")) for e in entries]
+    return {"title": raw.get("title", "Verdict matrix"), "intro": raw.get("intro", "")}, cells
+
+
+def run_cell(loader: Loader, cell: Cell) -> Row:
+    spec = loader(cell.config)
+    r = check(spec)
+    story = "" if r.holds else spec.story(r.trace, r.invariant)
+    return Row(cell, verdict_text(r.holds, r.invariant), r.invariant, None if r.holds else len(r.trace) - 1,
+               r.distinct_states, r.generated_states, r.depth, r.elapsed_s, spec.config, story,
+               described(spec, r.trace))
+
+
+def run(loader: Loader, cells: list[Cell], jobs: int,
+        stop: Callable[[], bool] = lambda: False) -> Iterator[tuple[int, Row]]:
+    """(index, row) as cells finish, `jobs` processes at a time (1: in this
+    process); once `stop()` is true, cells not yet finished are dropped."""
+    if jobs <= 1:
+        for i, cell in enumerate(cells):
+            if stop():
+                return
+            yield i, run_cell(loader, cell)
+        return
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        pending = {pool.submit(run_cell, loader, cell): i for i, cell in enumerate(cells)}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for f in sorted(done, key=lambda f: pending[f]):
+                yield pending.pop(f), f.result()
+            if stop():
+                for f in pending:
+                    f.cancel()
+                return
+
+
+def machine() -> str:
+    return (f"{os.cpu_count()} cores ({platform.machine()}), {platform.python_implementation()} "
+            f"{platform.python_version()}, {platform.system()}")
+
+
+def markdown(meta: dict[str, Any], rows: list[Row], command: str, jobs: int) -> str:
+    """docs/verdicts.md: the table, then each counterexample's story and the
+    notes that weigh a verdict against the claim."""
+    out = [f"# {meta['title']}", "",
+           f"Generated by `{command}` ({jobs} cells at a time) on {machine()}. Do not edit by hand: "
+           "edit the matrix file and regenerate.", ""]
+    if meta["intro"]:
+        out += [meta["intro"].strip(), ""]
+    out += ["| cell | verdict | trace | distinct | depth | time s | expected |",
+            "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    for r in rows:
+        ok = {None: "", True: "as pinned", False: f"**DIFFERS** (pinned: {r.cell.expect})"}[r.as_expected]
+        out.append(f"| [{r.cell.name}](#{anchor(r.cell.name)}) | {r.verdict} | {r.trace_len or ''} | "
+                   f"{r.distinct:,} | {r.depth} | {r.elapsed_s:.1f} | {ok} |")
+    out.append("")
+    for r in rows:
+        out += [f"## {r.cell.name}", "",
+                "Config: " + ", ".join(f"`{k}={fmt(v)}`" for k, v in r.config.items() if v is not None), ""]
+        if r.cell.claim:
+            out += [f"Claim: {r.cell.claim}", ""]
+        out += [f"Verdict: **{r.verdict}**" + (f" in {r.trace_len} steps (a shortest counterexample)."
+                                              if r.trace_len else f" in all {r.distinct:,} reachable states."), ""]
+        if r.story:
+            out += [r.story, ""]
+        if r.cell.note:
+            out += [r.cell.note.strip(), ""]
+    return "\n".join(out)
+
+
+def anchor(name: str) -> str:
+    """GitHub's heading anchor for `name`."""
+    return "".join(ch for ch in name.lower().replace(" ", "-") if ch.isalnum() or ch in "-_")
+
+
+def fmt(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list):
+        return "[" + ",".join(fmt(x) for x in v) + "]"
+    return str(v)

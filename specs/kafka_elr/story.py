@@ -1,0 +1,79 @@
+"""Counterexamples told as the KIP tells its examples: a few sentences,
+generated from the trace (what each step did to ISR, ELR, logs and HWM)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from modelcheck.result import Step
+
+from .types import describe
+
+MAX_SENTENCES = 3   # plus the closing sentence that names what broke
+
+
+def _records(log: list) -> str:
+    return "[" + " ".join(f"r{r}" for _e, r in log) + "]" if log else "nothing"
+
+
+def _set(xs: list) -> str:
+    return "{" + ",".join(map(str, xs)) + "}"
+
+
+def phrase(action: str, args: dict[str, Any], a: dict[str, Any], b: dict[str, Any]) -> str:
+    """What one step did, from the states before (`a`) and after (`b`)."""
+    who = args.get("broker")
+    elected = f" and broker {b['leader']} is elected (epoch {b['leader_epoch']})" if b["leader"] != a["leader"] and \
+        b["leader"] != -1 else (" and the partition is left leaderless" if b["leader"] != a["leader"] else "")
+    if action == "Produce":
+        return f"leader {a['leader']} appends r{b['produced']} (acks={args['acks']})"
+    if action == "Fetch":
+        return f"broker {who} fetches and holds {_records(b['log'][who])}"
+    if action == "AdvanceHwm":
+        newly = [r for r in b["acked"] if r not in a["acked"]]
+        acked = f", acknowledging {', '.join(f'r{r}' for r in newly)}" if newly else ""
+        return f"leader {a['leader']} raises the HWM to {b['hwm'][a['leader']]}{acked}"
+    if action in ("ShrinkIsr", "ExpandIsr"):
+        verb = "drop" if action == "ShrinkIsr" else "add"
+        return f"leader {a['leader']} proposes to {verb} {_set(args['brokers'])}"
+    if action == "CommitAlterPartition":
+        if b["isr"] == a["isr"] and b["elr"] == a["elr"]:
+            return "the controller rejects the ISR proposal"
+        return f"the controller commits ISR {_set(b['isr'])} with ELR {_set(b['elr'])}"
+    if action in ("FenceBroker", "CleanShutdown"):
+        how = "fences broker" if action == "FenceBroker" else "shuts down broker"
+        return f"the controller {how} {who} (ISR {_set(b['isr'])}, ELR {_set(b['elr'])}){elected}"
+    if action == "UncleanShutdown":
+        return f"broker {who} crashes and keeps {_records(b['log'][who])} of {_records(a['log'][who])}"
+    if action == "StartBroker":
+        unclean = b["isr"] != a["isr"] or b["elr"] != a["elr"] or b["last_known_elr"] != a["last_known_elr"]
+        return (f"broker {who} restarts and registers " + ("uncleanly" if unclean else "cleanly")
+                + f" (ISR {_set(b['isr'])}, ELR {_set(b['elr'])}){elected}")
+    if action == "UnfenceBroker":
+        return f"broker {who} is unfenced{elected}"
+    if action in ("ElectLeader", "UncleanRecovery", "AdminElectLeaders"):
+        how = {"ElectLeader": "the controller elects", "UncleanRecovery": "the unclean recovery elects",
+               "AdminElectLeaders": f"an admin {args.get('type', '')} election makes"}[action]
+        return (f"{how} {b['leader']} leader ({b['leader_recovery']}, ISR {_set(b['isr'])}, "
+                f"log {_records(b['log'][b['leader']])})" if b["leader"] != -1 else f"{how} no leader")
+    if action == "CompleteRecovery":
+        return f"leader {b['leader']} completes its recovery"
+    if action == "AlterMinIsr":
+        return f"min.insync.replicas becomes {args['min_isr']} (ELR {_set(b['elr'])})"
+    return action
+
+
+class KafkaStory:
+    def story(self, trace: list[Step], invariant: str) -> str:
+        """Three sentences or fewer of steps, then why the last state breaks
+        `invariant`."""
+        states = [describe(s.state) for s in trace]
+        phrases = [phrase(s.action, s.args, a, b) for s, a, b in zip(trace[1:], states, states[1:])]
+        per = -(-len(phrases) // MAX_SENTENCES) if phrases else 1
+        sentences = []
+        for i in range(0, len(phrases), per):
+            chunk = phrases[i:i + per]
+            text = ", ".join(chunk[:-1]) + (" and " if len(chunk) > 1 else "") + chunk[-1]
+            lead = "Then " if i else "From the initial state (leader 0, ISR all), "
+            sentences.append(lead + text + ".")
+        return " ".join(sentences + [f"{invariant} breaks: {self.explain(invariant, trace[-1].state)}."])

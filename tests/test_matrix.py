@@ -1,0 +1,80 @@
+"""`modelcheck matrix`: cells, pins, the markdown page, bad matrix files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from cli import DEFAULT_MATRIX, main
+from modelcheck.matrix import read_matrix
+from specs.kafka_elr import VARIANTS, load
+
+CELLS = """
+title = "t"
+[defaults]
+max_records = 1
+[[cell]]
+name = "legacy"
+config = { variant = "legacy" }
+expect = "violated: NoAckedLoss"
+claim = "the last replica standing"
+[[cell]]
+name = "no HWM rule"
+config = { variant = "hwm-ignores-min-isr" }
+expect = "violated: ElrHasDataToHwm"
+"""
+
+
+def run(tmp_path, text: str, *args: str):
+    path = tmp_path / "m.toml"
+    path.write_text(text)
+    return CliRunner().invoke(main, ["matrix", str(path), "-j", "1", *args])
+
+
+def test_cells_as_pinned_exit_0_with_rows_and_stories(tmp_path):
+    out = tmp_path / "verdicts.md"
+    r = run(tmp_path, CELLS, "--json", "--out", str(out))
+    assert r.exit_code == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert [(x["name"], x["verdict"], x["invariant"], x["trace_length"], x["as_expected"]) for x in rows] == [
+        ("legacy", "violated", "NoAckedLoss", 7, True), ("no HWM rule", "violated", "ElrHasDataToHwm", 4, True)]
+    assert rows[0]["config"]["max_records"] == 1 and "r1" in rows[0]["story"]
+    page = out.read_text()
+    assert "| [legacy](#legacy) | violated: NoAckedLoss | 7 |" in page
+    assert "Claim: the last replica standing" in page and "NoAckedLoss breaks: acked record(s) r1" in page
+
+
+def test_a_verdict_that_differs_from_its_pin_exits_1(tmp_path):
+    r = run(tmp_path, CELLS.replace('expect = "violated: ElrHasDataToHwm"', 'expect = "holds"'))
+    assert r.exit_code == 1
+    assert "DIFFERS (holds)" in r.stdout
+
+
+@pytest.mark.parametrize("change, message", [
+    (('variant = "legacy"', 'variant = "nope"'), "cell 1 (legacy): config key 'variant'"),
+    (('expect = "violated: NoAckedLoss"', 'expect = "fails"'),
+     "cell 1 (legacy): expect is 'fails'; allowed: \"holds\" or \"violated: INVARIANT\""),
+    (('claim = "the last', 'colour = "red"\nclaim = "the last'), "cell 1 (legacy): unknown key 'colour'"),
+    (('[[cell]]\nname = "no HWM rule"', '[[cell]]\nname = "legacy"'), "cell 2: duplicate name 'legacy'"),
+])
+def test_bad_matrix_files_exit_2_with_one_line(tmp_path, change, message):
+    text = CELLS.replace(*change)
+    assert text != CELLS
+    r = run(tmp_path, text)
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: ")
+    assert message in r.stderr, r.stderr
+
+
+def test_only_names_a_cell_that_exists(tmp_path):
+    r = run(tmp_path, CELLS, "--only", "nope")
+    assert r.exit_code == 2 and "--only 'nope': no such cell" in r.stderr
+
+
+def test_the_shipped_matrix_covers_every_variant_with_one_and_two_unclean_shutdowns():
+    _meta, cells = read_matrix(str(DEFAULT_MATRIX), load)
+    at = {(c.config["variant"], c.config.get("max_unclean_shutdowns", 1)) for c in cells
+          if c.config["brokers"] == 3 and c.config["min_isr"] == 2}
+    assert {(v, k) for v in VARIANTS for k in (1, 2)} <= at
