@@ -301,6 +301,91 @@ def matrix(matrix_file: str | None, as_json: bool, out: str | None, jobs: int, o
     sys.exit(EXIT_VIOLATED if any(r.as_expected is False for r in rows) else EXIT_HOLDS)
 
 
+# ---- CI gate --------------------------------------------------------------------------
+
+@main.command()
+@click.argument("gate_file", metavar="GATE.toml")
+@click.option("--junit", metavar="FILE.xml", help="Write JUnit XML: a testcase an entry, traces in failures.")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcomes as one JSON list on stdout.")
+@click.option("--trace-dir", metavar="DIR", help="Write each failing entry's counterexample there as JSON "
+              "(view with `modelcheck trace show`).")
+@click.option("--update-baseline", is_flag=True, help="Rewrite the pinned `states` counts in GATE.toml to "
+              "what this run found, and show the changes.")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first failing entry; the rest are reported skipped.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="all cores",
+              help="Entries checked at a time, each in its own process.")
+def gate(gate_file: str, junit: str | None, as_json: bool, trace_dir: str | None, update_baseline: bool,
+         fail_fast: bool, jobs: int) -> None:
+    """Fail a protocol change that breaks an invariant or changes what the
+    protocol can reach.
+
+    Each [[entry]] of GATE.toml has a name, a config table, `expect =
+    "holds"` or `"violated: INVARIANT"`, and optionally `states = N` (the
+    pinned distinct-state count) and `budget_s = S` (a time budget):
+
+    \b
+    [[entry]]
+    name = "kip966, one record"
+    config = { variant = "kip966", max_records = 1 }
+    expect = "holds"
+    states = 100617
+    budget_s = 60
+
+    Exit status: 0 every entry passes, 1 one fails (verdict, count or
+    budget), 2 bad gate file.
+    """
+    from modelcheck import gate as gt
+    try:
+        entries = gt.read_gate(gate_file, kafka_elr.load)
+    except ConfigError as e:
+        fail(str(e))
+    console = stderr_console()
+
+    def done(o: Any) -> None:
+        console.print(f"{o.status}: {o.entry.cell.name}: {o.row.verdict} ({o.row.distinct:,} states, "
+                      f"{o.row.elapsed_s:.1f} s)" + (f" -- {'; '.join(o.failures)}" if o.failures else ""),
+                      highlight=False, markup=False)
+
+    outcomes = gt.run_gate(kafka_elr.load, entries, jobs, fail_fast, done)
+    if update_baseline:
+        text, changes = gt.update_baseline(gate_file, outcomes)
+        if changes:
+            write_atomically(gate_file, text)
+        for name, old, new in changes:
+            console.print(f"baseline {name}: states {old if old is not None else 'unpinned'} -> {new}",
+                          highlight=False, markup=False)
+        console.print(f"{gate_file}: {len(changes)} pinned count(s) updated", highlight=False)
+        for o in outcomes:
+            o.failures = [f for f in o.failures if not f.startswith("distinct states:")]
+    if trace_dir:
+        Path(trace_dir).mkdir(parents=True, exist_ok=True)
+        for o in outcomes:
+            if o.status == "failed" and o.row.trace:
+                name = "".join(c if c.isalnum() else "-" for c in o.entry.cell.name).strip("-")
+                write_atomically(str(Path(trace_dir) / f"{name}.json"), json.dumps(
+                    {"config": o.row.config, "invariant": o.row.invariant, "trace": o.row.trace}, indent=1) + "\n")
+    if junit:
+        write_atomically(junit, gt.junit(outcomes, format_action))
+    if as_json:
+        click.echo(json.dumps(gt.summary_rows(outcomes)))
+    else:
+        table = Table(header_style="bold")
+        for col in ("entry", "status", "verdict", "states", "time s", "why"):
+            table.add_column(col, justify="right" if col in ("states", "time s") else "left")
+        for o in outcomes:
+            style = {"passed": "green", "failed": "bold red", "skipped": "yellow"}[o.status]
+            states = "" if o.row is None else f"{o.row.distinct:,}" + (
+                f" (pinned {o.entry.states:,})" if o.entry.states not in (None, o.row.distinct) else "")
+            table.add_row(o.entry.cell.name, Text(o.status, style=style), o.row.verdict if o.row else "",
+                          states, f"{o.row.elapsed_s:.1f}" if o.row else "", "; ".join(o.failures))
+        stdout_console().print(table)
+        counts = {s: sum(o.status == s for o in outcomes) for s in ("passed", "failed", "skipped")}
+        stdout_console().print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
+                               + (": " + ", ".join(o.entry.cell.name for o in outcomes if o.status == "skipped")
+                                  if counts["skipped"] else ""))
+    sys.exit(EXIT_VIOLATED if any(o.status == "failed" for o in outcomes) else EXIT_HOLDS)
+
+
 # ---- trace viewer, exports and the state graph ------------------------------------
 # Rendering lives in modelcheck/ (viewer, html_trace, itf, graph), which takes a
 # Spec and never imports specs/; here each file's config picks the spec.
