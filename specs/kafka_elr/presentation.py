@@ -86,4 +86,16 @@ class KafkaPresentation:
             bad = [b for b in members(s.elr & ~lost_unregistered(s)) if s.log[b][:len(s.exposed)] != s.exposed]
             return (f"ELR member(s) {bad} lack data below the high watermark "
                     f"({self.format_value('exposed', d['exposed'])})")
+        simple = {
+            "LeaderUnfenced": f"leader {s.leader} is fenced (fenced: {d['fenced']}): the controller elected a broker it had not unfenced",
+            "LeaderInIsr": f"leader {s.leader} is not in the ISR {d['isr']}",
+            "ElrDisjointIsr": f"broker(s) {members(s.isr & s.elr)} are in both ISR {d['isr']} and ELR {d['elr']}",
+            "ElrOnlyUnderMinIsr": f"ELR {d['elr']} is not empty while the ISR {d['isr']} has min ISR "
+                                  f"({min(s.min_isr, len(s.log))}) members",
+            "ElectableAtLeastMinIsr": f"ISR {d['isr']} + ELR {d['elr']} is below min ISR "
+                                      f"({min(s.min_isr, len(s.log))}) and no unclean shutdown has been registered",
+            "RecoveringIsrSingleton": f"the partition is RECOVERING with leader {s.leader} and ISR {d['isr']}",
+        }
+        if invariant in simple:
+            return simple[invariant]
         return super().explain(invariant, s)
