@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from .config import ConfigError, read_file
-from .engine.bfs import check
+from .engine import run as run_engine
 from .trace import described
 
 Loader = Callable[[dict[str, Any]], Any]     # config -> spec (raises ConfigError)
@@ -108,7 +108,7 @@ def read_matrix(path: str, loader: Loader) -> tuple[dict[str, Any], list[Cell]]:
 
 def run_cell(loader: Loader, cell: Cell) -> Row:
     spec = loader(cell.config)
-    r = check(spec)
+    r = run_engine(spec)
     story = "" if r.holds else spec.story(r.trace, r.invariant)
     return Row(cell, verdict_text(r.holds, r.invariant), r.invariant, None if r.holds else len(r.trace) - 1,
                r.distinct_states, r.generated_states, r.depth, r.elapsed_s, spec.config, story,

@@ -92,6 +92,15 @@ class Spec:
         """The bytes that identify a state (TLC's VIEW); default: its repr."""
         return repr(tuple(state)).encode()
 
+    # A spec whose canonical bytes encode the whole state says so and gives
+    # `decode`: the parallel engine then ships those bytes between processes
+    # instead of pickling states, and rebuilds only the states that are new.
+    canonical_is_invertible: ClassVar[bool] = False
+
+    def decode(self, data: bytes) -> State:
+        """The state whose canonical bytes are `data`."""
+        raise NotImplementedError
+
     def describe(self, state: State) -> dict[str, Any]:
         """Named, JSON-friendly variables of a state, for traces."""
         return dict(state._asdict())

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from modelcheck.engine.bfs import check
+from modelcheck.engine import run
 from specs.kafka_elr import load
 
 
 @pytest.fixture(scope="session")
 def default_kip966():
-    """The embedded default configuration, exhaustively (the README's main job)."""
+    """The embedded default configuration, exhaustively (the README's main
+    job, with its default engine; tests/test_engines.py shows the engines agree)."""
     spec = load({})
-    return spec, check(spec)
+    return spec, run(spec, engine="parallel", workers=2)
 
 
 @pytest.fixture(scope="session")
 def default_legacy():
     spec = load({"variant": "legacy"})
-    return spec, check(spec)
+    return spec, run(spec, engine="parallel", workers=2)

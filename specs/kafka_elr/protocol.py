@@ -7,6 +7,7 @@ each says who performs it. docs/model.md gives the KIP source of every rule.
 
 from __future__ import annotations
 
+import marshal
 from itertools import combinations
 from typing import Any, Iterator
 
@@ -59,6 +60,17 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
 
     def describe(self, state: State) -> dict[str, Any]:
         return describe(state)
+
+    # States are tuples of ints, tuples and None: marshal (format 2, which has
+    # no back-references, so equal states give equal bytes) encodes them
+    # deterministically, four times faster than repr, and decodes them back.
+    canonical_is_invertible = True
+
+    def canonical(self, state: State) -> bytes:
+        return marshal.dumps(tuple(state), 2)
+
+    def decode(self, data: bytes) -> State:
+        return State._make(marshal.loads(data))
 
     # ---- derived values -------------------------------------------------------
     def eff_min_isr(self, s: State) -> int:
