@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, ClassVar, Iterable, Iterator
 
+from .config import ConfigError
+
 Args = dict[str, Any]
 State = Any  # any immutable value whose canonical() is deterministic
 Cell = list[tuple[str, str]]  # a trace view cell: (text, rich style) segments
@@ -19,6 +21,11 @@ Cell = list[tuple[str, str]]  # a trace view cell: (text, rich style) segments
 
 class SpecDefinitionError(TypeError):
     """A spec class is malformed (raised when the class is defined)."""
+
+
+class SymmetryError(ConfigError):
+    """The spec's rules tell some processes apart, so symmetry reduction
+    would merge states that behave differently (the message says why)."""
 
 
 def action(name: str) -> Callable:
@@ -100,6 +107,14 @@ class Spec:
     def decode(self, data: bytes) -> State:
         """The state whose canonical bytes are `data`."""
         raise NotImplementedError
+
+    def enable_symmetry(self) -> None:
+        """From now on canonical() encodes one representative of the states
+        that differ only by a permutation the spec's rules cannot tell apart
+        (TLC's SYMMETRY), so each class is explored once. A spec that
+        declares no symmetry, or whose rules are order-dependent in this
+        config, raises SymmetryError."""
+        raise SymmetryError(f"{type(self).__name__} declares no symmetry")
 
     def describe(self, state: State) -> dict[str, Any]:
         """Named, JSON-friendly variables of a state, for traces."""

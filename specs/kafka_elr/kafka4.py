@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from modelcheck.spec import SymmetryError
+
 from .protocol import PREFERRED_REPLICA, Kip966, Step
 from .types import NO_LEADER, RECOVERING, State, bit, members, size
 
@@ -29,6 +31,10 @@ class Kafka4(Kip966):
     variant = "kafka-4"
     admin_types = ("PREFERRED", "UNCLEAN")      # ElectLeaders: ElectionType PREFERRED / UNCLEAN
     omit = frozenset({"UncleanRecovery"})       # no unclean recovery manager in 4.0
+
+    def enable_symmetry(self) -> None:
+        raise SymmetryError("--symmetry: kafka-4 elects the first valid replica in assignment order "
+                            "(PartitionChangeBuilder.electAnyLeader), so brokers are not interchangeable")
 
     def alive(self, s: State, r: int) -> bool:
         """ReplicationControlManager's isAcceptableLeader: registered, unfenced,

@@ -8,17 +8,17 @@ each says who performs it. docs/model.md gives the KIP source of every rule.
 from __future__ import annotations
 
 import marshal
-from itertools import combinations
+from itertools import combinations, permutations
 from typing import Any, Iterator
 
-from modelcheck.spec import Spec, action, invariant
+from modelcheck.spec import Spec, SymmetryError, action, invariant
 
 from . import rules
 from .presentation import KafkaPresentation
 from .story import KafkaStory
 from .types import (NO_EPOCH, NO_LEADER, OFFLINE_CLEAN, OFFLINE_DIRTY, RECOVERED, RECOVERING,
                     RUNNING, State, bit, describe, lost_unregistered, mask_of, members, pending_mask,
-                    replace_at, size)
+                    permute, replace_at, size)
 
 Step = Iterator[tuple[dict[str, Any], State]]
 ADMIN_TYPES = ("PREFERRED", "UNCLEAN", "LONGEST_LOG_AGGRESSIVE", "LONGEST_LOG_BALANCED", "DESIGNATION")
@@ -66,8 +66,22 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     # deterministically, four times faster than repr, and decodes them back.
     canonical_is_invertible = True
 
+    perms: tuple[tuple[int, ...], ...] = ()     # set by enable_symmetry
+
     def canonical(self, state: State) -> bytes:
-        return marshal.dumps(tuple(state), 2)
+        if not self.perms:
+            return marshal.dumps(tuple(state), 2)
+        return min(marshal.dumps(tuple(permute(state, p)), 2) for p in self.perms)
+
+    def enable_symmetry(self) -> None:
+        """Brokers 1..N-1 are interchangeable: every rule that picks a broker
+        offers each candidate as its own choice. Broker 0 is not: it is the
+        preferred replica and the first leader. Admin UNCLEAN elections pick
+        the *first* live replica (KIP-460), so they forbid it."""
+        if self.config["max_admin_elections"]:
+            raise SymmetryError("--symmetry: admin UNCLEAN elections pick the first live replica (KIP-460), "
+                                "so brokers are not interchangeable with max_admin_elections > 0")
+        self.perms = tuple((0, *rest) for rest in permutations(range(1, self.n)))
 
     def decode(self, data: bytes) -> State:
         return State._make(marshal.loads(data))

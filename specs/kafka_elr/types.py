@@ -123,3 +123,26 @@ def describe(s: State) -> dict:
         "min_isr_changes": s.min_isr_changes,
         "admin_elections": s.admin_elections,
     }
+
+
+def permute(s: State, p: tuple[int, ...]) -> State:
+    """`s` with broker b renamed p[b] everywhere a broker id appears (records
+    and epochs are not broker ids and stay)."""
+    def mask(m: int) -> int:
+        return mask_of(p[b] for b in members(m))
+
+    def per_broker(t: tuple) -> tuple:
+        out = [None] * len(t)
+        for b, v in enumerate(t):
+            out[p[b]] = v
+        return tuple(out)
+
+    def one(b: int) -> int:
+        return b if b < 0 else p[b]
+
+    return s._replace(
+        leader=one(s.leader), isr=mask(s.isr), elr=mask(s.elr), last_known_elr=mask(s.last_known_elr),
+        last_known_leader=one(s.last_known_leader), fenced=mask(s.fenced),
+        broker_epoch=per_broker(s.broker_epoch), status=per_broker(s.status),
+        clean_shutdown_epoch=per_broker(s.clean_shutdown_epoch), log=per_broker(s.log), hwm=per_broker(s.hwm),
+        pending_isr=None if s.pending_isr is None else tuple(sorted((p[b], e) for b, e in s.pending_isr)))
