@@ -153,11 +153,10 @@ class Spec:
         return f"{steps}: {invariant} breaks: {self.explain(invariant, trace[-1].state)}."
 
     # --- what the engine uses ----------------------------------------------
-    def successors(self, state: State) -> Iterator[tuple[str, Args, State]]:
-        """Every enabled action instance, in deterministic order."""
-        for name, fn in self.actions.items():
-            for args, nxt in fn(self, state):
-                yield name, args, nxt
+    def successors(self, state: State) -> list[tuple[str, Args, State]]:
+        """Every enabled action instance, in deterministic order (a list:
+        cheaper than yielding through a second generator, on the hot path)."""
+        return [(name, args, nxt) for name, fn in self.actions.items() for args, nxt in fn(self, state)]
 
     def instances(self, name: str, state: State) -> Iterable[tuple[Args, State]]:
         return self.actions[name](self, state)

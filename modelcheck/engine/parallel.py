@@ -72,9 +72,11 @@ class Worker:
                 counts[action_no[name]] += 1
                 canon = spec.canonical(nxt)
                 fp = fingerprint(canon)
-                bucket = buckets[shard_of(fp, workers) if workers > 1 else 0]
-                if fp not in bucket:
-                    bucket[fp] = (rank * KEY_SPAN + k, fp, parent_fp, canon if self.ship_bytes else nxt)
+                home = shard_of(fp, workers) if workers > 1 else 0
+                bucket = buckets[home]
+                if fp not in bucket:        # another process gets bytes when the spec can decode them
+                    remote = self.ship_bytes and home != self.index
+                    bucket[fp] = (rank * KEY_SPAN + k, fp, parent_fp, canon if remote else nxt)
             own = buckets[self.index]
             if len(own) >= self.prune_at:
                 self.prune(own)
@@ -114,7 +116,8 @@ class Worker:
         fresh = [c for c, s in zip(best.values(), seen) if not s]
         fresh.sort(key=lambda c: c[0])
         if self.ship_bytes:
-            fresh = [(key, fp, parent, self.spec.decode(data)) for key, fp, parent, data in fresh]
+            fresh = [(key, fp, parent, self.spec.decode(x) if isinstance(x, bytes) else x)
+                     for key, fp, parent, x in fresh]
         self.new = fresh
         violation = None
         for key, fp, parent_fp, state in fresh:

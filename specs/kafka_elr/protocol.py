@@ -460,13 +460,15 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     def type_ok(self, s: State) -> bool:
         """Every variable is in its domain."""
         n, everyone = self.n, (1 << self.n) - 1
-        sets = (s.isr, s.elr, s.last_known_elr, s.fenced, pending_mask(s))
+        # sets are non-negative bitmasks: their union is in range iff each is
+        sets = s.isr | s.elr | s.last_known_elr | s.fenced | pending_mask(s)
         return (-1 <= s.leader < n and -1 <= s.last_known_leader < n and s.leader_epoch >= 0
-                and all(0 <= m <= everyone for m in sets) and s.leader_recovery in (RECOVERED, RECOVERING)
-                and s.min_isr >= 1
-                and all(len(t) == n for t in (s.status, s.broker_epoch, s.clean_shutdown_epoch, s.log, s.hwm))
-                and all(x in (RUNNING, OFFLINE_CLEAN, OFFLINE_DIRTY) for x in s.status)
-                and all(0 <= h <= len(lg) for h, lg in zip(s.hwm, s.log)))
+                and min(s.isr, s.elr, s.last_known_elr, s.fenced) >= 0 and sets <= everyone
+                and s.leader_recovery in (RECOVERED, RECOVERING) and s.min_isr >= 1
+                and len(s.status) == len(s.broker_epoch) == len(s.clean_shutdown_epoch) == len(s.log)
+                == len(s.hwm) == n
+                and min(s.status) >= RUNNING and max(s.status) <= OFFLINE_DIRTY
+                and min(s.hwm) >= 0 and all(map(int.__le__, s.hwm, map(len, s.log))))
 
     @invariant("ElrDisjointIsr")
     def elr_disjoint_isr(self, s: State) -> bool:
@@ -511,6 +513,9 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         for i in range(self.n):
             for j in range(i + 1, self.n):
                 a, b = logs[i], logs[j]
+                m = min(len(a), len(b))
+                if a[:m] == b[:m]:
+                    continue        # one is a prefix of the other: the usual case
                 k = rules.common_prefix_len(a, b)
                 if any(a[x] == b[x] for x in range(k, min(len(a), len(b)))):
                     return False
