@@ -123,12 +123,12 @@ def main() -> None:
 @click.option("--trace-out", metavar="FILE", help="Write the counterexample (JSON) to FILE if there is one.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=os.cpu_count() or 1,
-              show_default="all cores", help="Processes that share the state space (parallel engine).")
+              show_default="all cores", help="Processes that share the state space (fast engine).")
 @click.option("--symmetry", is_flag=True, help="Explore one state of each class that differs only by renaming "
               "brokers 1..N-1 (fewer states, same verdict); refused where the variant's rules tell brokers apart.")
-@click.option("--engine", type=click.Choice(ENGINES), default="parallel", show_default=True,
-              help="parallel: states sharded by fingerprint over --workers processes, 8-byte visited "
-                   "entries; bfs: the one-process reference. Both give the same counts and traces.")
+@click.option("--engine", type=click.Choice(ENGINES), default="fast", show_default=True,
+              help="fast: batched, 8-byte visited entries, states sharded by fingerprint over --workers "
+                   "processes; bfs: the one-process reference. Both give the same counts and traces.")
 def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_out: str | None,
           quiet: bool, workers: int, symmetry: bool, engine: str) -> None:
     """Explore every reachable state of a configuration and check its invariants.
@@ -172,7 +172,8 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
             "depth": result.depth, "elapsed_s": round(result.elapsed_s, 3), "config": spec.config,
             "coverage": result.coverage, "trace": trace,
             "expected": expected, "as_expected": None if expected is None else expected == verdict,
-            "engine": engine, "workers": workers, "symmetry": symmetry}))
+            "engine": engine, "workers": workers if engine == "fast" else 1, "symmetry": symmetry,
+            "memory": result.memory}))
     else:
         print_result(spec, result, expected, verdict, trace_out)
     sys.exit(EXIT_HOLDS if result.holds else EXIT_VIOLATED)

@@ -10,6 +10,8 @@ redefines only what differs, and mistakes surface at definition time.
 from __future__ import annotations
 
 import json
+from functools import cached_property
+import pickle
 from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 from .config import ConfigError
@@ -99,14 +101,21 @@ class Spec:
         """The bytes that identify a state (TLC's VIEW); default: its repr."""
         return repr(tuple(state)).encode()
 
-    # A spec whose canonical bytes encode the whole state says so and gives
-    # `decode`: the parallel engine then ships those bytes between processes
-    # instead of pickling states, and rebuilds only the states that are new.
-    canonical_is_invertible: ClassVar[bool] = False
+    # Between processes the fast engine ships states as bytes: `encode` must
+    # be lossless (decode(encode(s)) == s), unlike canonical(), which may
+    # merge states (a VIEW, a symmetry). A spec whose canonical bytes are
+    # also its encoding says so, and each successor is then encoded once.
+    def encode(self, state: State) -> bytes:
+        """Lossless bytes of a state (default: pickle)."""
+        return pickle.dumps(state, pickle.HIGHEST_PROTOCOL)
 
     def decode(self, data: bytes) -> State:
-        """The state whose canonical bytes are `data`."""
-        raise NotImplementedError
+        """The state that `encode` turned into `data`."""
+        return pickle.loads(data)
+
+    def canonical_is_encoding(self) -> bool:
+        """Whether canonical(s) == encode(s) for every state (default: no)."""
+        return False
 
     def enable_symmetry(self) -> None:
         """From now on canonical() encodes one representative of the states
@@ -166,8 +175,13 @@ class Spec:
         names = self.checked_invariants() if names is None else names
         return [n for n in names if not self.invariants[n](self, state)]
 
+    @cached_property
+    def _checks(self) -> list[tuple[str, Callable]]:
+        return [(n, self.invariants[n]) for n in self.checked_invariants()]
+
     def first_violation(self, state: State) -> str | None:
-        for n in self.checked_invariants():
-            if not self.invariants[n](self, state):
-                return n
+        """The first checked invariant that fails (the hot path's form of violated())."""
+        for name, holds in self._checks:
+            if not holds(self, state):
+                return name
         return None

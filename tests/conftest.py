@@ -13,10 +13,10 @@ def default_kip966():
     """The embedded default configuration, exhaustively (the README's main
     job, with its default engine; tests/test_engines.py shows the engines agree)."""
     spec = load({})
-    return spec, run(spec, engine="parallel", workers=2)
+    return spec, run(spec, engine="fast", workers=2)
 
 
 @pytest.fixture(scope="session")
 def default_legacy():
     spec = load({"variant": "legacy"})
-    return spec, run(spec, engine="parallel", workers=2)
+    return spec, run(spec, engine="fast", workers=2)

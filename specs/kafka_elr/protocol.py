@@ -8,7 +8,8 @@ each says who performs it. docs/model.md gives the KIP source of every rule.
 from __future__ import annotations
 
 import marshal
-from itertools import combinations, permutations
+from itertools import combinations, product
+from operator import le
 from typing import Any, Iterator
 
 from modelcheck.spec import Spec, SymmetryError, action, invariant
@@ -16,9 +17,9 @@ from modelcheck.spec import Spec, SymmetryError, action, invariant
 from . import rules
 from .presentation import KafkaPresentation
 from .story import KafkaStory
-from .types import (NO_EPOCH, NO_LEADER, OFFLINE_CLEAN, OFFLINE_DIRTY, RECOVERED, RECOVERING,
+from .types import (MEMBERS, NO_EPOCH, Log, NO_LEADER, OFFLINE_CLEAN, OFFLINE_DIRTY, RECOVERED, RECOVERING,
                     RUNNING, State, bit, describe, lost_unregistered, mask_of, members, pending_mask,
-                    permute, replace_at, size)
+                    replace_at, running_mask, size, symmetric_form)
 
 Step = Iterator[tuple[dict[str, Any], State]]
 ADMIN_TYPES = ("PREFERRED", "UNCLEAN", "LONGEST_LOG_AGGRESSIVE", "LONGEST_LOG_BALANCED", "DESIGNATION")
@@ -42,6 +43,9 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         self.strategy = ("aggressive" if config["unclean_leader_election"]
                          else config["unclean_recovery_strategy"])
         self._checked = config["invariants"] if config["invariants"] is not None else list(self.invariants)
+        # TypeOK's domain of `status`, enumerated once (3^N tuples)
+        self.statuses = frozenset(product((RUNNING, OFFLINE_CLEAN, OFFLINE_DIRTY), repeat=self.n))
+        self._logs_match: dict[tuple[Log, ...], bool] = {}
 
     # ---- engine interface ---------------------------------------------------
     def init_states(self) -> list[State]:
@@ -64,14 +68,19 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     # States are tuples of ints, tuples and None: marshal (format 2, which has
     # no back-references, so equal states give equal bytes) encodes them
     # deterministically, four times faster than repr, and decodes them back.
-    canonical_is_invertible = True
+    def encode(self, state: State) -> bytes:
+        return marshal.dumps(tuple(state), 2)
 
-    perms: tuple[tuple[int, ...], ...] = ()     # set by enable_symmetry
+    def decode(self, data: bytes) -> State:
+        return State._make(marshal.loads(data))
+
+    symmetric = False       # set by enable_symmetry
+
+    def canonical_is_encoding(self) -> bool:
+        return not self.symmetric
 
     def canonical(self, state: State) -> bytes:
-        if not self.perms:
-            return marshal.dumps(tuple(state), 2)
-        return min(marshal.dumps(tuple(permute(state, p)), 2) for p in self.perms)
+        return marshal.dumps(symmetric_form(state) if self.symmetric else tuple(state), 2)
 
     def enable_symmetry(self) -> None:
         """Brokers 1..N-1 are interchangeable: every rule that picks a broker
@@ -81,10 +90,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         if self.config["max_admin_elections"]:
             raise SymmetryError("--symmetry: admin UNCLEAN elections pick the first live replica (KIP-460), "
                                 "so brokers are not interchangeable with max_admin_elections > 0")
-        self.perms = tuple((0, *rest) for rest in permutations(range(1, self.n)))
-
-    def decode(self, data: bytes) -> State:
-        return State._make(marshal.loads(data))
+        self.symmetric = True
 
     # ---- derived values -------------------------------------------------------
     def eff_min_isr(self, s: State) -> int:
@@ -96,7 +102,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         return s.status[b] == RUNNING
 
     def unfenced(self, s: State, b: int) -> bool:
-        return not s.fenced & bit(b)
+        return not s.fenced >> b & 1
 
     # ---- policy hooks that variants redefine --------------------------------
     def change_isr(self, s: State, proposed: int) -> State:
@@ -133,7 +139,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         """Elections the controller makes on its own in leaderless state `s`:
         ISR members, then unfenced ELR members (clean). The unclean recovery
         is the separate UncleanRecovery action."""
-        return [(c, self.elect(s, c)) for c in members(rules.clean_candidates(s.isr, s.elr, s.fenced))]
+        return [(c, self.elect(s, c)) for c in MEMBERS[rules.clean_candidates(s.isr, s.elr, s.fenced)]]
 
     def recovery_choices(self, s: State, strategy: str) -> list[tuple[int, State]]:
         """KIP-966 unclean recovery (GetReplicaLogInfo). Returns one choice per
@@ -144,7 +150,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
             return []
         if s.isr or (s.elr and strategy != "aggressive"):
             return []   # wait for the fenced ISR/ELR members to come back
-        answered = [b for b in range(self.n) if self.running(s, b) and self.unfenced(s, b)]
+        answered = list(MEMBERS[running_mask(s) & ~s.fenced])
         if strategy == "balanced":
             answered = self.balanced_winners(s, answered)
         return [(w, self.elect(s, w, unclean=True)) for w in answered]
@@ -221,9 +227,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         if ld == NO_LEADER or not self.running(s, ld):
             return
         lead_log = s.log[ld]
-        for b in range(self.n):
-            if b == ld or not self.running(s, b) or not self.unfenced(s, b):
-                continue
+        for b in MEMBERS[running_mask(s) & ~s.fenced & ~bit(ld)]:
             own = s.log[b]
             k = rules.common_prefix_len(own, lead_log)
             new = own[:k] if k < len(own) else lead_log[:len(own) + 1]
@@ -241,7 +245,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
             return
         lead_log = s.log[ld]
         new = len(lead_log)
-        for b in members(self.hwm_quorum(s)):
+        for b in MEMBERS[self.hwm_quorum(s)]:
             if b != ld:
                 new = min(new, rules.common_prefix_len(s.log[b], lead_log))
         if new <= s.hwm[ld]:
@@ -273,14 +277,14 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         """An AlterPartition request: each member with its broker epoch
         (KIP-903), so that the controller can refuse a replica that has
         restarted since."""
-        return tuple((b, s.broker_epoch[b]) for b in members(isr))
+        return tuple([(b, s.broker_epoch[b]) for b in MEMBERS[isr]])
 
     @action("ShrinkIsr")
     def shrink_isr(self, s: State) -> Step:
         """The leader proposes to drop slow followers (any may be slow)."""
         if not self._proposal_ok(s) or s.isr_shrinks >= self.config["max_isr_shrinks"]:
             return
-        for group in _subsets(members(s.isr & ~bit(s.leader))):
+        for group in _subsets(MEMBERS[s.isr & ~bit(s.leader)]):
             yield {"brokers": group}, s._replace(pending_isr=self.proposal(s, s.isr & ~mask_of(group)),
                                                  isr_shrinks=s.isr_shrinks + 1)
 
@@ -293,9 +297,8 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
             return
         lead_log = s.log[s.leader]
         floor = max(s.hwm[s.leader], rules.epoch_start_offset(lead_log, s.leader_epoch))
-        caught_up = [b for b in range(self.n)
-                     if not s.isr & bit(b) and self.running(s, b) and self.unfenced(s, b)
-                     and len(s.log[b]) >= floor and lead_log[:len(s.log[b])] == s.log[b]]
+        caught_up = [b for b in MEMBERS[running_mask(s) & ~s.fenced & ~s.isr]
+                     if len(s.log[b]) >= floor and lead_log[:len(s.log[b])] == s.log[b]]
         for group in _subsets(caught_up):
             yield {"brokers": group}, s._replace(pending_isr=self.proposal(s, s.isr | mask_of(group)))
 
@@ -319,10 +322,9 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     def fence_broker(self, s: State) -> Step:
         """The controller fences a broker that missed heartbeats: crashed
         (free) or cut off while running (bounded by max_fences)."""
-        for b in range(self.n):
-            if not self.unfenced(s, b):
-                continue
-            if self.running(s, b):
+        running = running_mask(s)
+        for b in MEMBERS[~s.fenced & (1 << self.n) - 1]:
+            if running >> b & 1:
                 if s.fences >= self.config["max_fences"]:
                     continue
                 yield from self.remove_broker(s._replace(fences=s.fences + 1), b, {"broker": b})
@@ -333,9 +335,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     def unfence_broker(self, s: State) -> Step:
         """A running, registered broker is unfenced; with no leader, elect
         (an ELR member when the ISR is empty)."""
-        for b in range(self.n):
-            if self.unfenced(s, b) or not self.running(s, b):
-                continue
+        for b in MEMBERS[s.fenced & running_mask(s)]:
             t = s._replace(fenced=s.fenced & ~bit(b))
             choices = self.elections(t) if t.leader == NO_LEADER else []
             if not choices:
@@ -349,9 +349,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         entries survive). No CleanShutdownFile is written."""
         if s.unclean_shutdowns >= self.config["max_unclean_shutdowns"]:
             return
-        for b in range(self.n):
-            if not self.running(s, b):
-                continue
+        for b in MEMBERS[running_mask(s)]:
             for keep in range(len(s.log[b]) + 1):
                 yield {"broker": b, "keep": keep}, s._replace(
                     status=replace_at(s.status, b, OFFLINE_DIRTY),
@@ -366,12 +364,11 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         CleanShutdownFile, leadership moves, it leaves the ISR."""
         if s.clean_shutdowns >= self.config["max_clean_shutdowns"]:
             return
-        for b in range(self.n):
-            if self.running(s, b) and self.unfenced(s, b):
-                t = s._replace(status=replace_at(s.status, b, OFFLINE_CLEAN),
-                               clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, s.broker_epoch[b]),
-                               clean_shutdowns=s.clean_shutdowns + 1)
-                yield from self.remove_broker(t, b, {"broker": b})
+        for b in MEMBERS[running_mask(s) & ~s.fenced]:
+            t = s._replace(status=replace_at(s.status, b, OFFLINE_CLEAN),
+                           clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, s.broker_epoch[b]),
+                           clean_shutdowns=s.clean_shutdowns + 1)
+            yield from self.remove_broker(t, b, {"broker": b})
 
     @action("StartBroker")
     def start_broker(self, s: State) -> Step:
@@ -379,9 +376,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         CleanShutdownFile; a mismatch is an unclean shutdown: the controller
         removes it from ISR and ELR (an ELR member goes to LastKnownELR). It
         gets a new broker epoch and stays fenced."""
-        for b in range(self.n):
-            if self.running(s, b) or self.unfenced(s, b):
-                continue
+        for b in MEMBERS[s.fenced & ~running_mask(s)]:
             t = s._replace(status=replace_at(s.status, b, RUNNING),
                            broker_epoch=replace_at(s.broker_epoch, b, s.broker_epoch[b] + 1),
                            clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, NO_EPOCH))
@@ -459,16 +454,14 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     @invariant("TypeOK")
     def type_ok(self, s: State) -> bool:
         """Every variable is in its domain."""
-        n, everyone = self.n, (1 << self.n) - 1
-        # sets are non-negative bitmasks: their union is in range iff each is
+        n = self.n
+        # sets are bitmasks: their union is in 0..2^N-1 iff each is (a negative one makes it negative)
         sets = s.isr | s.elr | s.last_known_elr | s.fenced | pending_mask(s)
         return (-1 <= s.leader < n and -1 <= s.last_known_leader < n and s.leader_epoch >= 0
-                and min(s.isr, s.elr, s.last_known_elr, s.fenced) >= 0 and sets <= everyone
-                and s.leader_recovery in (RECOVERED, RECOVERING) and s.min_isr >= 1
-                and len(s.status) == len(s.broker_epoch) == len(s.clean_shutdown_epoch) == len(s.log)
-                == len(s.hwm) == n
-                and min(s.status) >= RUNNING and max(s.status) <= OFFLINE_DIRTY
-                and min(s.hwm) >= 0 and all(map(int.__le__, s.hwm, map(len, s.log))))
+                and 0 <= sets < 1 << n and s.leader_recovery in (RECOVERED, RECOVERING) and s.min_isr >= 1
+                and s.status in self.statuses
+                and len(s.broker_epoch) == len(s.clean_shutdown_epoch) == len(s.log) == len(s.hwm) == n
+                and min(s.hwm) >= 0 and all(map(le, s.hwm, map(len, s.log))))
 
     @invariant("ElrDisjointIsr")
     def elr_disjoint_isr(self, s: State) -> bool:
@@ -484,8 +477,10 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     def elr_has_data_to_hwm(self, s: State) -> bool:
         """KIP-966: "The member of ELR should have the data at least to HWM"
         (brokers that crashed dirty and have not re-registered excepted)."""
+        if not s.elr:
+            return True
         k = len(s.exposed)
-        return all(s.log[b][:k] == s.exposed for b in members(s.elr & ~lost_unregistered(s)))
+        return all(s.log[b][:k] == s.exposed for b in MEMBERS[s.elr & ~lost_unregistered(s)])
 
     @invariant("LeaderInIsr")
     def leader_in_isr(self, s: State) -> bool:
@@ -503,23 +498,17 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         """KIP-966: "ELR + ISR size will not be dropped below the min ISR
         unless the controller discovers an ELR member has an unclean
         shutdown"."""
-        registered_unclean = s.unclean_shutdowns - size(lost_unregistered(s))
-        return registered_unclean > 0 or size(s.isr | s.elr) >= self.eff_min_isr(s)
+        if size(s.isr | s.elr) >= self.eff_min_isr(s):
+            return True
+        return s.unclean_shutdowns - size(lost_unregistered(s)) > 0   # some unclean shutdown was detected
 
     @invariant("LogMatching")
     def log_matching(self, s: State) -> bool:
         """Two logs with the same entry at an offset agree below it."""
-        logs = s.log
-        for i in range(self.n):
-            for j in range(i + 1, self.n):
-                a, b = logs[i], logs[j]
-                m = min(len(a), len(b))
-                if a[:m] == b[:m]:
-                    continue        # one is a prefix of the other: the usual case
-                k = rules.common_prefix_len(a, b)
-                if any(a[x] == b[x] for x in range(k, min(len(a), len(b)))):
-                    return False
-        return True
+        ok = self._logs_match.get(s.log)
+        if ok is None:          # memoised: far fewer combinations of logs than states
+            ok = self._logs_match[s.log] = rules.logs_match(s.log)
+        return ok
 
     @invariant("RecoveringIsrSingleton")
     def recovering_isr_singleton(self, s: State) -> bool:
@@ -531,9 +520,11 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     def no_acked_loss(self, s: State) -> bool:
         """Every acked record is on the leader or on a replica the protocol may
         still elect cleanly (ISR, ELR): KIP-966's headline claim."""
+        if not s.acked:
+            return True
         holders = s.isr | s.elr | (bit(s.leader) if s.leader != NO_LEADER else 0)
         held = 0
-        for b in members(holders):
+        for b in MEMBERS[holders]:
             for _epoch, record in s.log[b]:
                 held |= bit(record)
         return not s.acked & ~held

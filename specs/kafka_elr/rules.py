@@ -42,10 +42,25 @@ def common_prefix_len(a: Log, b: Log) -> int:
     """Length of the longest common prefix: where Kafka's leader-epoch based
     truncation leaves a follower whose log diverged from its leader's."""
     n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n                # one is a prefix of the other: the usual case
     i = 0
-    while i < n and a[i] == b[i]:
+    while a[i] == b[i]:
         i += 1
     return i
+
+
+def logs_match(logs: tuple[Log, ...]) -> bool:
+    """Log matching: two logs with the same entry at an offset agree below it."""
+    longest = max(logs, key=len)
+    if all(longest[:len(a)] == a for a in logs):
+        return True             # every log is a prefix of the longest: the usual case
+    for i, a in enumerate(logs):
+        for b in logs[i + 1:]:
+            k = common_prefix_len(a, b)
+            if any(a[x] == b[x] for x in range(k, min(len(a), len(b)))):
+                return False
+    return True
 
 
 def last_written_epoch(log: Log) -> int:

@@ -7,6 +7,7 @@ the named variables of MODEL.md (sets as sorted lists) for traces.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 NO_LEADER = -1
@@ -52,6 +53,28 @@ class State(NamedTuple):
     admin_elections: int
 
 
+_FIELD = {name: i for i, name in enumerate(State._fields)}
+
+
+def _replace(self: State, **changes) -> State:
+    """NamedTuple._replace without its loop over all 25 fields in Python: a
+    step changes one to four of them, and this is the commonest operation
+    of the hot path (typing.NamedTuple forbids defining it in the class)."""
+    values = list(self)
+    for name, value in changes.items():
+        values[_FIELD[name]] = value
+    return tuple.__new__(State, values)
+
+
+State._replace = _replace
+
+# members() of every set of brokers (at most 8), for the hot path
+MEMBERS: tuple[tuple[int, ...], ...] = tuple(tuple(b for b in range(8) if m >> b & 1) for m in range(256))
+_dirty: dict[tuple[int, ...], int] = {}
+_running: dict[tuple[int, ...], int] = {}
+_pending: dict[tuple[tuple[int, int], ...], int] = {}
+
+
 def bit(b: int) -> int:
     return 1 << b
 
@@ -84,13 +107,31 @@ def replace_at(t: tuple, i: int, v) -> tuple:
 
 def lost_unregistered(s: State) -> int:
     """Brokers that crashed dirty and have not re-registered (derived: they
-    are exactly the OFFLINE_DIRTY ones)."""
-    return mask_of(b for b, st in enumerate(s.status) if st == OFFLINE_DIRTY)
+    are exactly the OFFLINE_DIRTY ones). Memoised: there are 3^N statuses."""
+    m = _dirty.get(s.status)
+    if m is None:
+        m = _dirty[s.status] = mask_of(b for b, st in enumerate(s.status) if st == OFFLINE_DIRTY)
+    return m
+
+
+def running_mask(s: State) -> int:
+    """Brokers whose process runs. Memoised: there are 3^N statuses."""
+    m = _running.get(s.status)
+    if m is None:
+        m = _running[s.status] = mask_of(b for b, st in enumerate(s.status) if st == RUNNING)
+    return m
 
 
 def pending_mask(s: State) -> int:
-    """Brokers of the in-flight AlterPartition proposal (0 if none)."""
-    return mask_of(b for b, _epoch in s.pending_isr) if s.pending_isr is not None else 0
+    """Brokers of the in-flight AlterPartition proposal (0 if none).
+    Memoised: proposals are few."""
+    p = s.pending_isr
+    if p is None:
+        return 0
+    m = _pending.get(p)
+    if m is None:
+        m = _pending[p] = mask_of(b for b, _epoch in p)
+    return m
 
 
 def describe(s: State) -> dict:
@@ -125,24 +166,59 @@ def describe(s: State) -> dict:
     }
 
 
-def permute(s: State, p: tuple[int, ...]) -> State:
-    """`s` with broker b renamed p[b] everywhere a broker id appears (records
-    and epochs are not broker ids and stay)."""
+def permute(s: State, to: list[int] | tuple[int, ...]) -> State:
+    """`s` with broker b renamed to[b] everywhere a broker id appears (records
+    and epochs are not broker ids and stay): the renamings --symmetry
+    identifies states under (tests check symmetric_form against it)."""
+    old = [0] * len(to)             # old[new id] = old id
+    for b, q in enumerate(to):
+        old[q] = b
+
     def mask(m: int) -> int:
-        return mask_of(p[b] for b in members(m))
+        return sum(1 << to[b] for b in MEMBERS[m])
 
     def per_broker(t: tuple) -> tuple:
-        out = [None] * len(t)
-        for b, v in enumerate(t):
-            out[p[b]] = v
-        return tuple(out)
+        return tuple(t[b] for b in old)
 
     def one(b: int) -> int:
-        return b if b < 0 else p[b]
+        return b if b < 0 else to[b]
 
     return s._replace(
         leader=one(s.leader), isr=mask(s.isr), elr=mask(s.elr), last_known_elr=mask(s.last_known_elr),
         last_known_leader=one(s.last_known_leader), fenced=mask(s.fenced),
         broker_epoch=per_broker(s.broker_epoch), status=per_broker(s.status),
         clean_shutdown_epoch=per_broker(s.clean_shutdown_epoch), log=per_broker(s.log), hwm=per_broker(s.hwm),
-        pending_isr=None if s.pending_isr is None else tuple(sorted((p[b], e) for b, e in s.pending_isr)))
+        pending_isr=None if s.pending_isr is None else tuple(sorted((to[b], e) for b, e in s.pending_isr)))
+
+
+@lru_cache(maxsize=None)
+def _bits(mask: int, n: int) -> tuple[int, ...]:
+    """Broker b's membership of `mask`, for b in 0..n-1."""
+    return tuple(mask >> b & 1 for b in range(n))
+
+
+@lru_cache(maxsize=None)
+def _proposed(pending: tuple[tuple[int, int], ...] | None, n: int) -> tuple[int, ...]:
+    """Each broker's epoch in the proposal, 0 if absent (epochs start at 1)."""
+    epochs = dict(pending or ())
+    return tuple(epochs.get(b, 0) for b in range(n))
+
+
+def symmetric_form(s: State) -> tuple:
+    """A value equal for two states iff one is the other with brokers
+    1..N-1 renamed: the broker-independent variables, broker 0's view, and
+    the sorted views of brokers 1..N-1, a view being everything the state
+    says about one broker without its id. Renaming permutes the views, and
+    the state can be rebuilt from the form up to renaming, so no (N-1)!
+    permutations are tried."""
+    n = len(s.status)
+    one_hot = 1 << s.leader if s.leader >= 0 else 0
+    last = 1 << s.last_known_leader if s.last_known_leader >= 0 else 0
+    views = list(zip(s.status, s.clean_shutdown_epoch, s.broker_epoch, s.hwm, s.log, _bits(s.isr, n),
+                     _bits(s.elr, n), _bits(s.last_known_elr, n), _bits(s.fenced, n), _bits(one_hot, n),
+                     _bits(last, n), _proposed(s.pending_isr, n)))
+    rest = views[1:]
+    rest.sort()
+    return (s.leader_epoch, s.leader_recovery, s.min_isr, s.pending_isr is None, s.acked, s.acks_all,
+            s.exposed, s.produced, s.unclean_shutdowns, s.clean_shutdowns, s.fences, s.isr_shrinks,
+            s.min_isr_changes, s.admin_elections, views[0], *rest)
