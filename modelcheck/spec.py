@@ -10,8 +10,8 @@ redefines only what differs, and mistakes surface at definition time.
 from __future__ import annotations
 
 import json
-from functools import cached_property
 import pickle
+from functools import cached_property
 from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 from .config import ConfigError
@@ -118,9 +118,10 @@ class Spec:
         return False
 
     def enable_symmetry(self) -> None:
-        """From now on canonical() encodes one representative of the states
-        that differ only by a permutation the spec's rules cannot tell apart
-        (TLC's SYMMETRY), so each class is explored once. A spec that
+        """From now on canonical() gives the same bytes to states that differ
+        only by a permutation the spec's rules cannot tell apart (TLC's
+        SYMMETRY), and only to those, so each class is explored once (the
+        engines still explore the states themselves). A spec that
         declares no symmetry, or whose rules are order-dependent in this
         config, raises SymmetryError."""
         raise SymmetryError(f"{type(self).__name__} declares no symmetry")
@@ -162,10 +163,20 @@ class Spec:
         return f"{steps}: {invariant} breaks: {self.explain(invariant, trace[-1].state)}."
 
     # --- what the engine uses ----------------------------------------------
+    def never_enabled(self) -> frozenset[str]:
+        """Actions this instance's config can never enable (e.g. a fault whose
+        bound is 0); successors() does not call them. Default: none."""
+        return frozenset()
+
+    @cached_property
+    def _live_actions(self) -> list[tuple[str, Callable]]:
+        dormant = self.never_enabled()
+        return [(name, fn) for name, fn in self.actions.items() if name not in dormant]
+
     def successors(self, state: State) -> list[tuple[str, Args, State]]:
         """Every enabled action instance, in deterministic order (a list:
         cheaper than yielding through a second generator, on the hot path)."""
-        return [(name, args, nxt) for name, fn in self.actions.items() for args, nxt in fn(self, state)]
+        return [(name, args, nxt) for name, fn in self._live_actions for args, nxt in fn(self, state)]
 
     def instances(self, name: str, state: State) -> Iterable[tuple[Args, State]]:
         return self.actions[name](self, state)

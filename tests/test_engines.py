@@ -52,6 +52,23 @@ def test_a_violating_initial_state_is_reported_at_depth_1():
     assert summary(run(spec, engine="fast", workers=2)) == reference
 
 
+@pytest.mark.parametrize("variant", ["kip966", "kafka-4", "legacy"])
+def test_actions_skipped_as_never_enabled_are_never_enabled(variant):
+    spec = load({"variant": variant, "max_records": 1, "max_fences": 2, "max_unclean_shutdowns": 0,
+                 "max_isr_shrinks": 0})
+    skipped = spec.never_enabled()
+    assert skipped == {"UncleanShutdown", "CleanShutdown", "ShrinkIsr", "AlterMinIsr", "AdminElectLeaders"}
+    seen, todo = set(), list(spec.init_states())
+    while todo:
+        s = todo.pop()
+        assert not [a for name in skipped for a in spec.instances(name, s)]
+        for _name, _args, t in spec.successors(s):
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    assert len(seen) > 100
+
+
 def test_batch_fingerprints_and_shards_equal_the_scalar_ones():
     canons = [b"", b"x", bytes(range(256)) * 3]
     fps = fingerprints(canons)

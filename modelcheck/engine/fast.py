@@ -89,13 +89,13 @@ class Worker:
         self.action_no = {a: i for i, a in enumerate(spec.actions)}
         self.visited = SortedFingerprints()
         self.links = LevelLinks()
-        self.frontier: list[Any] = []                            # states, by rank
+        self.frontier: list[Any] = []                            # states, by rank, until expanded
         self.frontier_fps = np.empty(0, dtype=np.uint64)
         self.frontier_ranks = np.empty(0, dtype=np.int64)
         self.inbox: list[Batch] = []
         self.new: tuple[np.ndarray, np.ndarray, np.ndarray, list] | None = None
         # the last expansion, for coverage: each successor's action, and where each parent's begin
-        self.acts = np.empty(0, dtype=np.uint8)
+        self.acts = np.empty(0, dtype=np.uint16)
         self.starts = np.zeros(1, dtype=np.int64)
 
     # ---- one level ----------------------------------------------------------------
@@ -108,21 +108,24 @@ class Worker:
         encode = None if spec.canonical_is_encoding() else spec.encode
         outgoing: list[list[Batch]] = [[] for _ in range(workers)]
         acts, counts = [], []
-        for lo in range(0, len(self.frontier), CHUNK):
+        frontier, self.frontier = self.frontier, []     # expanded states are let go chunk by chunk
+        for lo in range(0, len(frontier), CHUNK):
+            chunk = frontier[lo:lo + CHUNK]
+            frontier[lo:lo + CHUNK] = [None] * len(chunk)
             succ: list = []
             per_parent = []
-            for state in self.frontier[lo:lo + CHUNK]:
+            for state in chunk:
                 out = successors(state)
                 succ += out
                 per_parent.append(len(out))
             n = len(succ)
             n_parents = np.array(per_parent, dtype=np.int64)
             counts.append(n_parents)
-            acts.append(np.fromiter(map(self.action_no.__getitem__, map(_name, succ)), dtype=np.uint8, count=n))
+            acts.append(np.fromiter(map(self.action_no.__getitem__, map(_name, succ)), dtype=np.uint16, count=n))
             states = list(map(_next, succ))
             canons = list(map(canonical, states))
             fps = fingerprints(canons)
-            rows = np.repeat(np.arange(lo, lo + len(n_parents)), n_parents)
+            rows = np.repeat(np.arange(lo, lo + len(chunk)), n_parents)
             index = np.arange(n) - np.repeat(np.cumsum(n_parents) - n_parents, n_parents)
             if n and index.max() >= KEY_SPAN:
                 raise OverflowError(f"a state has more than {KEY_SPAN} successors")
@@ -140,7 +143,7 @@ class Worker:
                     picked = [canons[i] for i in sel.tolist()] if encode is None else \
                         [encode(states[i]) for i in sel.tolist()]
                     outgoing[home].append(Batch.encoded(fps[sel], keys[sel], parents[sel], picked))
-        self.acts = np.concatenate(acts) if acts else np.empty(0, dtype=np.uint8)
+        self.acts = np.concatenate(acts) if acts else np.empty(0, dtype=np.uint16)
         per = np.concatenate(counts) if counts else np.empty(0, dtype=np.int64)
         self.starts = np.concatenate(([0], np.cumsum(per)))
         return [None if h == me else _join(b) for h, b in enumerate(outgoing)]

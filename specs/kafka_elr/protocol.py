@@ -65,6 +65,15 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     def describe(self, state: State) -> dict[str, Any]:
         return describe(state)
 
+    # actions whose first guard is `counter >= config[bound]`, the counter
+    # starting at 0 and never decreasing: never enabled when the bound is 0
+    BOUNDED = {"UncleanShutdown": "max_unclean_shutdowns", "CleanShutdown": "max_clean_shutdowns",
+               "ShrinkIsr": "max_isr_shrinks", "AlterMinIsr": "max_min_isr_changes",
+               "AdminElectLeaders": "max_admin_elections"}
+
+    def never_enabled(self) -> frozenset[str]:
+        return frozenset(a for a, bound in self.BOUNDED.items() if not self.config[bound])
+
     # States are tuples of ints, tuples and None: marshal (format 2, which has
     # no back-references, so equal states give equal bytes) encodes them
     # deterministically, four times faster than repr, and decodes them back.

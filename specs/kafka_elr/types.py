@@ -191,10 +191,9 @@ def permute(s: State, to: list[int] | tuple[int, ...]) -> State:
         pending_isr=None if s.pending_isr is None else tuple(sorted((to[b], e) for b, e in s.pending_isr)))
 
 
-@lru_cache(maxsize=None)
-def _bits(mask: int, n: int) -> tuple[int, ...]:
-    """Broker b's membership of `mask`, for b in 0..n-1."""
-    return tuple(mask >> b & 1 for b in range(n))
+# BITS[n][m][b]: whether broker b (of n) is in the set m
+BITS: tuple[tuple[tuple[int, ...], ...], ...] = tuple(
+    tuple(tuple(m >> b & 1 for b in range(n)) for m in range(1 << n)) for n in range(9))
 
 
 @lru_cache(maxsize=None)
@@ -212,11 +211,11 @@ def symmetric_form(s: State) -> tuple:
     the state can be rebuilt from the form up to renaming, so no (N-1)!
     permutations are tried."""
     n = len(s.status)
-    one_hot = 1 << s.leader if s.leader >= 0 else 0
-    last = 1 << s.last_known_leader if s.last_known_leader >= 0 else 0
-    views = list(zip(s.status, s.clean_shutdown_epoch, s.broker_epoch, s.hwm, s.log, _bits(s.isr, n),
-                     _bits(s.elr, n), _bits(s.last_known_elr, n), _bits(s.fenced, n), _bits(one_hot, n),
-                     _bits(last, n), _proposed(s.pending_isr, n)))
+    bits = BITS[n]
+    views = list(zip(s.status, s.clean_shutdown_epoch, s.broker_epoch, s.hwm, s.log, bits[s.isr], bits[s.elr],
+                     bits[s.last_known_elr], bits[s.fenced], bits[1 << s.leader if s.leader >= 0 else 0],
+                     bits[1 << s.last_known_leader if s.last_known_leader >= 0 else 0],
+                     _proposed(s.pending_isr, n)))
     rest = views[1:]
     rest.sort()
     return (s.leader_epoch, s.leader_recovery, s.min_isr, s.pending_isr is None, s.acked, s.acks_all,
