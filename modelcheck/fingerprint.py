@@ -1,28 +1,27 @@
 """Stable 64-bit state fingerprints.
 
 Python's hash() is salted per process, so it can never identify a state
-across runs or processes; BLAKE2b of the state's canonical bytes can.
+across runs or processes; a fixed hash of the state's canonical bytes can.
+XXH3-64 (seed 0) is a well-mixed 64-bit hash, five times cheaper than the
+stdlib's BLAKE2b on the ~200-byte encodings of the Kafka spec, and one is
+computed for every generated successor. Its output is fixed by the XXH3
+specification, so fingerprints are the same on every machine and version.
 """
 
-from functools import partial
-from hashlib import blake2b
-from operator import methodcaller
-
 import numpy as np
+from xxhash import xxh3_64_intdigest
 
-_hasher = partial(blake2b, digest_size=8)
-_digest = methodcaller("digest")
 
 
 def fingerprint(canonical: bytes) -> int:
     """The 64-bit fingerprint of a state's canonical encoding."""
-    return int.from_bytes(blake2b(canonical, digest_size=8).digest(), "little")
+    return xxh3_64_intdigest(canonical)
 
 
 def fingerprints(canonicals: list[bytes]) -> np.ndarray:
-    """fingerprint() of each, as one uint64 array: the loop runs in C
-    (map over builtins), which matters on the fast engine's hot path."""
-    return np.frombuffer(b"".join(map(_digest, map(_hasher, canonicals))), dtype="<u8").astype(np.uint64)
+    """fingerprint() of each, as one uint64 array: the loop runs in C (map
+    over a builtin), which matters on the fast engine's hot path."""
+    return np.fromiter(map(xxh3_64_intdigest, canonicals), dtype=np.uint64, count=len(canonicals))
 
 
 def shard_of(fp, shards: int):
