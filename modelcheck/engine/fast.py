@@ -30,14 +30,20 @@ losslessly (Spec.encode, not canonical()), so every worker explores the
 very states the reference does, with or without symmetry reduction.
 
 With W = 1 nothing is forked; with W > 1 workers are forked (the spec is
-inherited, never pickled) and talk to the coordinator over pipes.
+inherited, never pickled) and take commands from the coordinator over
+pipes. Candidates bound for another worker do not pass through the
+coordinator: the sender writes each home's batch to a file in shared memory
+(/dev/shm) and the home reads it, so both workers move their data at once
+instead of queueing behind one relaying process.
 """
 
 from __future__ import annotations
 
 import gc
 import multiprocessing as mp
-import pickle
+import os
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from operator import itemgetter
@@ -74,6 +80,25 @@ class Batch:
         if self.states is not None:
             return self.states[i]
         return spec.decode(self.blob[self.ends[i - 1] if i else 0:self.ends[i]])
+
+    def write(self, path: str) -> None:
+        """Save an encoded batch: a header of two lengths, the four arrays, the blob."""
+        with open(path, "wb") as f:
+            f.write(np.array([len(self.fps), len(self.blob)], dtype=np.int64).tobytes())
+            for a in (self.fps, self.keys, self.parents, self.ends):
+                f.write(a.tobytes())
+            f.write(self.blob)
+
+    @staticmethod
+    def read(path: str) -> "Batch":
+        """The batch `write` saved (the file is removed)."""
+        with open(path, "rb") as f:
+            data = f.read()
+        os.unlink(path)
+        n, size = np.frombuffer(data, dtype=np.int64, count=2).tolist()
+        arrays = [np.frombuffer(data, dtype=d, count=n, offset=16 + 8 * n * i)
+                  for i, d in enumerate((np.uint64, np.int64, np.uint64, np.int64))]
+        return Batch(*arrays[:3], None, data[16 + 32 * n:16 + 32 * n + size], arrays[3])
 
     @staticmethod
     def encoded(fps: np.ndarray, keys: np.ndarray, parents: np.ndarray, encodings: list[bytes]) -> "Batch":
@@ -345,7 +370,7 @@ class Local:
         pass
 
 
-def _serve(spec: Spec, index: int, workers: int, conn) -> None:
+def _serve(spec: Spec, index: int, workers: int, conn, exchange: str) -> None:
     """A forked worker: run the coordinator's commands until told to stop."""
     w = Worker(spec, index, workers)
     replies = {"settle": w.settle, "level_counts": w.level_counts, "memory": w.memory}
@@ -355,10 +380,21 @@ def _serve(spec: Spec, index: int, workers: int, conn) -> None:
             return
         if cmd in replies:
             conn.send(replies[cmd]())
-        elif cmd == "expand":       # pickled per home, so the coordinator forwards bytes untouched
-            conn.send([None if b is None else pickle.dumps(b, pickle.HIGHEST_PROTOCOL) for b in w.expand()])
+        elif cmd == "expand":       # each other home's batch goes to a file it reads
+            paths = []
+            for home, batch in enumerate(w.expand()):
+                path = None
+                if batch is not None:
+                    path = os.path.join(exchange, f"{index}-{home}")
+                    batch.write(path)
+                paths.append(path)
+            conn.send(paths)
         elif cmd == "receive":
-            w.receive(pickle.loads(arg))
+            w.receive(arg)
+        elif cmd == "read":
+            for path in arg:
+                w.receive(Batch.read(path))
+            conn.send(None)
         elif cmd == "advance":
             w.advance(arg)
         elif cmd == "counts_before":
@@ -373,9 +409,10 @@ class Forked:
     def __init__(self, spec: Spec, workers: int):
         ctx = mp.get_context("fork")
         self.conns, self.procs = [], []
+        self.exchange = tempfile.mkdtemp(prefix="modelcheck-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
         for i in range(workers):
             here, there = ctx.Pipe()
-            p = ctx.Process(target=_serve, args=(spec, i, workers, there), daemon=True)
+            p = ctx.Process(target=_serve, args=(spec, i, workers, there, self.exchange), daemon=True)
             p.start()
             there.close()
             self.conns.append(here)
@@ -388,14 +425,14 @@ class Forked:
 
     def seed(self, batches: list[Batch]) -> None:
         for conn, batch in zip(self.conns, batches):
-            conn.send(("receive", pickle.dumps(batch, pickle.HIGHEST_PROTOCOL)))
+            conn.send(("receive", batch))
 
     def expand(self) -> None:
-        outgoing = self._all("expand")          # [sender][home] -> pickled batch
+        outgoing = self._all("expand")          # [sender][home] -> file of the batch, or None
         for home, conn in enumerate(self.conns):
-            for sender in outgoing:
-                if sender[home] is not None:
-                    conn.send(("receive", sender[home]))
+            conn.send(("read", [sender[home] for sender in outgoing if sender[home] is not None]))
+        for conn in self.conns:
+            conn.recv()
 
     def settle(self) -> tuple[list[np.ndarray], list]:
         replies = self._all("settle")
@@ -428,3 +465,4 @@ class Forked:
             p.join(timeout=5)
             if p.is_alive():
                 p.kill()
+        shutil.rmtree(self.exchange, ignore_errors=True)
