@@ -128,9 +128,15 @@ def main() -> None:
               "brokers 1..N-1 (fewer states, same verdict); refused where the variant's rules tell brokers apart.")
 @click.option("--engine", type=click.Choice(ENGINES), default="fast", show_default=True,
               help="fast: batched, 8-byte visited entries, states sharded by fingerprint over --workers "
-                   "processes; bfs: the one-process reference. Both give the same counts and traces.")
+                   "processes; bfs: the one-process reference; spark: the fast engine's shards on Spark "
+                   "executors (pip install 'modelcheck[spark]', Java 17+). All give the same counts and traces.")
+@click.option("--master", metavar="URL", help="Spark master for --engine spark: local[N], spark://HOST:PORT, "
+              "yarn, k8s://... (default local[*]; see docs/spark.md).")
+@click.option("--partitions", type=click.IntRange(min=1), metavar="P",
+              help="Shards of the state space for --engine spark (default: Spark's default parallelism).")
 def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_out: str | None,
-          quiet: bool, workers: int, symmetry: bool, engine: str) -> None:
+          quiet: bool, workers: int, symmetry: bool, engine: str, master: str | None,
+          partitions: int | None) -> None:
     """Explore every reachable state of a configuration and check its invariants.
 
     Without CONFIG.toml the embedded default is checked: 3 brokers,
@@ -148,18 +154,28 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
     hwm-ignores-min-isr, hwm-on-maximal-isr, balanced-fixed-responses,
     no-unclean-detection (see docs/model.md; `modelcheck matrix` runs them all)
 
+    \b
+    modelcheck check --engine spark                        Spark, local[*]
+    modelcheck check --engine spark --master spark://host:7077 --partitions 64
+
     Exit status: 0 all invariants hold, 1 one is violated (the shortest
     counterexample is printed), 2 bad input.
     """
     try:
+        if engine != "spark" and (master or partitions):
+            raise ConfigError(f"--{'master' if master else 'partitions'} applies to --engine spark only")
         given, expected = load_check_config(config, overrides)
         spec = kafka_elr.load(given)
         if symmetry:
             spec.enable_symmetry()
     except ConfigError as e:
         fail(str(e))
-    with Progress(enabled=not quiet and not as_json) as progress:
-        result = run_engine(spec, engine=engine, workers=workers, progress=progress)
+    try:
+        with Progress(enabled=not quiet and not as_json) as progress:
+            result = run_engine(spec, engine=engine, workers=workers, progress=progress,
+                                master=master, partitions=partitions)
+    except ConfigError as e:        # the engine cannot start here (e.g. no Java for Spark)
+        fail(str(e))
     trace = described(spec, result.trace)
     verdict = result.verdict if result.holds else f"violated: {result.invariant}"
     if trace_out and not result.holds:
@@ -173,6 +189,7 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
             "coverage": result.coverage, "trace": trace,
             "expected": expected, "as_expected": None if expected is None else expected == verdict,
             "engine": engine, "workers": workers if engine == "fast" else 1, "symmetry": symmetry,
+            **({"master": master or "local[*]", "partitions": partitions} if engine == "spark" else {}),
             "memory": result.memory}))
     else:
         print_result(spec, result, expected, verdict, trace_out)
@@ -395,6 +412,39 @@ def gate(gate_file: str, junit: str | None, as_json: bool, trace_dir: str | None
                                + (": " + ", ".join(o.entry.cell.name for o in outcomes if o.status == "skipped")
                                   if counts["skipped"] else ""))
     sys.exit(EXIT_VIOLATED if any(o.status == "failed" for o in outcomes) else EXIT_HOLDS)
+
+
+@main.command("spark-env")
+@click.option("--out", "-o", default="modelcheck-spark.zip", show_default=True, metavar="FILE",
+              help="Where to write the zip.")
+def spark_env(out: str) -> None:
+    """Build the zip that puts modelcheck, its specs and cli.py on Spark
+    executors' sys.path, for a cluster whose executors do not have
+    modelcheck installed:
+
+    \b
+    modelcheck spark-env -o modelcheck-spark.zip
+    spark-submit --master spark://HOST:7077 --py-files modelcheck-spark.zip \\
+        "$(python -c 'import cli; print(cli.__file__)')" check --engine spark
+
+    (`modelcheck check --engine spark --master URL` ships the same zip
+    itself.) Executors also need numpy and xxhash: docs/spark.md shows a
+    packed virtualenv that carries them.
+    """
+    from modelcheck.engine.spark_session import package_archive
+
+    target = Path(out)
+    if not target.parent.is_dir():
+        fail(f"--out {out}: no such directory {str(target.parent)!r}")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".modelcheck-", suffix=".zip")
+    os.close(fd)
+    try:
+        package_archive(tmp, ["modelcheck", "specs"], ("cli",))
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    click.echo(f"wrote {out} ({target.stat().st_size:,} bytes): modelcheck, specs and cli.py for --py-files")
 
 
 # ---- trace viewer, exports and the state graph ------------------------------------

@@ -46,6 +46,13 @@ class SortedFingerprints:
     def __init__(self) -> None:
         self.fps = np.empty(0, dtype=np.uint64)
 
+    @classmethod
+    def of(cls, fps: np.ndarray) -> "SortedFingerprints":
+        """The set whose sorted array is `fps` (as another process sent it)."""
+        visited = cls()
+        visited.fps = fps
+        return visited
+
     def contains(self, fps: np.ndarray) -> np.ndarray:
         """Which of `fps` are in the set (a bool array)."""
         if not len(self.fps) or not len(fps):

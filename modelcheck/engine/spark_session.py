@@ -1,0 +1,168 @@
+"""Starting Spark for the engine: checks that say in one line what is
+missing (pyspark, Java 17+), a SparkContext that is quiet and local-safe by
+default, and the zip that carries modelcheck and a spec to executors.
+pyspark is imported here only when a context is asked for."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import zipfile
+from contextlib import contextmanager
+from importlib import util as importlib_util
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..config import ConfigError
+
+MIN_JAVA = 17
+LOG4J = Path(__file__).with_name("spark-log4j2.properties")
+
+
+class EngineUnavailable(ConfigError):
+    """The Spark engine cannot start here (no pyspark, no Java 17+)."""
+
+
+def require_spark() -> None:
+    """Raise EngineUnavailable (one line: what is missing, how to get it)
+    unless pyspark can be imported and Java 17+ runs; checked before Spark
+    starts, so its JVM errors never reach the user."""
+    if importlib_util.find_spec("pyspark") is None:
+        raise EngineUnavailable("--engine spark needs pyspark, which is not installed: pip install 'modelcheck[spark]'")
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not java or not os.path.isfile(java):
+        raise EngineUnavailable(f"--engine spark needs Java {MIN_JAVA} or newer, and no java was found "
+                                f"({'JAVA_HOME=' + home if home else 'none on PATH'}); install a JDK {MIN_JAVA}+")
+    shown = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=120)
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', shown.stderr + shown.stdout)
+    major = 0 if not found else int(found.group(2) or 0) if found.group(1) == "1" else int(found.group(1))
+    if major < MIN_JAVA:
+        raise EngineUnavailable(f"--engine spark needs Java {MIN_JAVA} or newer; {java} is "
+                                f"{'Java ' + str(major) if major else 'not a Java it can read'}: set JAVA_HOME to a JDK {MIN_JAVA}+")
+
+
+def _loopback(master: str) -> bool:
+    host = re.sub(r"^spark://([^:/]+).*", r"\1", master)
+    return master.startswith("local") or host in ("127.0.0.1", "localhost")
+
+
+@contextmanager
+def spark_context(master: str | None, spec_package: str) -> Iterator[Any]:
+    """A SparkContext that is quiet and local-safe by default: no UI, no
+    console progress bars, log4j at ERROR, bound to loopback when the
+    master is local; on a cluster the engine and the spec's package are
+    shipped to the executors as a zip (addPyFile)."""
+    require_spark()
+    from pyspark import SparkConf, SparkContext
+
+    if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:     # not under spark-submit
+        master = "local[*]"
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    conf = SparkConf().setAppName("modelcheck")
+    if master:
+        conf.setMaster(master)
+    conf.setAll([("spark.ui.enabled", "false"), ("spark.ui.showConsoleProgress", "false"),
+                 ("spark.executorEnv.PYTHONHASHSEED", os.environ["PYTHONHASHSEED"]),
+                 ("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J.as_uri()}")])
+    if master and _loopback(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        conf.set("spark.driver.bindAddress", "127.0.0.1").set("spark.driver.host", "127.0.0.1")
+    sc = SparkContext(conf=conf, gateway=None if SparkContext._gateway else _quiet_gateway(conf))
+    sc.setLogLevel("ERROR")
+    shipped = None
+    try:
+        if not sc.master.startswith("local"):
+            shipped = tempfile.mkdtemp(prefix="modelcheck-spark-")
+            sc.addPyFile(package_archive(os.path.join(shipped, "modelcheck.zip"), ["modelcheck", spec_package]))
+        yield sc
+    finally:
+        sc.stop()
+        if shipped:
+            shutil.rmtree(shipped, ignore_errors=True)
+
+
+def _quiet_gateway(conf: Any) -> Any:
+    """Start Spark's JVM with its stdout and stderr in a log file (removed
+    at exit): the JVM prints start-up warnings that no log setting silences."""
+    from pyspark.java_gateway import launch_gateway
+
+    log = tempfile.NamedTemporaryFile(prefix="modelcheck-spark-", suffix=".log", delete=False)
+    atexit.register(os.unlink, log.name)
+    return launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+
+
+def package_archive(path: str, packages: list[str], modules: tuple[str, ...] = ()) -> str:
+    """Zip the installed packages (and top-level modules) for executors'
+    sys.path (spark-submit --py-files, SparkContext.addPyFile); returns path."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name in dict.fromkeys(packages):
+            root = Path(next(iter(importlib_util.find_spec(name).submodule_search_locations)))
+            for f in sorted(root.rglob("*")):
+                if f.is_file() and "__pycache__" not in f.parts:
+                    archive.write(f, (Path(name) / f.relative_to(root)).as_posix())
+        for name in modules:
+            origin = Path(importlib_util.find_spec(name).origin)
+            archive.write(origin, origin.name)
+    return path
+
+
+@contextmanager
+def standalone_cluster(workdir: Path, cores: int = 2, memory: str = "2g", timeout: float = 120) -> Iterator[str]:
+    """A real standalone Spark cluster on loopback, a master and one worker
+    started from the pyspark installation's spark-class (what `--master
+    spark://...` meets on a cluster); yields the master URL, stops both.
+    For tests and benchmarks of the cluster path on one machine."""
+    require_spark()
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(workdir)}
+    port, ui = _free_port(), _free_port()
+    url = f"spark://127.0.0.1:{port}"
+    spark_class = [str(home / "bin" / "spark-class")]
+    commands = {"master": ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+                           "--webui-port", str(ui)],
+                "worker": ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", str(cores),
+                           "--memory", memory, "--webui-port", str(_free_port()), "--work-dir",
+                           str(workdir / "work"), url]}
+    procs = []
+    for name, args in commands.items():
+        with open(workdir / f"{name}.log", "w") as log:
+            procs.append(subprocess.Popen(spark_class + args, env=env, stdout=log, stderr=subprocess.STDOUT))
+    try:
+        deadline = time.monotonic() + timeout
+        while not _worker_alive(ui):        # the master's JSON status lists the worker once it registered
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no standalone worker registered in {timeout:.0f} s (logs in {workdir})")
+            time.sleep(0.5)
+        yield url
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=60)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _worker_alive(ui_port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as r:
+            return any(w["state"] == "ALIVE" for w in json.load(r)["workers"])
+    except OSError:
+        return False

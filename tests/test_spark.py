@@ -1,0 +1,145 @@
+"""The Spark engine reproduces the local engines exactly (verdict, counts,
+coverage, the trace itself) on local[1], local[2] and a standalone cluster,
+and says in one line what is missing when it cannot start."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from functools import partial
+
+import pytest
+from click.testing import CliRunner
+
+from cli import main
+from modelcheck.engine import run
+from modelcheck.engine import spark_session
+from specs.kafka_elr import load
+
+pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
+
+CONFIGS = [
+    {"max_records": 1, "max_fences": 0},                       # holds, 7,768 states, 17 levels
+    {"variant": "legacy"},                                      # NoAckedLoss, 7 steps
+    {"variant": "hwm-on-maximal-isr"},                          # ElrHasDataToHwm, 6 steps
+]
+
+
+def summary(r):
+    return (r.verdict, r.invariant, r.distinct_states, r.generated_states, r.depth, r.coverage,
+            [(s.action, s.args) for s in r.trace])
+
+
+@pytest.mark.parametrize("master,partitions,config",
+                         [(m, None, c) for m in ("local[1]", "local[2]") for c in CONFIGS]
+                         + [("local[2]", 3, CONFIGS[1])],     # shards need not match cores
+                         ids=lambda v: ",".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else f"{v}")
+def test_spark_reproduces_the_local_engine_exactly(master, partitions, config):
+    spec = load(config)
+    expected = summary(run(spec, engine="fast", workers=1))
+    assert summary(run(spec, engine="spark", master=master, partitions=partitions)) == expected
+
+
+def test_spark_with_symmetry_keeps_the_reduced_count_and_the_shortest_trace():
+    spec = load({"variant": "legacy"})
+    spec.enable_symmetry()
+    expected = summary(run(spec, engine="fast", workers=2))
+    assert summary(run(spec, engine="spark", master="local[2]")) == expected
+    assert expected[2] < 15970 and len(expected[6]) == 8
+
+
+def test_a_violating_initial_state_is_found_at_depth_1_on_spark():
+    spec = load({"min_isr": 2, "invariants": ["ElectableAtLeastMinIsr"]})
+    spec.eff_min_isr = partial(getattr, 4, "real")     # a picklable `lambda state: 4`: no ISR of 3 reaches it
+    expected = summary(run(spec, engine="bfs"))
+    assert expected[:5] == ("violated", "ElectableAtLeastMinIsr", 1, 1, 1)
+    assert summary(run(spec, engine="spark", master="local[2]")) == expected
+
+
+def test_the_cli_runs_spark_and_reports_the_legacy_counterexample(tmp_path):
+    out = tmp_path / "trace.json"
+    p = subprocess.run(["modelcheck", "check", "--engine", "spark", "--master", "local[2]", "--partitions", "4",
+                        "--set", "variant=legacy", "--json", "--trace-out", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 1, p.stderr
+    got = json.loads(p.stdout)
+    assert (got["verdict"], got["invariant"], got["distinct_states"], len(got["trace"]) - 1) == \
+        ("violated", "NoAckedLoss", 15970, 7)
+    assert (got["engine"], got["master"], got["partitions"]) == ("spark", "local[2]", 4)
+    assert json.loads(out.read_text())["invariant"] == "NoAckedLoss"
+    assert p.stderr == ""           # Spark's JVM and log4j chatter stay out of the terminal
+
+
+# ---- what is missing, in one line --------------------------------------------------
+
+def cli(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_spark_options_are_refused_for_other_engines():
+    r = cli("check", "--master", "local[2]")
+    assert r.exit_code == 2 and r.output.strip() == "error: --master applies to --engine spark only"
+    r = cli("check", "--engine", "fast", "--partitions", "4")
+    assert r.exit_code == 2 and r.output.strip() == "error: --partitions applies to --engine spark only"
+    assert cli("check", "--engine", "spark", "--partitions", "0").exit_code == 2
+
+
+def test_without_pyspark_the_spark_engine_says_how_to_install_it(monkeypatch):
+    real = spark_session.importlib_util.find_spec
+    monkeypatch.setattr(spark_session.importlib_util, "find_spec", lambda name: None if name == "pyspark" else real(name))
+    r = cli("check", "--engine", "spark", "-q")
+    assert r.exit_code == 2
+    assert r.output == "error: --engine spark needs pyspark, which is not installed: pip install 'modelcheck[spark]'\n"
+
+
+def test_without_java_17_the_spark_engine_says_so(monkeypatch, tmp_path):
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nowhere"))
+    r = cli("check", "--engine", "spark", "-q")
+    assert r.exit_code == 2 and r.output.count("\n") == 1
+    assert "needs Java 17 or newer, and no java was found (JAVA_HOME=" in r.output
+    old = tmp_path / "jdk11" / "bin"
+    old.mkdir(parents=True)
+    (old / "java").write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
+    (old / "java").chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk11"))
+    r = cli("check", "--engine", "spark", "-q")
+    assert r.exit_code == 2
+    assert r.output == f"error: --engine spark needs Java 17 or newer; {old / 'java'} is Java 11: " \
+                       "set JAVA_HOME to a JDK 17+\n"
+
+
+# ---- what executors import --------------------------------------------------------------
+
+def test_spark_env_zips_what_executors_import(tmp_path):
+    r = cli("spark-env", "-o", str(tmp_path / "mc.zip"))
+    assert r.exit_code == 0, r.output
+    probe = "import cli, modelcheck.engine.spark, specs.kafka_elr; print(modelcheck.__file__, specs.__file__)"
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,
+                       env={**os.environ, "PYTHONPATH": str(tmp_path / "mc.zip")})
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == [str(tmp_path / "mc.zip" / "modelcheck" / "__init__.py"),
+                                str(tmp_path / "mc.zip" / "specs" / "__init__.py")]
+    assert cli("spark-env", "-o", str(tmp_path / "no" / "mc.zip")).exit_code == 2
+
+
+# ---- a real standalone cluster: a master and a worker JVM on loopback -------------------
+
+@pytest.fixture(scope="module")
+def standalone_master(tmp_path_factory):
+    with spark_session.standalone_cluster(tmp_path_factory.mktemp("standalone")) as url:
+        yield url
+
+
+@pytest.mark.parametrize("config", [["--set", "variant=legacy"], ["--set", "max_records=1", "--set", "max_fences=0"]],
+                         ids=["legacy", "kip966-small"])
+def test_a_standalone_cluster_checks_like_the_local_engine(standalone_master, config):
+    p = subprocess.run(["modelcheck", "check", "--engine", "spark", "--master", standalone_master, "--json", *config],
+                       capture_output=True, text=True, timeout=600)
+    got = json.loads(p.stdout)
+    local = json.loads(subprocess.run(["modelcheck", "check", "-w", "1", "--json", *config],
+                                      capture_output=True, text=True, timeout=600).stdout)
+    keys = ("verdict", "invariant", "distinct_states", "generated_states", "depth", "coverage", "trace")
+    assert {k: got[k] for k in keys} == {k: local[k] for k in keys}
+    assert p.returncode == (0 if local["verdict"] == "holds" else 1) and p.stderr == ""
