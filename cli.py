@@ -134,9 +134,12 @@ def main() -> None:
               "yarn, k8s://... (default local[*]; see docs/spark.md).")
 @click.option("--partitions", type=click.IntRange(min=1), metavar="P",
               help="Shards of the state space for --engine spark (default: Spark's default parallelism).")
+@click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
+              help="A Spark setting for --engine spark, as spark-submit's --conf "
+                   "(e.g. spark.executor.memory=8g). Repeatable.")
 def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_out: str | None,
           quiet: bool, workers: int, symmetry: bool, engine: str, master: str | None,
-          partitions: int | None) -> None:
+          partitions: int | None, spark_conf: tuple[str, ...]) -> None:
     """Explore every reachable state of a configuration and check its invariants.
 
     Without CONFIG.toml the embedded default is checked: 3 brokers,
@@ -162,8 +165,13 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
     counterexample is printed), 2 bad input.
     """
     try:
-        if engine != "spark" and (master or partitions):
-            raise ConfigError(f"--{'master' if master else 'partitions'} applies to --engine spark only")
+        spark_only = [name for name, given in (("master", master), ("partitions", partitions),
+                                               ("spark-conf", spark_conf)) if given]
+        if engine != "spark" and spark_only:
+            raise ConfigError(f"--{spark_only[0]} applies to --engine spark only")
+        bad = [kv for kv in spark_conf if "=" not in kv or not kv.split("=", 1)[0].strip()]
+        if bad:
+            raise ConfigError(f"--spark-conf {bad[0]!r}: expected KEY=VALUE, e.g. spark.executor.memory=8g")
         given, expected = load_check_config(config, overrides)
         spec = kafka_elr.load(given)
         if symmetry:
@@ -173,7 +181,8 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
     try:
         with Progress(enabled=not quiet and not as_json) as progress:
             result = run_engine(spec, engine=engine, workers=workers, progress=progress,
-                                master=master, partitions=partitions)
+                                master=master, partitions=partitions,
+                                spark_settings=dict(kv.split("=", 1) for kv in spark_conf))
     except ConfigError as e:        # the engine cannot start here (e.g. no Java for Spark)
         fail(str(e))
     trace = described(spec, result.trace)

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from functools import partial
 
 import pytest
@@ -61,6 +62,7 @@ def test_a_violating_initial_state_is_found_at_depth_1_on_spark():
 def test_the_cli_runs_spark_and_reports_the_legacy_counterexample(tmp_path):
     out = tmp_path / "trace.json"
     p = subprocess.run(["modelcheck", "check", "--engine", "spark", "--master", "local[2]", "--partitions", "4",
+                        "--spark-conf", "spark.default.parallelism=3",
                         "--set", "variant=legacy", "--json", "--trace-out", str(out)],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 1, p.stderr
@@ -84,6 +86,9 @@ def test_spark_options_are_refused_for_other_engines():
     r = cli("check", "--engine", "fast", "--partitions", "4")
     assert r.exit_code == 2 and r.output.strip() == "error: --partitions applies to --engine spark only"
     assert cli("check", "--engine", "spark", "--partitions", "0").exit_code == 2
+    r = cli("check", "--engine", "spark", "--spark-conf", "spark.executor.memory")
+    assert r.exit_code == 2 and r.output.strip() == \
+        "error: --spark-conf 'spark.executor.memory': expected KEY=VALUE, e.g. spark.executor.memory=8g"
 
 
 def test_without_pyspark_the_spark_engine_says_how_to_install_it(monkeypatch):
@@ -132,11 +137,35 @@ def standalone_master(tmp_path_factory):
         yield url
 
 
+@pytest.fixture(scope="module")
+def bare_executor_python(tmp_path_factory):
+    """A Python for executors that has numpy and xxhash but not modelcheck
+    (no site-packages: `python -S`), as a cluster node without modelcheck
+    installed: the engine must ship itself and the spec."""
+    import numpy
+    import xxhash
+
+    root = tmp_path_factory.mktemp("executor-python")
+    deps = root / "deps"
+    deps.mkdir()
+    for package in (Path(numpy.__file__).parent, Path(xxhash.__file__).parent):
+        for path in package.parent.glob(package.name + "*"):    # the package, and numpy.libs where wheels put it
+            (deps / path.name).symlink_to(path)
+    python = root / "python"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH="$PYTHONPATH:{deps}" exec {sys.executable} -S "$@"\n')
+    python.chmod(0o755)
+    probe = subprocess.run([str(python), "-c", "import numpy, xxhash\nimport modelcheck"], capture_output=True,
+                           text=True, cwd=root)
+    assert "No module named 'modelcheck'" in probe.stderr
+    return python
+
+
 @pytest.mark.parametrize("config", [["--set", "variant=legacy"], ["--set", "max_records=1", "--set", "max_fences=0"]],
                          ids=["legacy", "kip966-small"])
-def test_a_standalone_cluster_checks_like_the_local_engine(standalone_master, config):
+def test_a_standalone_cluster_checks_like_the_local_engine(standalone_master, bare_executor_python, config):
     p = subprocess.run(["modelcheck", "check", "--engine", "spark", "--master", standalone_master, "--json", *config],
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PYSPARK_PYTHON": str(bare_executor_python)})
     got = json.loads(p.stdout)
     local = json.loads(subprocess.run(["modelcheck", "check", "-w", "1", "--json", *config],
                                       capture_output=True, text=True, timeout=600).stdout)

@@ -15,14 +15,16 @@ ENGINES = ("fast", "bfs", "spark")
 
 
 def run(spec: Spec, *, engine: str = "fast", workers: int = 1, progress: Progress | None = None,
-        master: str | None = None, partitions: int | None = None) -> CheckResult:
+        master: str | None = None, partitions: int | None = None,
+        spark_settings: dict[str, str] | None = None) -> CheckResult:
     """Check `spec` with the named engine (`workers` applies to fast;
-    `master` and `partitions` to spark)."""
+    `master`, `partitions` and `spark_settings` to spark)."""
     if engine == "bfs":
         from .bfs import check
         return check(spec, progress=progress)
     if engine == "spark":
         from .spark import check as spark_check
-        return spark_check(spec, master=master, partitions=partitions, progress=progress)
+        return spark_check(spec, master=master, partitions=partitions, settings=spark_settings,
+                           progress=progress)
     from .fast import check as fast_check
     return fast_check(spec, workers=workers, progress=progress)

@@ -243,12 +243,13 @@ def _parent_in(fp: int, items: Iterator) -> Iterator[int]:
 # ---- the driver ------------------------------------------------------------------
 
 def check(spec: Spec, *, master: str | None = None, partitions: int | None = None,
-          progress: Progress | None = None) -> CheckResult:
+          settings: dict[str, str] | None = None, progress: Progress | None = None) -> CheckResult:
     """Explore every reachable state of `spec` on Spark: `master` as
     spark-submit's --master (default local[*], or spark-submit's own when
-    run under it), `partitions` shards (default: Spark's parallelism)."""
+    run under it), `partitions` shards (default: Spark's parallelism),
+    `settings` Spark configuration (spark.executor.memory, ...)."""
     started = time.perf_counter()
-    with spark_context(master, type(spec).__module__.split(".")[0]) as sc:
+    with spark_context(master, type(spec).__module__.split(".")[0], settings) as sc:
         return _explore(sc, spec, partitions or sc.defaultParallelism, started, progress)
 
 

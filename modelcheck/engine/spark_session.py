@@ -57,27 +57,29 @@ def _loopback(master: str) -> bool:
 
 
 @contextmanager
-def spark_context(master: str | None, spec_package: str) -> Iterator[Any]:
+def spark_context(master: str | None, spec_package: str, settings: dict[str, str] | None = None) -> Iterator[Any]:
     """A SparkContext that is quiet and local-safe by default: no UI, no
     console progress bars, log4j at ERROR, bound to loopback when the
-    master is local; on a cluster the engine and the spec's package are
-    shipped to the executors as a zip (addPyFile)."""
+    master is local; `settings` (spark.* keys) override these. On a
+    cluster the engine and the spec's package are shipped to the
+    executors as a zip (addPyFile)."""
     require_spark()
     from pyspark import SparkConf, SparkContext
 
     if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:     # not under spark-submit
         master = "local[*]"
     os.environ.setdefault("PYTHONHASHSEED", "0")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf = SparkConf().setAppName("modelcheck")
     if master:
         conf.setMaster(master)
     conf.setAll([("spark.ui.enabled", "false"), ("spark.ui.showConsoleProgress", "false"),
                  ("spark.executorEnv.PYTHONHASHSEED", os.environ["PYTHONHASHSEED"]),
                  ("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J.as_uri()}")])
-    if master and _loopback(master):
+    if master and _loopback(master):       # executors on this machine run this very Python
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         conf.set("spark.driver.bindAddress", "127.0.0.1").set("spark.driver.host", "127.0.0.1")
+    conf.setAll(sorted((settings or {}).items()))
     sc = SparkContext(conf=conf, gateway=None if SparkContext._gateway else _quiet_gateway(conf))
     sc.setLogLevel("ERROR")
     shipped = None

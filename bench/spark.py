@@ -1,0 +1,124 @@
+"""Benchmark: one configuration on the local fast engine and on Spark with
+1, 2, 4 and 8 partitions, one fresh process a run.
+
+Prints, a run a line: distinct states, wall time (the check's own, Spark's
+start-up included), distinct states/s, and peak resident memory by role,
+sampled from /proc every 0.2 s: the driver's Python process, the driver's
+JVM (in local mode it hosts the executor too, so its cached blocks), a
+standalone executor's JVM, and the Python workers Spark forks (summed).
+With --standalone the Spark runs also go to a real standalone master and
+worker on loopback, where the driver's JVM and the executor's are apart:
+the driver's memory stays flat however many states are visited.
+
+    python bench/spark.py                                  # the default config (1.69M states), local[2]
+    python bench/spark.py --set max_records=1 --partitions 2 --standalone
+    python bench/spark.py --master local[1] --partitions 1 --skip-fast
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = os.sysconf("SC_PAGE_SIZE")
+ROLES = {  # what a process's command line says it is
+    "driver JVM": "org.apache.spark.deploy.SparkSubmit",
+    "executor JVM": "CoarseGrainedExecutorBackend",
+    "py workers": "pyspark.daemon",
+}
+
+
+class PeakMemory(threading.Thread):
+    """Peak RSS (MB) by role: the check process is `driver py`, the fast
+    engine's forked processes `fast workers`, Spark's JVMs and Python
+    workers are told apart by their command lines."""
+
+    def __init__(self, root_pid: int):
+        super().__init__(daemon=True)
+        self.root, self.peak, self.done = root_pid, dict.fromkeys(["driver py", "fast workers", *ROLES], 0.0), False
+
+    def run(self) -> None:
+        while not self.done:
+            now = dict.fromkeys(self.peak, 0.0)
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                    rss = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE / 2**20
+                    parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+                role = "driver py" if int(pid) == self.root else \
+                    "fast workers" if parent == self.root and cmd.startswith(sys.executable) else \
+                    next((r for r, mark in ROLES.items() if mark in cmd), None)
+                if role:
+                    now[role] += rss
+            self.peak = {r: max(self.peak[r], now[r]) for r in self.peak}
+            time.sleep(0.2)
+
+
+def run_check(argv: list[str]) -> dict:
+    """`modelcheck check --json -q ARGV` in a fresh process, with peak memory by role."""
+    p = subprocess.Popen([sys.executable, "-c", "from cli import main; main()", "check", "--json", "-q", *argv],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    sampler = PeakMemory(p.pid)
+    sampler.start()
+    out, err = p.communicate()
+    sampler.done = True
+    sampler.join()
+    if not out:
+        raise RuntimeError(err)
+    return {**json.loads(out), "peak_mb": sampler.peak}
+
+
+def line(label: str, r: dict) -> str:
+    mem = "  ".join(f"{role} {mb:,.0f}" for role, mb in r["peak_mb"].items() if mb)
+    return (f"{label:<28} {r['distinct_states']:>10,} {r['elapsed_s']:>8.1f} "
+            f"{r['distinct_states'] / r['elapsed_s']:>9,.0f}   {mem}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="the config (default: the default)")
+    ap.add_argument("--master", default="local[2]", help="Spark master of the local runs (local[2])")
+    ap.add_argument("--partitions", type=int, action="append", help="partition counts (1, 2, 4, 8)")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="fast engine workers (all cores)")
+    ap.add_argument("--skip-fast", action="store_true", help="no fast-engine run")
+    ap.add_argument("--standalone", action="store_true", help="also run on a standalone master + worker on loopback")
+    ns = ap.parse_args()
+    sets = [x for s in ns.set for x in ("--set", s)]
+    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+          f"config: {' '.join(ns.set) or 'default'}")
+    print(f"{'run':<28} {'distinct':>10} {'wall s':>8} {'states/s':>9}   peak RSS MB by role")
+    results = {}
+    if not ns.skip_fast:
+        results["fast"] = run_check(["--engine", "fast", "--workers", str(ns.workers), *sets])
+        print(line(f"fast x{ns.workers}", results["fast"]), flush=True)
+    for parts in ns.partitions or [1, 2, 4, 8]:
+        r = run_check(["--engine", "spark", "--master", ns.master, "--partitions", str(parts), *sets])
+        results[f"spark {parts}"] = r
+        print(line(f"spark {ns.master} P={parts}", r), flush=True)
+    if ns.standalone:
+        from modelcheck.engine.spark_session import standalone_cluster
+        with tempfile.TemporaryDirectory() as tmp, standalone_cluster(Path(tmp)) as url:
+            for parts in ns.partitions or [2]:
+                r = run_check(["--engine", "spark", "--master", url, "--partitions", str(parts), *sets])
+                print(line(f"spark standalone P={parts}", r), flush=True)
+    counts = {(r["verdict"], r["distinct_states"]) for r in results.values()}
+    if len(counts) > 1:
+        raise SystemExit(f"engines disagree: {sorted(counts)}")
+    if "fast" in results and len(results) > 1:
+        best = min(r["elapsed_s"] for k, r in results.items() if k != "fast")
+        print(f"best Spark wall time / fast x{ns.workers}: {best / results['fast']['elapsed_s']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
