@@ -126,8 +126,6 @@ def _expand(spec_bc: Any, shards: int, index: int, items: Iterator) -> Iterator:
     and the level's per-action transition counts (to this shard's settle)."""
     spec = spec_bc.value
     parts = _parts(index, items)
-    if "F" not in parts:        # an empty partition of the initial candidates' RDD
-        return
     visited = SortedFingerprints.of(parts["V"][0])
     frontier = parts["F"][0]
     action_no = {a: i for i, a in enumerate(spec.actions)}
