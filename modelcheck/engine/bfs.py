@@ -17,6 +17,9 @@ from ..spec import Spec
 from ..store import DictStore, VisitedStore
 from ..trace import rebuild, validate
 
+# Called with counts (distinct, generated, depth, queue, elapsed_s,
+# states_per_s) as a check goes, or with {"note": text} for a phase that
+# has no counts yet (e.g. Spark starting).
 Progress = Callable[[dict], None]
 PROGRESS_EVERY = 4096  # states between progress reports inside a level
 

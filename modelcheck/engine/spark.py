@@ -247,6 +247,8 @@ def check(spec: Spec, *, master: str | None = None, partitions: int | None = Non
     run under it), `partitions` shards (default: Spark's parallelism),
     `settings` Spark configuration (spark.executor.memory, ...)."""
     started = time.perf_counter()
+    if progress:
+        progress({"note": f"starting Spark ({master or 'the master spark-submit gives'}) ..."})
     with spark_context(master, type(spec).__module__.split(".")[0], settings) as sc:
         return _explore(sc, spec, partitions or sc.defaultParallelism, started, progress)
 
