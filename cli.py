@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import sys
 import tempfile
@@ -36,6 +37,9 @@ from modelcheck.viewer import (diff_table, format_action, replay_table, stderr_c
 from specs import kafka_elr
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT = 0, 1, 2
+# master URLs spark-submit accepts (local[N] needs N >= 1; local[N,F] retries failed tasks)
+SPARK_MASTER = re.compile(r"local(\[([1-9]\d*|\*)(,[1-9]\d*)?\])?|local-cluster\[\d+,\d+,\d+\]"
+                          r"|spark://[^/\s]+|yarn|k8s://\S+|mesos://\S+")
 
 
 def fail(message: str) -> NoReturn:
@@ -170,6 +174,9 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
                                                ("spark-conf", spark_conf)) if given]
         if engine != "spark" and spark_only:
             raise ConfigError(f"--{spark_only[0]} applies to --engine spark only")
+        if master and not SPARK_MASTER.fullmatch(master):
+            raise ConfigError(f"--master {master!r}: expected local, local[N], local[*], spark://HOST:PORT, "
+                              "yarn or k8s://https://HOST:PORT")
         bad = [kv for kv in spark_conf if "=" not in kv or not kv.split("=", 1)[0].strip()]
         if bad:
             raise ConfigError(f"--spark-conf {bad[0]!r}: expected KEY=VALUE, e.g. spark.executor.memory=8g")
@@ -199,7 +206,7 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
             "coverage": result.coverage, "trace": trace,
             "expected": expected, "as_expected": None if expected is None else expected == verdict,
             "engine": engine, "workers": workers if engine == "fast" else 1, "symmetry": symmetry,
-            **({"master": master or "local[*]", "partitions": partitions} if engine == "spark" else {}),
+            **result.run_info,
             "memory": result.memory}))
     else:
         print_result(spec, result, expected, verdict, trace_out)
@@ -446,6 +453,8 @@ def spark_env(out: str) -> None:
     target = Path(out)
     if not target.parent.is_dir():
         fail(f"--out {out}: no such directory {str(target.parent)!r}")
+    if target.is_dir():
+        fail(f"--out {out}: is a directory; give the zip's file name")
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".modelcheck-", suffix=".zip")
     os.close(fd)
     try:

@@ -28,6 +28,9 @@ class CheckResult:
     # bytes of the engine's own visited set and parent links, where it
     # measures them (the fast engine: visited_bytes, links_bytes)
     memory: dict[str, int] = field(default_factory=dict)
+    # where the run ran, as the engine saw it (spark: the master URL and the
+    # number of partitions actually used)
+    run_info: dict[str, Any] = field(default_factory=dict)
 
     @property
     def holds(self) -> bool:

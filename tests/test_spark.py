@@ -91,6 +91,32 @@ def test_spark_options_are_refused_for_other_engines():
         "error: --spark-conf 'spark.executor.memory': expected KEY=VALUE, e.g. spark.executor.memory=8g"
 
 
+def test_a_master_url_spark_would_refuse_is_refused_before_spark_starts():
+    for bad in ("foo", "local[0]", "spark://"):
+        r = cli("check", "--engine", "spark", "--master", bad)
+        assert r.exit_code == 2
+        assert r.output == f"error: --master {bad!r}: expected local, local[N], local[*], spark://HOST:PORT, " \
+                           "yarn or k8s://https://HOST:PORT\n"
+
+
+def test_why_spark_failed_is_read_from_its_log(monkeypatch, tmp_path):
+    """What a user sees when Spark stops (no master at the URL) or refuses
+    to start: the reason Spark logged, not py4j's call that failed."""
+    log = tmp_path / "jvm.log"
+    monkeypatch.setattr(spark_session, "_jvm_log", [str(log)])
+    log.write_text("WARNING: Using incubator modules: jdk.incubator.vector\n"
+                   "13:20:00 ERROR StandaloneSchedulerBackend: Application has been killed. "
+                   "Reason: All masters are unresponsive! Giving up.\n")
+    assert spark_session._reason(RuntimeError("An error occurred while calling o36.defaultParallelism.")) == \
+        "Application has been killed. Reason: All masters are unresponsive! Giving up."
+    log.write_text('Exception in thread "main" org.apache.spark.SparkException: Master must either be yarn '
+                   "or start with spark, k8s, or local\n\tat org.apache.spark.deploy.SparkSubmit.error\n")
+    assert spark_session._reason(RuntimeError("gateway exited")) == \
+        "SparkException: Master must either be yarn or start with spark, k8s, or local"
+    log.write_text("")
+    assert spark_session._reason(RuntimeError("\nJava gateway process exited\nmore")) == "Java gateway process exited"
+
+
 def test_without_pyspark_the_spark_engine_says_how_to_install_it(monkeypatch):
     real = spark_session.importlib_util.find_spec
     monkeypatch.setattr(spark_session.importlib_util, "find_spec", lambda name: None if name == "pyspark" else real(name))
@@ -127,6 +153,8 @@ def test_spark_env_zips_what_executors_import(tmp_path):
     assert p.stdout.split() == [str(tmp_path / "mc.zip" / "modelcheck" / "__init__.py"),
                                 str(tmp_path / "mc.zip" / "specs" / "__init__.py")]
     assert cli("spark-env", "-o", str(tmp_path / "no" / "mc.zip")).exit_code == 2
+    r = cli("spark-env", "-o", str(tmp_path))
+    assert r.exit_code == 2 and r.output == f"error: --out {tmp_path}: is a directory; give the zip's file name\n"
 
 
 # ---- a real standalone cluster: a master and a worker JVM on loopback -------------------
@@ -171,4 +199,5 @@ def test_a_standalone_cluster_checks_like_the_local_engine(standalone_master, ba
                                       capture_output=True, text=True, timeout=600).stdout)
     keys = ("verdict", "invariant", "distinct_states", "generated_states", "depth", "coverage", "trace")
     assert {k: got[k] for k in keys} == {k: local[k] for k in keys}
+    assert (got["master"], got["partitions"]) == (standalone_master, 2)     # the worker's 2 cores
     assert p.returncode == (0 if local["verdict"] == "holds" else 1) and p.stderr == ""

@@ -233,8 +233,8 @@ def _transitions_before(spec_bc: Any, parent_key: bytes, k: int, items: Iterator
 
 def _parent_in(fp: int, items: Iterator) -> Iterator[int]:
     for fps, parents in _payloads("L", items):
-        pos = int(np.searchsorted(fps, fp))
-        if pos < len(fps) and fps[pos] == fp:
+        pos = int(np.searchsorted(fps, np.uint64(fp)))     # a Python int would be compared as a float by numpy 1
+        if pos < len(fps) and int(fps[pos]) == fp:
             yield int(parents[pos])
 
 
@@ -250,7 +250,10 @@ def check(spec: Spec, *, master: str | None = None, partitions: int | None = Non
     if progress:
         progress({"note": f"starting Spark ({master or 'the master spark-submit gives'}) ..."})
     with spark_context(master, type(spec).__module__.split(".")[0], settings) as sc:
-        return _explore(sc, spec, partitions or sc.defaultParallelism, started, progress)
+        shards = partitions or sc.defaultParallelism
+        result = _explore(sc, spec, shards, started, progress)
+        result.run_info = {"master": sc.master, "partitions": shards}
+        return result
 
 
 def _explore(sc: Any, spec: Spec, shards: int, started: float, progress: Progress | None) -> CheckResult:
@@ -275,7 +278,7 @@ def _explore(sc: Any, spec: Spec, shards: int, started: float, progress: Progres
     visited = sc.parallelize(seeds, shards).partitionBy(shards, _owner)
     candidates = visited.filter(lambda r: r[1][0] == "C")
     visited = visited.filter(lambda r: r[1][0] == "V")
-    previous = None
+    previous = merged = None
     links: list[Any] = []           # level -> RDD of that level's (fps, parent fps), by shard
     try:
         while True:
@@ -291,8 +294,8 @@ def _explore(sc: Any, spec: Spec, shards: int, started: float, progress: Progres
                 if depth == 0:
                     generated = int.from_bytes(key, "big") + 1
                 else:
-                    counts = previous.mapPartitions(partial(
-                        _transitions_before, spec_bc, key[:-KEY_BYTES], int.from_bytes(key[-KEY_BYTES:], "big"))).reduce(np.add)
+                    parent_key, k = key[:-KEY_BYTES], int.from_bytes(key[-KEY_BYTES:], "big")
+                    counts = previous.mapPartitions(partial(_transitions_before, spec_bc, parent_key, k)).reduce(np.add)
                     generated += int(counts.sum())
                     coverage += counts
                 trace = _trace(spec, links, shards, fp, parent, invariant)
@@ -324,8 +327,9 @@ def _explore(sc: Any, spec: Spec, shards: int, started: float, progress: Progres
         return CheckResult("holds", None, distinct, generated, depth, time.perf_counter() - started,
                            dict(zip(actions, coverage.tolist())), [])
     finally:
-        for rdd in links:
-            rdd.unpersist()
+        for rdd in [*links, previous, merged]:
+            if rdd is not None:
+                rdd.unpersist()
         spec_bc.unpersist()
 
 

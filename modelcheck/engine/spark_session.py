@@ -62,7 +62,10 @@ def spark_context(master: str | None, spec_package: str, settings: dict[str, str
     console progress bars, log4j at ERROR, bound to loopback when the
     master is local; `settings` (spark.* keys) override these. On a
     cluster the engine and the spec's package are shipped to the
-    executors as a zip (addPyFile)."""
+    executors as a zip (addPyFile). A Spark that does not start, or stops
+    (e.g. no master at the URL), raises EngineUnavailable with Spark's
+    reason. The JVM is started once a process: settings of the JVM itself
+    (spark.driver.memory, ...) take effect for the first context only."""
     require_spark()
     from pyspark import SparkConf, SparkContext
 
@@ -73,6 +76,9 @@ def spark_context(master: str | None, spec_package: str, settings: dict[str, str
     if master:
         conf.setMaster(master)
     conf.setAll([("spark.ui.enabled", "false"), ("spark.ui.showConsoleProgress", "false"),
+                 # each level's shuffle files are deleted when the driver JVM collects the
+                 # level's RDDs; its default is every 30 minutes, while a level takes seconds
+                 ("spark.cleaner.periodicGC.interval", "1min"),
                  ("spark.executorEnv.PYTHONHASHSEED", os.environ["PYTHONHASHSEED"]),
                  ("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J.as_uri()}")])
     if master and _loopback(master):       # executors on this machine run this very Python
@@ -80,7 +86,11 @@ def spark_context(master: str | None, spec_package: str, settings: dict[str, str
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         conf.set("spark.driver.bindAddress", "127.0.0.1").set("spark.driver.host", "127.0.0.1")
     conf.setAll(sorted((settings or {}).items()))
-    sc = SparkContext(conf=conf, gateway=None if SparkContext._gateway else _quiet_gateway(conf))
+    try:
+        sc = SparkContext(conf=conf, gateway=None if SparkContext._gateway else _quiet_gateway(conf))
+    except Exception as e:          # the JVM would not start, or refused the master or a setting
+        raise EngineUnavailable(f"Spark did not start with master {master or 'from spark-submit'}: "
+                                f"{_reason(e)}") from None
     sc.setLogLevel("ERROR")
     shipped = None
     try:
@@ -88,10 +98,17 @@ def spark_context(master: str | None, spec_package: str, settings: dict[str, str
             shipped = tempfile.mkdtemp(prefix="modelcheck-spark-")
             sc.addPyFile(package_archive(os.path.join(shipped, "modelcheck.zip"), ["modelcheck", spec_package]))
         yield sc
+    except Exception as e:
+        if not sc._jsc.sc().isStopped():
+            raise               # a job failed while Spark ran: a real error, shown whole
+        raise EngineUnavailable(f"Spark stopped before the check ended (master {sc.master}): {_reason(e)}") from None
     finally:
         sc.stop()
         if shipped:
             shutil.rmtree(shipped, ignore_errors=True)
+
+
+_jvm_log: list[str] = []      # the log file of this process's Spark JVM, once started
 
 
 def _quiet_gateway(conf: Any) -> Any:
@@ -101,7 +118,18 @@ def _quiet_gateway(conf: Any) -> Any:
 
     log = tempfile.NamedTemporaryFile(prefix="modelcheck-spark-", suffix=".log", delete=False)
     atexit.register(os.unlink, log.name)
+    _jvm_log[:] = [log.name]
     return launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+
+
+def _reason(error: Exception) -> str:
+    """One line on why Spark failed: the JVM log's last exception (where
+    Spark says it), else the first line of the Python error."""
+    lines = Path(_jvm_log[0]).read_text(errors="replace").splitlines() if _jvm_log else []
+    said = [line for line in lines if re.search(r"\bERROR \S+: |\w(Exception|Error): ", line)]
+    text = said[-1] if said else next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)
+    text = re.sub(r"^.*?\bERROR \S+: ", "", text.strip())            # log4j's time, level and logger
+    return re.sub(r"^.*?(\w+(Exception|Error)): ", r"\1: ", text)[:300]
 
 
 def package_archive(path: str, packages: list[str], modules: tuple[str, ...] = ()) -> str:
