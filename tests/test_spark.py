@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from functools import partial
 
@@ -160,9 +162,16 @@ def test_spark_env_zips_what_executors_import(tmp_path):
 # ---- a real standalone cluster: a master and a worker JVM on loopback -------------------
 
 @pytest.fixture(scope="module")
-def standalone_master(tmp_path_factory):
-    with spark_session.standalone_cluster(tmp_path_factory.mktemp("standalone")) as url:
-        yield url
+def standalone(tmp_path_factory):
+    """(master URL, the worker's directory of applications)."""
+    root = tmp_path_factory.mktemp("standalone")
+    with spark_session.standalone_cluster(root) as url:
+        yield url, root / "work"
+
+
+@pytest.fixture(scope="module")
+def standalone_master(standalone):
+    return standalone[0]
 
 
 @pytest.fixture(scope="module")
@@ -201,3 +210,41 @@ def test_a_standalone_cluster_checks_like_the_local_engine(standalone_master, ba
     assert {k: got[k] for k in keys} == {k: local[k] for k in keys}
     assert (got["master"], got["partitions"]) == (standalone_master, 2)     # the worker's 2 cores
     assert p.returncode == (0 if local["verdict"] == "holds" else 1) and p.stderr == ""
+
+
+def test_with_a_checkpoint_dir_a_lost_executor_is_replaced_and_the_check_completes(standalone, bare_executor_python,
+                                                                                      tmp_path):
+    """Levels are written to spark.checkpoint.dir every few levels, so when
+    the executor is killed mid-check its blocks are recomputed on the one
+    the worker starts instead, and the result is the local engine's."""
+    url, apps = standalone
+    before = set(apps.iterdir()) if apps.exists() else set()
+    check = subprocess.Popen(["modelcheck", "check", "--engine", "spark", "--master", url, "--json", "-q",
+                              "--set", "max_records=1", "--spark-conf", f"spark.checkpoint.dir={tmp_path / 'ckpt'}"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYSPARK_PYTHON": str(bare_executor_python)})
+    pgrep = lambda *args: subprocess.run(["pgrep", *args], capture_output=True, text=True).stdout.split()  # noqa: E731
+    killed = []
+    while not killed and check.poll() is None:
+        for executor in pgrep("-f", "CoarseGrainedExecutorBackend"):
+            if pgrep("-P", executor):       # its Python workers have started: the check is under way
+                time.sleep(4)
+                os.kill(int(executor), signal.SIGKILL)
+                killed.append(executor)
+        time.sleep(0.2)
+    out, err = check.communicate(timeout=600)
+    assert killed and check.returncode == 0, err
+    got = json.loads(out)
+    assert (got["verdict"], got["distinct_states"], got["generated_states"], got["depth"]) == \
+        ("holds", 100617, 283877, 21)
+    app, = set(apps.iterdir()) - before
+    assert len(list(app.iterdir())) == 2            # executor 0, killed, and executor 1 that finished the check
+    assert list((tmp_path / "ckpt").iterdir()) == []     # this run's checkpoints are removed at the end
+
+
+def test_with_a_checkpoint_dir_results_are_the_same_on_local_spark(tmp_path):
+    spec = load({"variant": "legacy"})
+    expected = summary(run(spec, engine="fast", workers=1))
+    got = run(spec, engine="spark", master="local[2]", spark_settings={"spark.checkpoint.dir": str(tmp_path)})
+    assert summary(got) == expected
+    assert list(tmp_path.iterdir()) == []

@@ -50,6 +50,7 @@ from .fast import CHUNK, NO_PARENT, Chain
 from .spark_session import spark_context
 
 KEY_BYTES = 2           # a successor index (or an initial state's position) in a path key
+RELIABLE_EVERY = 4      # levels between writes to spark.checkpoint.dir, when one is set
 
 
 class Block(NamedTuple):
@@ -260,6 +261,12 @@ def _explore(sc: Any, spec: Spec, shards: int, started: float, progress: Progres
     from pyspark import StorageLevel
 
     spec_bc = sc.broadcast(spec)
+    # With a checkpoint directory (reliable storage), a level is written there
+    # every few levels and the levels between keep their lineage, so blocks
+    # of a lost executor are recomputed. Without one, each level is
+    # local-checkpointed: lineage cut at no cost, but a lost executor's
+    # blocks are gone, and the check fails.
+    reliable = sc.getCheckpointDir() is not None
     actions = list(spec.actions)
     coverage = np.zeros(len(actions), dtype=np.int64)
     inits = spec.init_states()
@@ -285,7 +292,10 @@ def _explore(sc: Any, spec: Spec, shards: int, started: float, progress: Progres
             merged = visited.union(candidates).mapPartitionsWithIndex(
                 partial(_settle, spec_bc), preservesPartitioning=True)
             merged.persist(StorageLevel.MEMORY_AND_DISK)
-            merged.localCheckpoint()
+            if not reliable:
+                merged.localCheckpoint()
+            elif depth % RELIABLE_EVERY == RELIABLE_EVERY - 1:
+                merged.checkpoint()
             stats = merged.mapPartitions(partial(_payloads, "S")).collect()
             violations = [v for _n, _c, v in stats if v is not None]
             if violations:
@@ -314,7 +324,8 @@ def _explore(sc: Any, spec: Spec, shards: int, started: float, progress: Progres
             depth += 1
             level_links = merged.mapPartitions(partial(_only, "L"), preservesPartitioning=True)
             level_links.persist(StorageLevel.MEMORY_AND_DISK)
-            level_links.localCheckpoint()
+            if not reliable:
+                level_links.localCheckpoint()
             level_links.count()
             links.append(level_links)
             if progress:

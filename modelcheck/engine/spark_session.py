@@ -79,6 +79,7 @@ def spark_context(master: str | None, spec_package: str, settings: dict[str, str
                  # each level's shuffle files are deleted when the driver JVM collects the
                  # level's RDDs; its default is every 30 minutes, while a level takes seconds
                  ("spark.cleaner.periodicGC.interval", "1min"),
+                 ("spark.cleaner.referenceTracking.cleanCheckpoints", "true"),
                  ("spark.executorEnv.PYTHONHASHSEED", os.environ["PYTHONHASHSEED"]),
                  ("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J.as_uri()}")])
     if master and _loopback(master):       # executors on this machine run this very Python
@@ -92,6 +93,8 @@ def spark_context(master: str | None, spec_package: str, settings: dict[str, str
         raise EngineUnavailable(f"Spark did not start with master {master or 'from spark-submit'}: "
                                 f"{_reason(e)}") from None
     sc.setLogLevel("ERROR")
+    if settings and settings.get("spark.checkpoint.dir") and sc.getCheckpointDir() is None:
+        sc.setCheckpointDir(settings["spark.checkpoint.dir"])       # Spark < 4 has no such setting
     shipped = None
     try:
         if not sc.master.startswith("local"):
@@ -99,13 +102,27 @@ def spark_context(master: str | None, spec_package: str, settings: dict[str, str
             sc.addPyFile(package_archive(os.path.join(shipped, "modelcheck.zip"), ["modelcheck", spec_package]))
         yield sc
     except Exception as e:
+        if "CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND" in str(e):
+            raise EngineUnavailable("an executor was lost, and with it blocks of the check that lived only on it "
+                                    "(local checkpoints): rerun, or set --spark-conf spark.checkpoint.dir=DIR "
+                                    "on reliable storage so that lost blocks are recomputed") from None
         if not sc._jsc.sc().isStopped():
             raise               # a job failed while Spark ran: a real error, shown whole
         raise EngineUnavailable(f"Spark stopped before the check ended (master {sc.master}): {_reason(e)}") from None
     finally:
+        _remove_checkpoints(sc)
         sc.stop()
         if shipped:
             shutil.rmtree(shipped, ignore_errors=True)
+
+
+def _remove_checkpoints(sc: Any) -> None:
+    """Delete this context's directory under spark.checkpoint.dir (Spark
+    names one per context and leaves it behind)."""
+    where = sc.getCheckpointDir()
+    if where and not sc._jsc.sc().isStopped():
+        path = sc._jvm.org.apache.hadoop.fs.Path(where)
+        path.getFileSystem(sc._jsc.hadoopConfiguration()).delete(path, True)
 
 
 _jvm_log: list[str] = []      # the log file of this process's Spark JVM, once started
@@ -158,13 +175,13 @@ def standalone_cluster(workdir: Path, cores: int = 2, memory: str = "2g", timeou
 
     home = Path(pyspark.__file__).parent
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(workdir)}
-    port, ui = _free_port(), _free_port()
+    port, ui, worker_ui = _free_ports(3)
     url = f"spark://127.0.0.1:{port}"
     spark_class = [str(home / "bin" / "spark-class")]
     commands = {"master": ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
                            "--webui-port", str(ui)],
                 "worker": ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", str(cores),
-                           "--memory", memory, "--webui-port", str(_free_port()), "--work-dir",
+                           "--memory", memory, "--webui-port", str(worker_ui), "--work-dir",
                            str(workdir / "work"), url]}
     procs = []
     for name, args in commands.items():
@@ -184,15 +201,21 @@ def standalone_cluster(workdir: Path, cores: int = 2, memory: str = "2g", timeou
             p.wait(timeout=60)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(n: int) -> list[int]:
+    """n distinct ports free on loopback (held open together, so not the same one twice)."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def _worker_alive(ui_port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as r:
             return any(w["state"] == "ALIVE" for w in json.load(r)["workers"])
-    except OSError:
+    except (OSError, ValueError, KeyError):     # not up yet, or not yet serving its JSON status
         return False
