@@ -21,8 +21,11 @@ A level is one job:
                   .mapPartitions(settle, preservesPartitioning=True)
 
 merged[d+1] is local-checkpointed (kept on the executors, its lineage cut),
-so level 40 plans as fast as level 2; L of each level is copied into its own
-small checkpointed RDD for traces, and merged[d-1] is dropped.
+so level 40 plans as fast as level 2; with spark.checkpoint.dir set, every
+4th level is written there instead and the others keep their lineage, so
+a lost executor's blocks can be recomputed. L of each level is copied into
+its own small persisted RDD for traces, and merged[d] is dropped once
+merged[d+1] is computed.
 
 The reference engine's order is reproduced without ranking states on the
 driver: each state carries its path key, the successor indices along its
