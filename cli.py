@@ -14,6 +14,7 @@ import shlex
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -36,10 +37,9 @@ from modelcheck.viewer import (diff_table, format_action, replay_table, stderr_c
                                stdout_console, trace_table)
 from specs import kafka_elr
 
-EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 # master URLs spark-submit accepts (local[N] needs N >= 1; local[N,F] retries failed tasks)
-SPARK_MASTER = re.compile(r"local(\[([1-9]\d*|\*)(,[1-9]\d*)?\])?|local-cluster\[\d+,\d+,\d+\]"
-                          r"|spark://[^/\s]+|yarn|k8s://\S+|mesos://\S+")
+SPARK_MASTER = re.compile(r"local(\[([1-9]\d*|\*)(,[1-9]\d*)?\])?|spark://[^/\s]+|yarn|k8s://\S+")
 
 
 def fail(message: str) -> NoReturn:
@@ -128,20 +128,25 @@ def main() -> None:
 @click.option("--trace-out", metavar="FILE", help="Write the counterexample (JSON) to FILE if there is one.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=os.cpu_count() or 1,
-              show_default="all cores", help="Processes that share the state space (fast engine).")
+              show_default="all cores", help="Processes that share the state space (fast engine; bfs is one "
+              "process, spark uses --partitions).")
 @click.option("--symmetry", is_flag=True, help="Explore one state of each class that differs only by renaming "
-              "brokers 1..N-1 (fewer states, same verdict); refused where the variant's rules tell brokers apart.")
+              "brokers 1..N-1 (broker 0, the preferred replica, keeps its name): fewer states, same verdict. "
+              "Refused where the rules tell brokers apart (kafka-4, admin elections).")
 @click.option("--engine", type=click.Choice(ENGINES), default="fast", show_default=True,
               help="fast: batched, 8-byte visited entries, states sharded by fingerprint over --workers "
                    "processes; bfs: the one-process reference; spark: the fast engine's shards on Spark "
-                   "executors (pip install 'modelcheck[spark]', Java 17+). All give the same counts and traces.")
-@click.option("--master", metavar="URL", help="Spark master for --engine spark: local[N], spark://HOST:PORT, "
-              "yarn, k8s://... (default local[*]; see docs/spark.md).")
+                   "executors (pip install '.[spark]', Java 17+). All give the same counts and traces.")
+@click.option("--master", metavar="URL", help="Spark master for --engine spark: local, local[N], local[*], "
+              "spark://HOST:PORT, yarn, k8s://https://HOST:PORT (default local[*], or spark-submit's when run "
+              "under it; see docs/spark.md).")
 @click.option("--partitions", type=click.IntRange(min=1), metavar="P",
-              help="Shards of the state space for --engine spark (default: Spark's default parallelism).")
+              help="Shards of the state space for --engine spark (default: Spark's default parallelism, "
+                   "i.e. the cores of a local master or all executors' cores of a cluster).")
 @click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
-              help="A Spark setting for --engine spark, as spark-submit's --conf "
-                   "(e.g. spark.executor.memory=8g). Repeatable.")
+              help="A Spark setting for --engine spark, as spark-submit's --conf; overrides modelcheck's "
+                   "defaults (e.g. spark.executor.memory=8g; spark.checkpoint.dir=DIR on reliable storage "
+                   "lets a check survive losing an executor). Repeatable.")
 def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_out: str | None,
           quiet: bool, workers: int, symmetry: bool, engine: str, master: str | None,
           partitions: int | None, spark_conf: tuple[str, ...]) -> None:
@@ -167,7 +172,10 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
     modelcheck check --engine spark --master spark://host:7077 --partitions 64
 
     Exit status: 0 all invariants hold, 1 one is violated (the shortest
-    counterexample is printed), 2 bad input.
+    counterexample is printed), 2 bad input or an engine that cannot run
+    here (no Java for Spark, no Spark master at the URL, ...), 3 an
+    internal error (a traceback; a bug to report). An [expected] verdict
+    in CONFIG.toml is reported, not turned into the exit status.
     """
     try:
         spark_only = [name for name, given in (("master", master), ("partitions", partitions),
@@ -193,6 +201,10 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
                                 spark_settings=dict(kv.split("=", 1) for kv in spark_conf))
     except ConfigError as e:        # the engine cannot start here (e.g. no Java for Spark)
         fail(str(e))
+    except Exception:               # never exit 1 ("violated") without a verdict
+        traceback.print_exc()
+        click.echo("error: internal error, no verdict (the traceback above is a bug to report)", err=True)
+        sys.exit(EXIT_INTERNAL)
     trace = described(spec, result.trace)
     verdict = result.verdict if result.holds else f"violated: {result.invariant}"
     if trace_out and not result.holds:
@@ -444,8 +456,8 @@ def spark_env(out: str) -> None:
     spark-submit --master spark://HOST:7077 --py-files modelcheck-spark.zip \\
         "$(python -c 'import cli; print(cli.__file__)')" check --engine spark
 
-    (`modelcheck check --engine spark --master URL` ships the same zip
-    itself.) Executors also need numpy and xxhash: docs/spark.md shows a
+    (`modelcheck check --engine spark` with a cluster master ships
+    modelcheck and the spec itself, in a zip without cli.py.) Executors also need numpy and xxhash: docs/spark.md shows a
     packed virtualenv that carries them.
     """
     from modelcheck.engine.spark_session import package_archive

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import cli as cli_module
 from cli import main
 
 ROOT = Path(__file__).parent.parent
@@ -139,3 +140,14 @@ def test_the_installed_command_runs():
 def test_help_teaches_the_config_keys():
     r = invoke("check", "--help")
     assert r.exit_code == 0 and "max_unclean_shutdowns" in r.stdout and "Exit status" in r.stdout
+
+
+def test_an_engine_failure_is_exit_3_never_a_verdict(monkeypatch):
+    """Exit 1 means "violated": an exception without a verdict must not look like one."""
+    def broken(spec, **kw):
+        raise RuntimeError("replay: step 3 Fetch{'broker': 1} is not enabled")
+    monkeypatch.setattr(cli_module, "run_engine", broken)
+    r = CliRunner().invoke(main, ["check", "-q"])
+    assert r.exit_code == 3
+    assert r.output.rstrip().endswith("error: internal error, no verdict (the traceback above is a bug to report)")
+    assert "RuntimeError: replay: step 3" in r.output

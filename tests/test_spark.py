@@ -124,7 +124,8 @@ def test_without_pyspark_the_spark_engine_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(spark_session.importlib_util, "find_spec", lambda name: None if name == "pyspark" else real(name))
     r = cli("check", "--engine", "spark", "-q")
     assert r.exit_code == 2
-    assert r.output == "error: --engine spark needs pyspark, which is not installed: pip install 'modelcheck[spark]'\n"
+    assert r.output == "error: --engine spark needs pyspark, which is not installed: " \
+                       "pip install '.[spark]' in a modelcheck checkout, or pip install pyspark\n"
 
 
 def test_without_java_17_the_spark_engine_says_so(monkeypatch, tmp_path):

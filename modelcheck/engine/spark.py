@@ -273,7 +273,7 @@ def _explore(sc: Any, spec: Spec, shards: int, started: float, progress: Progres
     actions = list(spec.actions)
     coverage = np.zeros(len(actions), dtype=np.int64)
     inits = spec.init_states()
-    if len(inits) >= 1 << (8 * KEY_BYTES):
+    if len(inits) > 1 << (8 * KEY_BYTES):
         raise OverflowError(f"more than {1 << 8 * KEY_BYTES} initial states")
     generated, distinct, depth = len(inits), 0, 0
     fps = np.array([fingerprint(spec.canonical(s)) for s in inits], dtype=np.uint64)

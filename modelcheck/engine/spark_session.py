@@ -37,7 +37,8 @@ def require_spark() -> None:
     unless pyspark can be imported and Java 17+ runs; checked before Spark
     starts, so its JVM errors never reach the user."""
     if importlib_util.find_spec("pyspark") is None:
-        raise EngineUnavailable("--engine spark needs pyspark, which is not installed: pip install 'modelcheck[spark]'")
+        raise EngineUnavailable("--engine spark needs pyspark, which is not installed: "
+                                "pip install '.[spark]' in a modelcheck checkout, or pip install pyspark")
     home = os.environ.get("JAVA_HOME")
     java = os.path.join(home, "bin", "java") if home else shutil.which("java")
     if not java or not os.path.isfile(java):
