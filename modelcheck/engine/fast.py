@@ -68,7 +68,8 @@ _name, _next = itemgetter(0), itemgetter(2)
 class Batch:
     """Candidate states bound for one home: parallel arrays, and the states
     themselves (objects when they stay in this process, else encodings
-    concatenated in `blob`, the i-th ending at `ends[i]`)."""
+    concatenated in `blob`, the i-th ending at `ends[i]`). The Spark engine
+    ships the same batches, with path keys (bytes) as keys."""
     fps: np.ndarray         # uint64
     keys: np.ndarray        # int64, (parent rank) * KEY_SPAN + successor index
     parents: np.ndarray     # uint64 parent fingerprints
@@ -80,6 +81,16 @@ class Batch:
         if self.states is not None:
             return self.states[i]
         return spec.decode(self.blob[self.ends[i - 1] if i else 0:self.ends[i]])
+
+    def encodings(self) -> list[bytes]:
+        """Each state's encoding (of an encoded batch)."""
+        ends = self.ends.tolist()
+        return [self.blob[s:e] for s, e in zip([0] + ends[:-1], ends)]
+
+    def take(self, sel: np.ndarray) -> "Batch":
+        """The encoded batch of the states at positions `sel`, in that order."""
+        encodings = self.encodings()
+        return Batch.encoded(self.fps[sel], self.keys[sel], self.parents[sel], [encodings[i] for i in sel.tolist()])
 
     def write(self, path: str) -> None:
         """Save an encoded batch: a header of two lengths, the four arrays, the blob."""
@@ -171,7 +182,7 @@ class Worker:
         self.acts = np.concatenate(acts) if acts else np.empty(0, dtype=np.uint16)
         per = np.concatenate(counts) if counts else np.empty(0, dtype=np.int64)
         self.starts = np.concatenate(([0], np.cumsum(per)))
-        return [None if h == me else _join(b) for h, b in enumerate(outgoing)]
+        return [None if h == me else join(b) for h, b in enumerate(outgoing)]
 
     def receive(self, batch: Batch | None) -> None:
         if batch is not None:
@@ -239,7 +250,7 @@ def _cat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
     return np.concatenate(arrays) if arrays else np.empty(0, dtype=dtype)
 
 
-def _join(batches: list[Batch]) -> Batch | None:
+def join(batches: list[Batch]) -> Batch | None:
     """One batch of encoded candidates from several."""
     if not batches:
         return None

@@ -12,11 +12,11 @@ A level is one job:
 
     merged[d]  = partition i holds  V: the visited fingerprints of shard i
                                     (one sorted uint64 array),
-                                    F: the states new at level d (a Block),
+                                    F: the states new at level d (a Batch),
                                     L: their parent fingerprints,
                                     S: the level's counts and first violation
     expand     = merged[d].mapPartitions: successors of F, pruned of V where
-                 they stay in shard i, deduplicated, one Block a destination
+                 they stay in shard i, deduplicated, one Batch a destination
     merged[d+1] = (V of merged[d]) ∪ expand.partitionBy(P, _owner)
                   .mapPartitions(settle, preservesPartitioning=True)
 
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import time
 from functools import partial
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -49,45 +49,18 @@ from ..spec import Spec
 from ..store import SortedFingerprints
 from ..trace import rebuild, validate
 from .bfs import Progress
-from .fast import CHUNK, NO_PARENT, Chain
+from .fast import CHUNK, NO_PARENT, Batch, Chain, _name, _next, join
 from .spark_session import spark_context
 
 KEY_BYTES = 2           # a successor index (or an initial state's position) in a path key
 RELIABLE_EVERY = 4      # levels between writes to spark.checkpoint.dir, when one is set
 
 
-class Block(NamedTuple):
-    """States of one shard: fingerprints, path keys (numpy 'S' strings, all
-    of one length), parent fingerprints, and lossless encodings
-    concatenated in `blob`, the i-th ending at `ends[i]`."""
-    fps: np.ndarray
-    keys: np.ndarray
-    parents: np.ndarray
-    blob: bytes
-    ends: np.ndarray
-
-    def encodings(self) -> list[bytes]:
-        starts = [0] + self.ends[:-1].tolist()
-        return [self.blob[s:e] for s, e in zip(starts, self.ends.tolist())]
-
-    @staticmethod
-    def of(fps: np.ndarray, keys: np.ndarray, parents: np.ndarray, encodings: list[bytes]) -> "Block":
-        ends = np.cumsum(np.fromiter(map(len, encodings), dtype=np.int64, count=len(encodings)))
-        return Block(fps, keys, parents, b"".join(encodings), ends)
-
-    def take(self, sel: np.ndarray) -> "Block":
-        encodings = self.encodings()
-        return Block.of(self.fps[sel], self.keys[sel], self.parents[sel], [encodings[i] for i in sel.tolist()])
-
-    @staticmethod
-    def concat(blocks: list["Block"], width: int) -> "Block":
-        if not blocks:
-            return Block(np.empty(0, np.uint64), np.empty(0, f"S{width}"), np.empty(0, np.uint64),
-                         b"", np.empty(0, np.int64))
-        shift = np.repeat(np.cumsum([0] + [len(b.blob) for b in blocks[:-1]]), [len(b.fps) for b in blocks])
-        return Block(np.concatenate([b.fps for b in blocks]), np.concatenate([b.keys for b in blocks]),
-                     np.concatenate([b.parents for b in blocks]), b"".join(b.blob for b in blocks),
-                     np.concatenate([b.ends for b in blocks]) + shift)
+# States travel as the fast engine's encoded Batch: fingerprints, path keys
+# (numpy 'S' strings, all of one length in a level), parent fingerprints,
+# and lossless encodings in one blob.
+NO_STATES = Batch(np.empty(0, np.uint64), np.empty(0, f"S{KEY_BYTES}"), np.empty(0, np.uint64), None, b"",
+                  np.empty(0, np.int64))
 
 
 def _owner(shard: int) -> int:
@@ -126,7 +99,7 @@ def _parts(index: int, items: Iterator) -> dict[str, list]:
 # ---- what the executors run --------------------------------------------------------
 
 def _expand(spec_bc: Any, shards: int, index: int, items: Iterator) -> Iterator:
-    """Successors of shard `index`'s frontier, one Block a destination shard,
+    """Successors of shard `index`'s frontier, one Batch a destination shard,
     and the level's per-action transition counts (to this shard's settle)."""
     spec = spec_bc.value
     parts = _parts(index, items)
@@ -136,7 +109,7 @@ def _expand(spec_bc: Any, shards: int, index: int, items: Iterator) -> Iterator:
     canonical, successors = spec.canonical, spec.successors
     encode = None if spec.canonical_is_encoding() else spec.encode
     acts: list[np.ndarray] = []
-    outgoing: list[list[Block]] = [[] for _ in range(shards)]
+    outgoing: list[list[Batch]] = [[] for _ in range(shards)]
     encodings = frontier.encodings()
     for lo in range(0, len(encodings), CHUNK):
         succ, per_parent = [], []
@@ -146,8 +119,8 @@ def _expand(spec_bc: Any, shards: int, index: int, items: Iterator) -> Iterator:
             per_parent.append(len(out))
         n = len(succ)
         counts = np.array(per_parent, dtype=np.int64)
-        acts.append(np.fromiter((action_no[s[0]] for s in succ), dtype=np.int64, count=n))
-        states = [s[2] for s in succ]
+        acts.append(np.fromiter(map(action_no.__getitem__, map(_name, succ)), dtype=np.int64, count=n))
+        states = list(map(_next, succ))
         canons = list(map(canonical, states))
         fps = fingerprints(canons)
         rows = np.repeat(np.arange(lo, lo + len(counts)), counts)
@@ -164,12 +137,11 @@ def _expand(spec_bc: Any, shards: int, index: int, items: Iterator) -> Iterator:
             if len(sel):
                 picked = [canons[i] for i in sel.tolist()] if encode is None else \
                     [encode(states[i]) for i in sel.tolist()]
-                outgoing[home].append(Block.of(fps[sel], keys[sel], frontier.fps[rows[sel]], picked))
-    width = frontier.keys.dtype.itemsize + KEY_BYTES
-    for home, blocks in enumerate(outgoing):
-        if blocks:
-            block = Block.concat(blocks, width)
-            yield home, ("C", block.take(_first_per_fp(block.fps, block.keys)) if len(blocks) > 1 else block)
+                outgoing[home].append(Batch.encoded(fps[sel], keys[sel], frontier.fps[rows[sel]], picked))
+    for home, batches in enumerate(outgoing):
+        if batches:
+            batch = join(batches)
+            yield home, ("C", batch.take(_first_per_fp(batch.fps, batch.keys)) if len(batches) > 1 else batch)
     all_acts = np.concatenate(acts) if acts else np.empty(0, dtype=np.int64)
     yield index, ("N", np.bincount(all_acts, minlength=len(action_no)).astype(np.int64))
 
@@ -182,12 +154,10 @@ def _settle(spec_bc: Any, index: int, items: Iterator) -> Iterator:
     spec = spec_bc.value
     found = _parts(index, items)
     visited = SortedFingerprints.of(found["V"][0])
-    candidates = found.get("C", [])
-    width = candidates[0].keys.dtype.itemsize if candidates else 0
-    block = Block.concat(candidates, width)
-    sel = _first_per_fp(block.fps, block.keys)
-    sel = sel[~visited.contains(block.fps[sel])]
-    new = block.take(sel[np.argsort(block.keys[sel], kind="stable")])
+    batch = join(found.get("C", [])) or NO_STATES
+    sel = _first_per_fp(batch.fps, batch.keys)
+    sel = sel[~visited.contains(batch.fps[sel])]
+    new = batch.take(sel[np.argsort(batch.keys[sel], kind="stable")])
     violation = None
     first_violation, decode = spec.first_violation, spec.decode
     for j, data in enumerate(new.encodings()):
@@ -214,8 +184,8 @@ def _payloads(tag: str, items: Iterator) -> Iterator:
 
 def _count_before(key: bytes, items: Iterator) -> Iterator[int]:
     """How many of a shard's new states come before `key` in the reference's order."""
-    for block in _payloads("F", items):
-        yield int((block.keys < np.array(key, dtype=block.keys.dtype)).sum())
+    for batch in _payloads("F", items):
+        yield int((batch.keys < np.array(key, dtype=batch.keys.dtype)).sum())
 
 
 def _transitions_before(spec_bc: Any, parent_key: bytes, k: int, items: Iterator) -> Iterator[np.ndarray]:
@@ -225,12 +195,12 @@ def _transitions_before(spec_bc: Any, parent_key: bytes, k: int, items: Iterator
     spec = spec_bc.value
     action_no = {a: i for i, a in enumerate(spec.actions)}
     counts = np.zeros(len(action_no), dtype=np.int64)
-    for block in _payloads("F", items):
-        for key, data in zip(block.keys.tolist(), block.encodings()):
+    for batch in _payloads("F", items):
+        for key, data in zip(batch.keys.tolist(), batch.encodings()):
             key = key.ljust(len(parent_key), b"\0")
             if key <= parent_key:
                 succ = spec.successors(spec.decode(data))
-                for name, _args, _next in succ[:k + 1] if key == parent_key else succ:
+                for name, _args, _state in succ[:k + 1] if key == parent_key else succ:
                     counts[action_no[name]] += 1
     yield counts
 
@@ -282,9 +252,9 @@ def _explore(sc: Any, spec: Spec, shards: int, started: float, progress: Progres
     seeds = [(h, ("V", np.empty(0, dtype=np.uint64))) for h in range(shards)]
     for h in range(shards):
         sel = np.flatnonzero(homes == h)
-        block = Block.of(fps[sel], keys[sel], np.full(len(sel), NO_PARENT, dtype=np.uint64),
-                         [spec.encode(inits[i]) for i in sel.tolist()])
-        seeds.append((h, ("C", block)))
+        batch = Batch.encoded(fps[sel], keys[sel], np.full(len(sel), NO_PARENT, dtype=np.uint64),
+                              [spec.encode(inits[i]) for i in sel.tolist()])
+        seeds.append((h, ("C", batch)))
     visited = sc.parallelize(seeds, shards).partitionBy(shards, _owner)
     candidates = visited.filter(lambda r: r[1][0] == "C")
     visited = visited.filter(lambda r: r[1][0] == "V")
