@@ -15,8 +15,9 @@ import sys
 import tempfile
 import time
 import traceback
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Iterator, NoReturn
 
 import click
 from rich.live import Live
@@ -94,17 +95,28 @@ class Progress:
             self.last = time.monotonic()
 
 
-def write_atomically(path: str, text: str) -> None:
-    """Write via a temporary file and rename, so a reader (or a crash) never
-    sees half a file; the mode is what open() would give (mkstemp's is 0600)."""
+@contextmanager
+def replacing(path: str) -> Iterator[str]:
+    """A temporary file beside `path` to write, renamed onto it if the block
+    succeeds (removed if not), so a reader (or a crash) never sees half a
+    file; the mode is what open() would give (mkstemp's is 0600)."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=".modelcheck-")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
-    os.replace(tmp, target)
+    os.close(fd)
+    try:
+        yield tmp
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_atomically(path: str, text: str) -> None:
+    with replacing(path) as tmp:
+        Path(tmp).write_text(text, encoding="utf-8")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -467,14 +479,8 @@ def spark_env(out: str) -> None:
         fail(f"--out {out}: no such directory {str(target.parent)!r}")
     if target.is_dir():
         fail(f"--out {out}: is a directory; give the zip's file name")
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".modelcheck-", suffix=".zip")
-    os.close(fd)
-    try:
+    with replacing(out) as tmp:
         package_archive(tmp, ["modelcheck", "specs"], ("cli",))
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     click.echo(f"wrote {out} ({target.stat().st_size:,} bytes): modelcheck, specs and cli.py for --py-files")
 
 
