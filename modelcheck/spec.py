@@ -1,18 +1,31 @@
 """The interface between the engine and a protocol.
 
-A spec is a class: `@action` methods are guarded transitions (generators that
-yield nothing when disabled, one `(args, next_state)` pair per enabled
-instance), `@invariant` methods are named predicates. Both are collected by
+A spec is a class. An `@action` is a guarded transition written as TLA+
+writes one under an existential, `\\E b \\in Broker : FenceBroker(b)`: a
+method `(self, state, *args) -> next state | None` (None: disabled for
+these arguments), whose arguments range over declared domains (`Param`).
+`@invariant` methods are named predicates. Both are collected by
 introspection when the class is defined, so a variant is a subclass that
 redefines only what differs, and mistakes surface at definition time.
+
+The same methods run in two ways: as Python here (the reference engine,
+replay, traces, the viewers) and compiled by engine/kernel.py for the fast
+and Spark engines. So the code reachable from actions, invariants and
+`representative` keeps to what both can run: ints, bools and fixed-length
+tuples of ints, a NamedTuple state (`state_type`) updated with `_replace`,
+loops over ranges, early returns, and the primitives of modelcheck.ops; no
+lists, dicts, sets, strings or generators. `layout` declares the value range
+of every state field, from which the kernel packs states into machine words.
 """
 
 from __future__ import annotations
 
 import json
 import pickle
+from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable, ClassVar, Iterable, Iterator
+from itertools import product
+from typing import Any, Callable, ClassVar, Iterable, Sequence
 
 from .config import ConfigError
 
@@ -30,10 +43,35 @@ class SymmetryError(ConfigError):
     would merge states that behave differently (the message says why)."""
 
 
-def action(name: str) -> Callable:
-    """Mark a generator method `(self, state) -> Iterator[(args, state)]`."""
+@dataclass(frozen=True)
+class Param:
+    """An action's argument: the ints it ranges over in a spec instance, in
+    the order instances are enumerated, and how a value reads in traces and
+    scenarios (`show`). A value equal to `absent` means the argument does
+    not apply to this instance (e.g. no election happened): it is left out
+    of the instance's arguments."""
+    domain: Callable[[Any], Sequence[int]]
+    show: Callable[[int], Any] | None = None
+    absent: int | None = None
+
+
+@dataclass(frozen=True)
+class Field:
+    """A state field's value range (each element's, for a tuple field of
+    `length` elements): the kernel packs the field in just enough bits, and
+    a value outside the range stops a check with an error naming it."""
+    name: str
+    lo: int
+    hi: int
+    length: int | None = None
+
+
+def action(name: str, **params: Param) -> Callable:
+    """Mark a method `(self, state, *args) -> State | None` as the action
+    `name`, its arguments ranging over `params` (in this order)."""
     def mark(fn: Callable) -> Callable:
         fn._mc_action = name
+        fn._mc_params = params
         return fn
     return mark
 
@@ -46,19 +84,33 @@ def invariant(name: str) -> Callable:
     return mark
 
 
-def _collect(cls: type, marker: str) -> dict[str, Callable]:
-    """Marked methods by declared name. An override keeps the name its
-    base declared, so a variant may redefine an action without re-marking."""
-    found: dict[str, Callable] = {}
+def _collect(cls: type, marker: str) -> dict[str, tuple[Callable, Callable]]:
+    """Marked methods by declared name: (the method, the nearest definition
+    that carries the mark). An override keeps the name (and, for an action,
+    the arguments) its base declared, so a variant may redefine an action
+    without re-marking it, or re-mark it to change its arguments."""
+    found: dict[str, tuple[Callable, Callable]] = {}
     for attr in dir(cls):  # dir() is sorted: deterministic
         defs = [vars(k)[attr] for k in cls.__mro__ if attr in vars(k)]
-        name = next((getattr(d, marker) for d in defs if hasattr(d, marker)), None)
-        if name is None:
+        marked = next((d for d in defs if hasattr(d, marker)), None)
+        if marked is None:
             continue
+        name = getattr(marked, marker)
         if name in found:
             raise SpecDefinitionError(f"{cls.__name__}: two methods declare {name!r}")
-        found[name] = getattr(cls, attr)
+        found[name] = (getattr(cls, attr), marked)
     return found
+
+
+def _check_params(cls: type, name: str, fn: Callable, params: dict[str, Any]) -> None:
+    bad = [k for k, p in params.items() if not isinstance(p, Param)]
+    if bad:
+        raise SpecDefinitionError(f"{cls.__name__}: action {name!r}: argument {bad[0]!r} is not a Param")
+    code = fn.__code__
+    if code.co_argcount != 2 + len(params):
+        raise SpecDefinitionError(f"{cls.__name__}: action {name!r} declares {len(params)} argument(s) "
+                                  f"({', '.join(params) or 'none'}) but its method takes "
+                                  f"{code.co_argcount - 2} after (self, state)")
 
 
 class Spec:
@@ -72,7 +124,10 @@ class Spec:
 
     omit: ClassVar[frozenset[str]] = frozenset()
     actions: ClassVar[dict[str, Callable]] = {}
+    params: ClassVar[dict[str, dict[str, Param]]] = {}    # action -> its arguments, in order
     invariants: ClassVar[dict[str, Callable]] = {}
+    state_type: ClassVar[type] = tuple     # the NamedTuple of the spec's states
+    symmetric: bool = False                # set by enable_symmetry()
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -81,8 +136,11 @@ class Spec:
         unknown = sorted(cls.omit - acts.keys() - invs.keys())
         if unknown:
             raise SpecDefinitionError(f"{cls.__name__}.omit names nothing defined: {unknown}")
-        cls.actions = {n: acts[n] for n in sorted(acts) if n not in cls.omit}
-        cls.invariants = {n: invs[n] for n in sorted(invs) if n not in cls.omit}
+        cls.actions = {n: acts[n][0] for n in sorted(acts) if n not in cls.omit}
+        cls.params = {n: acts[n][1]._mc_params for n in cls.actions}
+        for n, fn in cls.actions.items():
+            _check_params(cls, n, fn, cls.params[n])
+        cls.invariants = {n: invs[n][0] for n in sorted(invs) if n not in cls.omit}
         abstract = vars(cls).get("abstract", False)
         if not abstract and not cls.actions:
             raise SpecDefinitionError(f"{cls.__name__} defines no actions")
@@ -97,33 +155,32 @@ class Spec:
         """Names of the invariants to check (default: all of the spec's)."""
         return list(self.invariants)
 
-    def canonical(self, state: State) -> bytes:
-        """The bytes that identify a state (TLC's VIEW); default: its repr."""
-        return repr(tuple(state)).encode()
+    def layout(self) -> list[Field]:
+        """The range of every field of `state_type`, in its order (what the
+        kernel packs); a spec without one runs on the reference engine only."""
+        raise NotImplementedError(f"{type(self).__name__} declares no layout")
 
-    # Between processes the fast engine ships states as bytes: `encode` must
-    # be lossless (decode(encode(s)) == s), unlike canonical(), which may
-    # merge states (a VIEW, a symmetry). A spec whose canonical bytes are
-    # also its encoding says so, and each successor is then encoded once.
+    def representative(self, state: State) -> State:
+        """The state that stands for `state`'s class: itself, unless symmetry
+        is enabled (then the one member of its class the spec picks). Both
+        executions identify states by it."""
+        return state
+
+    def canonical(self, state: State) -> bytes:
+        """The bytes that identify a state: its representative's encoding."""
+        return self.encode(self.representative(state))
+
     def encode(self, state: State) -> bytes:
         """Lossless bytes of a state (default: pickle)."""
         return pickle.dumps(state, pickle.HIGHEST_PROTOCOL)
 
-    def decode(self, data: bytes) -> State:
-        """The state that `encode` turned into `data`."""
-        return pickle.loads(data)
-
-    def canonical_is_encoding(self) -> bool:
-        """Whether canonical(s) == encode(s) for every state (default: no)."""
-        return False
-
     def enable_symmetry(self) -> None:
-        """From now on canonical() gives the same bytes to states that differ
-        only by a permutation the spec's rules cannot tell apart (TLC's
-        SYMMETRY), and only to those, so each class is explored once (the
-        engines still explore the states themselves). A spec that
-        declares no symmetry, or whose rules are order-dependent in this
-        config, raises SymmetryError."""
+        """From now on representative() maps states that differ only by a
+        permutation the spec's rules cannot tell apart (TLC's SYMMETRY) to
+        one of them, so each class is explored once (the engines still
+        explore the states themselves). A spec that declares no symmetry,
+        or whose rules are order-dependent in this config, raises
+        SymmetryError."""
         raise SymmetryError(f"{type(self).__name__} declares no symmetry")
 
     def describe(self, state: State) -> dict[str, Any]:
@@ -168,18 +225,44 @@ class Spec:
         bound is 0); successors() does not call them. Default: none."""
         return frozenset()
 
+    def domains(self, name: str) -> list[list[int]]:
+        """The values each argument of action `name` ranges over here."""
+        return [list(p.domain(self)) for p in self.params[name].values()]
+
+    def arguments(self, name: str, values: Sequence[int]) -> Args:
+        """An instance's arguments as traces and scenarios name them."""
+        params = self.params[name]
+        return {k: v if p.show is None else p.show(v)
+                for (k, p), v in zip(params.items(), values) if v != p.absent}
+
     @cached_property
-    def _live_actions(self) -> list[tuple[str, Callable]]:
+    def _instances(self) -> dict[str, list[tuple[tuple[int, ...], Args]]]:
+        """Every action's argument tuples, in enumeration order, with their
+        arguments as named (computed once: the hot path only looks them up)."""
+        return {name: [(values, self.arguments(name, values)) for values in product(*self.domains(name))]
+                for name in self.actions}
+
+    @cached_property
+    def _live_actions(self) -> list[tuple[str, Callable, list[tuple[tuple[int, ...], Args]]]]:
         dormant = self.never_enabled()
-        return [(name, fn) for name, fn in self.actions.items() if name not in dormant]
+        return [(name, fn, self._instances[name]) for name, fn in self.actions.items() if name not in dormant]
 
     def successors(self, state: State) -> list[tuple[str, Args, State]]:
-        """Every enabled action instance, in deterministic order (a list:
-        cheaper than yielding through a second generator, on the hot path)."""
-        return [(name, args, nxt) for name, fn in self._live_actions for args, nxt in fn(self, state)]
+        """Every enabled action instance, in deterministic order: actions by
+        name, each one's arguments in their domains' order."""
+        out = []
+        for name, fn, instances in self._live_actions:
+            for values, args in instances:
+                nxt = fn(self, state, *values)
+                if nxt is not None:
+                    out.append((name, dict(args), nxt))
+        return out
 
-    def instances(self, name: str, state: State) -> Iterable[tuple[Args, State]]:
-        return self.actions[name](self, state)
+    def instances(self, name: str, state: State) -> list[tuple[Args, State]]:
+        """The enabled instances of one action."""
+        fn = self.actions[name]
+        return [(dict(args), nxt) for values, args in self._instances[name]
+                if (nxt := fn(self, state, *values)) is not None]
 
     def violated(self, state: State, names: Iterable[str] | None = None) -> list[str]:
         """The invariants (of `names`, default the checked ones) that fail."""

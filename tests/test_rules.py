@@ -1,6 +1,7 @@
 """The protocol's pure operators, against the sentences of KIP-966."""
 
-from specs.kafka_elr import rules
+from specs.kafka_elr import logs, rules
+from specs.kafka_elr.logs import from_entries as log
 from specs.kafka_elr.types import mask_of as m
 
 
@@ -40,19 +41,39 @@ def test_election_order_prefers_isr_then_unfenced_elr():
 
 
 def test_recovery_rank_is_last_epoch_then_log_length():
-    longer_older = ((0, 1), (0, 2), (0, 3))
-    shorter_newer = ((0, 1), (2, 4))
+    longer_older = log([(0, 1), (0, 2), (0, 3)])
+    shorter_newer = log([(0, 1), (2, 4)])
     assert rules.recovery_rank(shorter_newer) > rules.recovery_rank(longer_older)
-    assert rules.recovery_rank(((1, 1), (1, 2))) > rules.recovery_rank(((1, 1),))
-    assert rules.recovery_rank(()) == (-1, 0)
+    assert rules.recovery_rank(log([(1, 1), (1, 2)])) > rules.recovery_rank(log([(1, 1)]))
+    assert rules.recovery_rank(log([])) == (-1, 0)
 
 
 def test_truncation_keeps_the_common_prefix():
-    assert rules.common_prefix_len(((0, 1), (0, 2)), ((0, 1), (1, 3))) == 1
-    assert rules.common_prefix_len((), ((0, 1),)) == 0
+    assert logs.common_prefix_len(log([(0, 1), (0, 2)]), log([(0, 1), (1, 3)])) == 1
+    assert logs.common_prefix_len(log([]), log([(0, 1)])) == 0
+    assert logs.common_prefix_len(log([(0, 1)]), log([(0, 1), (0, 2)])) == 1
+    assert logs.common_prefix_len(log([(0, 1), (0, 2)]), log([(0, 1), (0, 2)])) == 2
 
 
 def test_epoch_start_offset():
-    log = ((0, 1), (0, 2), (3, 3))
-    assert rules.epoch_start_offset(log, 3) == 2
-    assert rules.epoch_start_offset(log, 4) == 3
+    entries = log([(0, 1), (0, 2), (3, 3)])
+    assert rules.epoch_start_offset(entries, 3) == 2
+    assert rules.epoch_start_offset(entries, 4) == 3
+
+
+def test_a_packed_log_behaves_as_its_list_of_entries():
+    entries = [(0, 1), (5, 2), (31, 7)]
+    packed = log(entries)
+    assert logs.entries(packed) == entries and logs.length(packed) == 3
+    assert logs.entries(logs.prefix(packed, 2)) == entries[:2] and logs.prefix(packed, 9) == packed
+    assert logs.is_prefix(logs.prefix(packed, 1), packed) and not logs.is_prefix(packed, logs.prefix(packed, 1))
+    assert logs.last_epoch(packed, -1) == 31 and logs.last_epoch(log([]), -1) == -1
+    assert logs.records(packed) == m([1, 2, 7])
+    full = log([(1, r) for r in range(1, 8)])           # MAX_RECORDS entries fill 56 bits
+    assert logs.length(full) == 7 and full < 1 << 56
+
+
+def test_a_log_entry_refuses_an_epoch_it_cannot_hold():
+    import pytest
+    with pytest.raises(OverflowError, match="exceeds 31"):
+        logs.entry(32, 1)

@@ -24,8 +24,12 @@ from modelcheck.config import parse_override
 from modelcheck.engine.bfs import check
 from modelcheck.tlc import INSTALL_HINT, ModelValue, TLCError, find_java, find_jar, parse_output, \
     parse_states, parse_value, run_tlc
-from specs.kafka_elr import load
-from specs.kafka_elr.types import RECOVERY_NAMES, STATUS_NAMES, members
+from specs.kafka_elr import load, logs
+from specs.kafka_elr.types import NO_PROPOSAL, RECOVERY_NAMES, STATUS_NAMES, members
+
+
+def entries(log: int) -> tuple:
+    return tuple(map(tuple, logs.entries(log)))
 
 TLA_DIR = Path(__file__).resolve().parent.parent / "specs" / "tla"
 SPEC = TLA_DIR / "KIP966.tla"
@@ -145,8 +149,9 @@ def py_state(s) -> tuple:
             frozenset(members(s.last_known_elr)), s.last_known_leader,
             RECOVERY_NAMES[s.leader_recovery], frozenset(members(s.fenced)), fn(s.broker_epoch),
             s.min_isr, fn(tuple(STATUS_NAMES[x] for x in s.status)), fn(s.clean_shutdown_epoch),
-            fn(s.log), fn(s.hwm), None if s.pending_isr is None else tuple(s.pending_isr),
-            frozenset(members(s.acked)), frozenset(members(s.acks_all)), s.exposed, s.produced,
+            fn(tuple(map(entries, s.log))), fn(s.hwm),
+            None if s.pending_isr == NO_PROPOSAL else tuple((b, s.pending_epochs[b]) for b in members(s.pending_isr)),
+            frozenset(members(s.acked)), frozenset(members(s.acks_all)), entries(s.exposed), s.produced,
             s.unclean_shutdowns, s.clean_shutdowns, s.fences, s.isr_shrinks, s.min_isr_changes,
             s.admin_elections)
 

@@ -12,7 +12,9 @@ from modelcheck.config import read_file
 from modelcheck.engine.bfs import check
 from modelcheck.replay import parse_steps, replay, split_scenario
 from specs.kafka_elr import VARIANTS, load
-from specs.kafka_elr.types import NO_LEADER, RECOVERING, bit, mask_of
+from specs.kafka_elr.protocol import STRATEGY_AGGRESSIVE
+from specs.kafka_elr.logs import from_entries
+from specs.kafka_elr.types import NO_LEADER, RECOVERING, bit, mask_of, members
 
 SCENARIOS = Path(__file__).parent.parent / "specs" / "scenarios"
 SMALL = {"max_records": 1}      # N=3, min_isr=2; one record keeps holding checks to seconds
@@ -67,7 +69,7 @@ def test_unclean_leader_election_maps_to_aggressive_which_breaks_the_electable_s
     so ISR + ELR drops below min ISR before any unclean shutdown is
     registered."""
     spec = load({"variant": "kip966", "unclean_leader_election": True})
-    assert spec.strategy == "aggressive"
+    assert spec.strategy == STRATEGY_AGGRESSIVE
     r = check(spec)
     assert r.invariant == "ElectableAtLeastMinIsr" and r.trace[-1].action == "UncleanRecovery"
     last = spec.describe(r.trace[-1].state)
@@ -86,7 +88,7 @@ def leaderless(spec, *, isr=(), elr=(), last_known_elr=(), fenced=(), logs=None)
     s = spec.init_states()[0]
     logs = logs or ((), (), ())
     return s._replace(leader=NO_LEADER, isr=mask_of(isr), elr=mask_of(elr), last_known_elr=mask_of(last_known_elr),
-                      fenced=mask_of(fenced), log=logs)
+                      fenced=mask_of(fenced), log=tuple(map(from_entries, logs)))
 
 
 LOGS = (((0, 1),), (), ((0, 1), (0, 2)))        # broker 2 has the longest log
@@ -94,7 +96,7 @@ LOGS = (((0, 1),), (), ((0, 1), (0, 2)))        # broker 2 has the longest log
 
 def winners(strategy: str, **kw) -> list[int]:
     spec = load({"unclean_recovery_strategy": strategy})
-    return [c for c, _t in spec.recovery_choices(leaderless(spec, **kw), strategy)]
+    return members(spec.recovery_winners(leaderless(spec, **kw), spec.strategy))
 
 
 def test_strategy_none_never_elects():
@@ -115,8 +117,8 @@ def test_aggressive_elects_from_whoever_answered():
 
 
 def test_an_unclean_recovery_is_recovering_with_a_singleton_isr():
-    spec = load({})
-    (c, t), = [x for x in spec.recovery_choices(leaderless(spec, logs=LOGS), "aggressive") if x[0] == 2]
+    spec = load({"unclean_recovery_strategy": "aggressive"})
+    t = spec.unclean_recovery(leaderless(spec, logs=LOGS), 2)
     assert (t.leader, t.isr, t.elr, t.leader_recovery) == (2, bit(2), 0, RECOVERING)
 
 
@@ -145,17 +147,17 @@ def test_balanced_waits_and_elects_the_replica_that_kept_it():
 def test_kafka4_elects_deterministically_in_assignment_order():
     spec = load({"variant": "kafka-4"})
     s = spec.init_states()[0]
-    (args, t), = list(spec.fence_broker(s._replace(fences=0)))[:1]
+    (args, t), = [(a, t) for a, t in spec.instances("FenceBroker", s) if a["broker"] == 0]
     assert args == {"broker": 0, "leader": 1} and t.leader == 1      # the first valid replica, not any
     kip = load({})
-    assert [a["leader"] for a, _t in kip.fence_broker(s) if a["broker"] == 0] == [1, 2]
+    assert [a["leader"] for a, _t in kip.instances("FenceBroker", s) if a["broker"] == 0] == [1, 2]
 
 
 def test_kafka4_elects_a_fenced_last_known_leader():
     """4.0's canElectLastKnownLeader has no liveness check (KAFKA-19522)."""
     spec = load({"variant": "kafka-4"})
     s = leaderless(spec, last_known_elr=[0], fenced=[0, 1])
-    t = spec.build(s, 0)
+    t = spec.build(s, 0, spec.online_election(), 0)
     assert (t.leader, t.isr, t.leader_recovery) == (0, bit(0), RECOVERING)
     assert not spec.leader_unfenced(t)
 
@@ -163,10 +165,10 @@ def test_kafka4_elects_a_fenced_last_known_leader():
 def test_kafka4_min_isr_change_wipes_the_elr():
     spec = load({"variant": "kafka-4", "max_min_isr_changes": 1})
     s = spec.init_states()[0]._replace(isr=bit(0), elr=mask_of([1, 2]))
-    outcomes = {a["min_isr"]: t for a, t in spec.alter_min_isr(s)}
+    outcomes = {a["min_isr"]: t for a, t in spec.instances("AlterMinIsr", s)}
     assert all(t.elr == 0 for t in outcomes.values())                 # even when min ISR rises
     kip = load({"max_min_isr_changes": 1})
-    assert {a["min_isr"]: t.elr for a, t in kip.alter_min_isr(s)} == {1: 0, 3: mask_of([1, 2])}
+    assert {a["min_isr"]: t.elr for a, t in kip.instances("AlterMinIsr", s)} == {1: 0, 3: mask_of([1, 2])}
 
 
 def test_the_checker_finds_kafka_19522_in_kafka_4():

@@ -13,14 +13,16 @@ RECOVERING, and a min.insync.replicas change wipes the ELR.
 
 from __future__ import annotations
 
-from typing import Any
+from modelcheck.ops import lowest_bit
+from modelcheck.spec import Param, SymmetryError, action
 
-from modelcheck.spec import SymmetryError
+from .protocol import ADMIN_TYPE, PREFERRED, PREFERRED_REPLICA, UNCLEAN, Kip966
+from .types import NO_LEADER, RECOVERING, State, bit, size
 
-from .protocol import PREFERRED_REPLICA, Kip966, Step
-from .types import NO_LEADER, RECOVERING, State, bit, members, size
-
-ONLINE, PREFERRED, UNCLEAN = "ONLINE", "PREFERRED", "UNCLEAN"
+# PartitionChangeBuilder's election types
+ELECTION_ONLINE, ELECTION_PREFERRED, ELECTION_UNCLEAN = range(3)
+# the leader a build chose, shown even when it is none (-1)
+BUILT_LEADER = Param(lambda spec: range(-1, spec.n))
 
 
 class Kafka4(Kip966):
@@ -29,7 +31,7 @@ class Kafka4(Kip966):
     unclean.leader.election.enable, the first live replica (unclean)."""
 
     variant = "kafka-4"
-    admin_types = ("PREFERRED", "UNCLEAN")      # ElectLeaders: ElectionType PREFERRED / UNCLEAN
+    admin_types = (PREFERRED, UNCLEAN)          # ElectLeaders: ElectionType PREFERRED / UNCLEAN
     omit = frozenset({"UncleanRecovery"})       # no unclean recovery manager in 4.0
 
     def enable_symmetry(self) -> None:
@@ -41,15 +43,14 @@ class Kafka4(Kip966):
         not in controlled shutdown (our CleanShutdown fences at once)."""
         return r != NO_LEADER and self.unfenced(s, r)
 
-    def online_election(self) -> str:
+    def online_election(self) -> int:
         """The election ReplicationControlManager asks for on broker and ISR
         changes: UNCLEAN when the topic enables unclean leader election."""
-        return UNCLEAN if self.config["unclean_leader_election"] else ONLINE
+        return ELECTION_UNCLEAN if self.unclean_leader_election else ELECTION_ONLINE
 
     # ---- PartitionChangeBuilder ---------------------------------------------------
-    def build(self, s: State, target_isr: int, election: str | None = None, unclean_shutdown: int = 0) -> State:
+    def build(self, s: State, target_isr: int, election: int, unclean_shutdown: int) -> State:
         """The partition after one PartitionChangeRecord (or `s` if none)."""
-        election = election or self.online_election()
         # maybePopulateTargetElr
         if size(target_isr) >= self.eff_min_isr(s):
             elr = 0
@@ -70,7 +71,7 @@ class Kafka4(Kip966):
         # had when its ISR first became empty; cleared once it has a leader.
         lkelr = s.last_known_elr
         if not isr and s.isr:
-            if lkelr != bit(s.leader) and s.leader != NO_LEADER:
+            if s.leader != NO_LEADER and lkelr != bit(s.leader):
                 lkelr = bit(s.leader)
         elif leader != NO_LEADER:
             lkelr = 0
@@ -79,48 +80,57 @@ class Kafka4(Kip966):
             return t
         # a leader change bumps the leader epoch; the recovery state changes
         # only if the election was unclean (targetLeaderRecoveryState)
-        return t._replace(leader=leader, leader_epoch=s.leader_epoch + 1, pending_isr=None,
-                          leader_recovery=recovery)
+        return self.no_proposal(t)._replace(leader=leader, leader_epoch=s.leader_epoch + 1,
+                                            leader_recovery=recovery)
 
-    def elect_in_build(self, s: State, isr: int, elr: int, election: str) -> tuple[int, bool]:
-        """electPreferredLeader / electAnyLeader: (leader, unclean)."""
-        def valid(r: int) -> bool:
-            return r != NO_LEADER and bool(isr & bit(r) or (not isr and elr & bit(r))) and self.alive(s, r)
+    def valid_in_build(self, s: State, isr: int, elr: int, r: int) -> bool:
+        """A replica electAnyLeader may take: in the target ISR, or in the ELR
+        when the target ISR is empty, and acceptable."""
+        return r != NO_LEADER and (isr & bit(r) != 0 or (not isr and elr & bit(r) != 0)) and self.alive(s, r)
 
-        order = list(range(self.n))     # the assignment order; replica 0 is preferred
-        if election == PREFERRED:
-            ranked = [PREFERRED_REPLICA, s.leader] + order[1:]
-        else:
-            ranked = [s.leader] + order
-        for r in ranked:
-            if valid(r):
+    def elect_in_build(self, s: State, isr: int, elr: int, election: int) -> tuple[int, bool]:
+        """electPreferredLeader / electAnyLeader: (leader, unclean). Preferred
+        ranks replica 0, the current leader, replicas 1..; the others the
+        current leader, then replicas 0.. (the assignment order)."""
+        first = PREFERRED_REPLICA if election == ELECTION_PREFERRED else s.leader
+        then = s.leader if election == ELECTION_PREFERRED else NO_LEADER
+        if self.valid_in_build(s, isr, elr, first):
+            return first, False
+        if self.valid_in_build(s, isr, elr, then):
+            return then, False
+        for r in range(1 if election == ELECTION_PREFERRED else 0, self.n):
+            if self.valid_in_build(s, isr, elr, r):
                 return r, False
         # canElectLastKnownLeader: no liveness check in 4.0 (KAFKA-19522)
         if not isr and not elr and size(s.last_known_elr) == 1:
-            return members(s.last_known_elr)[0], True
-        if election == UNCLEAN:
-            for r in order:
+            return lowest_bit(s.last_known_elr), True
+        if election == ELECTION_UNCLEAN:
+            for r in range(self.n):
                 if self.alive(s, r):
                     return r, True
         return NO_LEADER, False
 
     # ---- ReplicationControlManager --------------------------------------------------
-    def change_isr(self, s: State, proposed: int) -> State:
+    def change_isr(self, s: State, proposal: int) -> State:
         """alterPartition: a validated proposal goes through build()."""
-        return self.build(s, proposed)
+        return self.build(s, proposal, self.online_election(), 0)
 
-    def remove_broker(self, s: State, b: int, args: dict[str, Any]) -> Step:
+    def remove_broker(self, s: State, b: int, leader: int) -> State | None:
         """handleBrokerFenced / handleBrokerInControlledShutdown: one build()
-        for the partition if `b` is in its ISR (an ELR member is left alone)."""
+        for the partition if `b` is in its ISR (an ELR member is left alone).
+        The instance names the leader the build elected, if it changed."""
         s = s._replace(fenced=s.fenced | bit(b))
-        t = self.build(s, s.isr & ~bit(b)) if s.isr & bit(b) else s
-        yield ({**args, "leader": t.leader} if t.leader != s.leader and t.leader != NO_LEADER else args), t
+        t = self.build(s, s.isr & ~bit(b), self.online_election(), 0) if s.isr & bit(b) else s
+        elected = t.leader if t.leader != s.leader else NO_LEADER
+        return t if leader == elected else None
 
-    def elections(self, s: State) -> list[tuple[int, State]]:
+    def reelect(self, s: State, leader: int) -> State | None:
         """handleBrokerUnfenced: build() on every leaderless partition, the ISR
-        unchanged."""
-        t = self.build(s, s.isr)
-        return [(t.leader, t)] if t.leader != NO_LEADER else []
+        unchanged; nothing is written unless it elects."""
+        t = self.build(s, s.isr, self.online_election(), 0)
+        if t.leader == NO_LEADER:
+            return s if leader == NO_LEADER else None
+        return t if leader == t.leader else None
 
     def unclean_registration(self, s: State, b: int) -> State:
         """handleBrokerShutdown(isCleanShutdown=false): build() with `b` out of
@@ -128,7 +138,7 @@ class Kafka4(Kip966):
         ELR (the partition may elect in the same record)."""
         if not (s.isr | s.elr) & bit(b):
             return s
-        return self.build(s, s.isr & ~bit(b), unclean_shutdown=bit(b))
+        return self.build(s, s.isr & ~bit(b), self.online_election(), bit(b))
 
     def min_isr_changed(self, s: State) -> State:
         """ConfigurationControlManager appends a ClearElrRecord for every
@@ -136,26 +146,31 @@ class Kafka4(Kip966):
         recomputed, and nothing is re-elected."""
         return s._replace(elr=0, last_known_elr=0)
 
-    def admin_choices(self, s: State, kind: str) -> Step:
+    @action("AdminElectLeaders", type=ADMIN_TYPE, leader=BUILT_LEADER)
+    def admin_elect_leaders(self, s: State, kind: int, leader: int) -> State | None:
         """electLeader(ElectLeadersRequest): ELECTION_NOT_NEEDED when PREFERRED
-        and the preferred replica leads, or UNCLEAN and there is a leader."""
+        and the preferred replica leads, or UNCLEAN and there is a leader;
+        otherwise the build's outcome, if it changes anything."""
+        if s.admin_elections >= self.max_admin_elections:
+            return None
+        s = s._replace(admin_elections=s.admin_elections + 1)
         if kind == PREFERRED and s.leader == PREFERRED_REPLICA or kind == UNCLEAN and s.leader != NO_LEADER:
-            return
-        t = self.build(s, s.isr, election=kind)
-        if t != s:
-            yield {"leader": t.leader}, t
+            return None
+        t = self.build(s, s.isr, ELECTION_PREFERRED if kind == PREFERRED else ELECTION_UNCLEAN, 0)
+        return t if t != s and t.leader == leader else None
 
-    def elect_leader(self, s: State) -> Step:
+    @action("ElectLeader", leader=BUILT_LEADER)
+    def elect_leader(self, s: State, leader: int) -> State | None:
         """The controller's periodic tasks: the auto leader rebalance (a
         PREFERRED election on partitions whose leader is not the preferred
         replica, leaderless ones included) and, with unclean leader election
         enabled, an UNCLEAN election on leaderless partitions."""
-        tasks = [PREFERRED] if s.leader != PREFERRED_REPLICA else []
-        if s.leader == NO_LEADER and self.config["unclean_leader_election"]:
-            tasks.append(UNCLEAN)
-        outcomes: list[State] = []
-        for kind in tasks:
-            t = self.build(s, s.isr, election=kind)
-            if t.leader != s.leader and t not in outcomes:
-                outcomes.append(t)
-                yield {"leader": t.leader}, t
+        if s.leader != PREFERRED_REPLICA:
+            t = self.build(s, s.isr, ELECTION_PREFERRED, 0)
+            if t.leader != s.leader and t.leader == leader:
+                return t
+        if s.leader == NO_LEADER and self.unclean_leader_election:
+            t = self.build(s, s.isr, ELECTION_UNCLEAN, 0)
+            if t.leader != s.leader and t.leader == leader:
+                return t
+        return None

@@ -6,6 +6,7 @@ from typing import Any
 
 from modelcheck.itf import INT, STR, Fun, Option, Seq, Set, Tup
 
+from . import logs
 from .types import NO_LEADER, State, bit, describe, lost_unregistered, members
 
 # Log entries are coloured by the leader epoch that wrote them (a
@@ -72,8 +73,8 @@ class KafkaPresentation:
         if invariant == "NoAckedLoss":
             electable = s.isr | s.elr | (bit(s.leader) if s.leader != NO_LEADER else 0)
             lost = [r for r in members(s.acked)
-                    if not any(any(rec == r for _e, rec in s.log[b]) for b in members(electable))]
-            holders = {r: [b for b in range(len(s.log)) if any(rec == r for _e, rec in s.log[b])] for r in lost}
+                    if not any(logs.records(s.log[b]) & bit(r) for b in members(electable))]
+            holders = {r: [b for b in range(len(s.log)) if logs.records(s.log[b]) & bit(r)] for r in lost}
             return ("acked record(s) " + ", ".join(f"r{r}" for r in lost)
                     + f" are on no replica the controller may elect cleanly (leader {s.leader}, "
                     f"ISR {d['isr']}, ELR {d['elr']}); still held by "
@@ -83,7 +84,7 @@ class KafkaPresentation:
                     f"({self.format_value('exposed', d['exposed'])}): its log is "
                     f"{self.format_value('exposed', d['log'][s.leader])}")
         if invariant == "ElrHasDataToHwm":
-            bad = [b for b in members(s.elr & ~lost_unregistered(s)) if s.log[b][:len(s.exposed)] != s.exposed]
+            bad = [b for b in members(s.elr & ~lost_unregistered(s)) if not logs.is_prefix(s.exposed, s.log[b])]
             return (f"ELR member(s) {bad} lack data below the high watermark "
                     f"({self.format_value('exposed', d['exposed'])})")
         simple = {

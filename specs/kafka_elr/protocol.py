@@ -2,28 +2,45 @@
 
 `Kip966` is the full design (variant `kip966`). Other variants subclass it
 and redefine only what differs (variants.py). Actions are grouped by actor;
-each says who performs it. docs/model.md gives the KIP source of every rule.
+each says who performs it and is one disjunct of TLA+'s Next: a function
+of the state and its arguments that returns the next state, or None when
+its guard fails. docs/model.md gives the KIP source of every rule.
 """
 
 from __future__ import annotations
 
 import marshal
-from itertools import combinations, product
-from operator import le
-from typing import Any, Iterator
+from typing import Any
 
-from modelcheck.spec import Spec, SymmetryError, action, invariant
+from modelcheck.ops import lowest_bit, popcount, replace_at
+from modelcheck.spec import Field, Param, Spec, SymmetryError, action, invariant
 
-from . import rules
+from . import logs, rules
 from .presentation import KafkaPresentation
 from .story import KafkaStory
-from .types import (MEMBERS, NO_EPOCH, Log, NO_LEADER, OFFLINE_CLEAN, OFFLINE_DIRTY, RECOVERED, RECOVERING,
-                    RUNNING, State, bit, describe, lost_unregistered, mask_of, members, pending_mask,
-                    replace_at, running_mask, size, symmetric_form)
+from .types import (NO_EPOCH, NO_LEADER, NO_PROPOSAL, OFFLINE_CLEAN, OFFLINE_DIRTY, RECOVERED, RECOVERING,
+                    RUNNING, State, bit, describe, lost_unregistered, members, proposed, running_mask, size,
+                    symmetric_representative)
 
-Step = Iterator[tuple[dict[str, Any], State]]
-ADMIN_TYPES = ("PREFERRED", "UNCLEAN", "LONGEST_LOG_AGGRESSIVE", "LONGEST_LOG_BALANCED", "DESIGNATION")
 PREFERRED_REPLICA = 0   # the first replica of the assignment
+ACKS_NAMES = ("1", "all")
+ACKS_1, ACKS_ALL = 0, 1
+ADMIN_TYPES = ("PREFERRED", "UNCLEAN", "LONGEST_LOG_AGGRESSIVE", "LONGEST_LOG_BALANCED", "DESIGNATION")
+PREFERRED, UNCLEAN, LONGEST_LOG_AGGRESSIVE, LONGEST_LOG_BALANCED, DESIGNATION = range(5)
+STRATEGIES = ("none", "balanced", "aggressive")
+STRATEGY_NONE, STRATEGY_BALANCED, STRATEGY_AGGRESSIVE = range(3)
+
+# ---- action arguments (MODEL.md "Action arguments") ----------------------------------
+BROKER = Param(lambda spec: range(spec.n))
+LEADER = Param(lambda spec: range(spec.n))
+# the leader elected in the same record as the change that triggered it;
+# absent (-1) when the change elects nobody
+ELECTED = Param(lambda spec: range(-1, spec.n), absent=NO_LEADER)
+BROKER_SET = Param(lambda spec: spec.broker_sets, show=members)
+KEEP = Param(lambda spec: range(spec.max_records + 1))
+ACKS = Param(lambda spec: spec.acks_modes, show=ACKS_NAMES.__getitem__)
+ADMIN_TYPE = Param(lambda spec: spec.admin_types, show=ADMIN_TYPES.__getitem__)
+MIN_ISR = Param(lambda spec: range(1, spec.n + 1))
 
 
 class Kip966(KafkaStory, KafkaPresentation, Spec):
@@ -32,32 +49,59 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
 
     abstract = False
     variant = "kip966"
-    admin_types = ADMIN_TYPES
+    state_type = State
+    admin_types = (PREFERRED, UNCLEAN, LONGEST_LOG_AGGRESSIVE, LONGEST_LOG_BALANCED, DESIGNATION)
 
     def __init__(self, config: dict[str, Any]):
         self.config = config
-        self.n = config["brokers"]
-        self.acks = sorted(config["acks"])
+        n = self.n = config["brokers"]
+        for bound in ("max_records", "max_unclean_shutdowns", "max_clean_shutdowns", "max_fences",
+                      "max_isr_shrinks", "max_min_isr_changes", "max_admin_elections"):
+            setattr(self, bound, config[bound])
+        self.acks_modes = tuple(ACKS_NAMES.index(a) for a in sorted(config["acks"]))
+        self.unclean_leader_election = config["unclean_leader_election"]
         # KIP-966 compatibility: unclean.leader.election.enable=true maps to
         # the Aggressive recovery strategy.
-        self.strategy = ("aggressive" if config["unclean_leader_election"]
-                         else config["unclean_recovery_strategy"])
+        self.strategy = STRATEGY_AGGRESSIVE if self.unclean_leader_election else \
+            STRATEGIES.index(config["unclean_recovery_strategy"])
+        self.brokers = tuple(range(n))
+        self.everyone = (1 << n) - 1
+        self.zeros = (0,) * n
+        # ShrinkIsr/ExpandIsr groups: non-empty sets of brokers, smallest first, then lexicographic
+        self.broker_sets = tuple(sorted(range(1, 1 << n), key=lambda m: (popcount(m), members(m))))
         self._checked = config["invariants"] if config["invariants"] is not None else list(self.invariants)
-        # TypeOK's domain of `status`, enumerated once (3^N tuples)
-        self.statuses = frozenset(product((RUNNING, OFFLINE_CLEAN, OFFLINE_DIRTY), repeat=self.n))
-        self._logs_match: dict[tuple[Log, ...], bool] = {}
 
     # ---- engine interface ---------------------------------------------------
     def init_states(self) -> list[State]:
-        n, everyone = self.n, (1 << self.n) - 1
+        n = self.n
         return [State(
-            leader=PREFERRED_REPLICA, leader_epoch=0, isr=everyone, elr=0, last_known_elr=0,
+            leader=PREFERRED_REPLICA, leader_epoch=0, isr=self.everyone, elr=0, last_known_elr=0,
             last_known_leader=NO_LEADER, leader_recovery=RECOVERED, fenced=0,
             broker_epoch=(1,) * n, min_isr=self.config["min_isr"],
             status=(RUNNING,) * n, clean_shutdown_epoch=(NO_EPOCH,) * n,
-            log=((),) * n, hwm=(0,) * n, pending_isr=None,
-            acked=0, acks_all=0, exposed=(), produced=0, unclean_shutdowns=0,
+            log=(logs.EMPTY,) * n, hwm=(0,) * n, pending_isr=NO_PROPOSAL, pending_epochs=self.zeros,
+            acked=0, acks_all=0, exposed=logs.EMPTY, produced=0, unclean_shutdowns=0,
             clean_shutdowns=0, fences=0, isr_shrinks=0, min_isr_changes=0, admin_elections=0)]
+
+    def layout(self) -> list[Field]:
+        """Value ranges for the kernel's packing. Every bound follows from
+        the config: a broker epoch grows by one a restart, a restart needs a
+        shutdown; the leader epoch is held to what a log entry can store."""
+        n, r = self.n, self.max_records
+        restarts = self.max_unclean_shutdowns + self.max_clean_shutdowns
+        sets, records, log = (1 << n) - 1, (1 << r + 1) - 1, (1 << logs.ENTRY_BITS * r) - 1
+        return [Field("leader", -1, n - 1), Field("leader_epoch", 0, logs.MAX_EPOCH), Field("isr", 0, sets),
+                Field("elr", 0, sets), Field("last_known_elr", 0, sets), Field("last_known_leader", -1, n - 1),
+                Field("leader_recovery", 0, 1), Field("fenced", 0, sets),
+                Field("broker_epoch", 1, 1 + restarts, n), Field("min_isr", 1, max(n, self.config["min_isr"])),
+                Field("status", 0, 2, n), Field("clean_shutdown_epoch", -1, 1 + restarts, n),
+                Field("log", 0, log, n), Field("hwm", 0, r, n), Field("pending_isr", -1, sets),
+                Field("pending_epochs", 0, 1 + restarts, n), Field("acked", 0, records),
+                Field("acks_all", 0, records), Field("exposed", 0, log), Field("produced", 0, r),
+                Field("unclean_shutdowns", 0, self.max_unclean_shutdowns),
+                Field("clean_shutdowns", 0, self.max_clean_shutdowns), Field("fences", 0, self.max_fences),
+                Field("isr_shrinks", 0, self.max_isr_shrinks), Field("min_isr_changes", 0, self.max_min_isr_changes),
+                Field("admin_elections", 0, self.max_admin_elections)]
 
     def checked_invariants(self) -> list[str]:
         return self._checked
@@ -74,22 +118,20 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     def never_enabled(self) -> frozenset[str]:
         return frozenset(a for a, bound in self.BOUNDED.items() if not self.config[bound])
 
-    # States are tuples of ints, tuples and None: marshal (format 2, which has
-    # no back-references, so equal states give equal bytes) encodes them
-    # deterministically, four times faster than repr, and decodes them back.
+    # States are tuples of ints and tuples of ints: marshal (format 2, which
+    # has no back-references, so equal states give equal bytes) encodes them
+    # deterministically, four times faster than repr.
     def encode(self, state: State) -> bytes:
         return marshal.dumps(tuple(state), 2)
 
     def decode(self, data: bytes) -> State:
         return State._make(marshal.loads(data))
 
-    symmetric = False       # set by enable_symmetry
-
     def canonical_is_encoding(self) -> bool:
         return not self.symmetric
 
-    def canonical(self, state: State) -> bytes:
-        return marshal.dumps(symmetric_form(state) if self.symmetric else tuple(state), 2)
+    def representative(self, s: State) -> State:
+        return symmetric_representative(s, self.brokers) if self.symmetric else s
 
     def enable_symmetry(self) -> None:
         """Brokers 1..N-1 are interchangeable: every rule that picks a broker
@@ -114,11 +156,10 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         return not s.fenced >> b & 1
 
     # ---- policy hooks that variants redefine --------------------------------
-    def change_isr(self, s: State, proposed: int) -> State:
+    def change_isr(self, s: State, proposal: int) -> State:
         """Apply a proposed ISR with the KIP-966 ELR update rule."""
-        isr, elr, clean_lkelr = rules.update_elr(s.isr, s.elr, proposed, self.eff_min_isr(s))
-        return s._replace(isr=isr, elr=elr,
-                          last_known_elr=0 if clean_lkelr else s.last_known_elr)
+        isr, elr, clean_lkelr = rules.update_elr(s.isr, s.elr, proposal, self.eff_min_isr(s))
+        return s._replace(isr=isr, elr=elr, last_known_elr=0 if clean_lkelr else s.last_known_elr)
 
     def hwm_may_advance(self, s: State) -> bool:
         """KIP-966: the HWM advances only while the committed ISR (not the
@@ -127,7 +168,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
 
     def hwm_quorum(self, s: State) -> int:
         """Replicas whose logs bound the HWM: the maximal ISR."""
-        return s.isr | pending_mask(s)
+        return s.isr | proposed(s)
 
     def registration_is_clean(self, s: State, b: int) -> bool:
         return rules.registration_is_clean(s.clean_shutdown_epoch[b], s.broker_epoch[b])
@@ -144,123 +185,134 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         ISR has reached min ISR)."""
         return s._replace(elr=0, last_known_elr=0) if self.eff_min_isr(s) <= size(s.isr) else s
 
-    def elections(self, s: State) -> list[tuple[int, State]]:
-        """Elections the controller makes on its own in leaderless state `s`:
-        ISR members, then unfenced ELR members (clean). The unclean recovery
-        is the separate UncleanRecovery action."""
-        return [(c, self.elect(s, c)) for c in MEMBERS[rules.clean_candidates(s.isr, s.elr, s.fenced)]]
+    def candidates(self, s: State) -> tuple[int, bool]:
+        """Whom the controller may elect on its own in leaderless state `s`,
+        and whether that election is unclean: ISR members, then unfenced ELR
+        members (clean). The unclean recovery is the UncleanRecovery action."""
+        return rules.clean_candidates(s.isr, s.elr, s.fenced), False
 
-    def recovery_choices(self, s: State, strategy: str) -> list[tuple[int, State]]:
-        """KIP-966 unclean recovery (GetReplicaLogInfo). Returns one choice per
-        replica that can win: it answered (running, unfenced) and, in
-        Balanced mode, ranks at least as high as every LastKnownELR member,
-        all of which must have answered."""
-        if s.leader != NO_LEADER or strategy == "none" or rules.clean_candidates(s.isr, s.elr, s.fenced):
-            return []
-        if s.isr or (s.elr and strategy != "aggressive"):
-            return []   # wait for the fenced ISR/ELR members to come back
-        answered = list(MEMBERS[running_mask(s) & ~s.fenced])
-        if strategy == "balanced":
-            answered = self.balanced_winners(s, answered)
-        return [(w, self.elect(s, w, unclean=True)) for w in answered]
+    def recovery_winners(self, s: State, strategy: int) -> int:
+        """KIP-966 unclean recovery (GetReplicaLogInfo): the replicas that can
+        win. A replica answers if it is running and unfenced; in Balanced
+        mode every LastKnownELR member must have answered and the winner
+        ranks at least as high as each of them."""
+        if s.leader != NO_LEADER or strategy == STRATEGY_NONE or rules.clean_candidates(s.isr, s.elr, s.fenced):
+            return 0
+        if s.isr or (s.elr and strategy != STRATEGY_AGGRESSIVE):
+            return 0    # wait for the fenced ISR/ELR members to come back
+        answered = running_mask(s) & ~s.fenced
+        if strategy == STRATEGY_BALANCED:
+            return self.balanced_winners(s, answered)
+        return answered
 
-    def balanced_winners(self, s: State, answered: list[int]) -> list[int]:
+    def balanced_winners(self, s: State, answered: int) -> int:
         """Balanced: "all the LastKnownELR members have replied, plus the
         replicas replied within the timeout"; the winner ranks at least as
         high as every LastKnownELR member."""
-        must = members(s.last_known_elr)
-        if any(m not in answered for m in must):
-            return []
-        ranks = [rules.recovery_rank(s.log[m]) for m in must]
-        return [w for w in answered if all(rules.recovery_rank(s.log[w]) >= r for r in ranks)]
+        must = s.last_known_elr
+        if must & ~answered:
+            return 0
+        winners = 0
+        for w in range(self.n):
+            if answered >> w & 1 and self.outranks_all(s, w, must):
+                winners |= bit(w)
+        return winners
+
+    def outranks_all(self, s: State, w: int, others: int) -> bool:
+        for m in range(self.n):
+            if others >> m & 1 and rules.recovery_rank(s.log[w]) < rules.recovery_rank(s.log[m]):
+                return False
+        return True
 
     # ---- shared effects -----------------------------------------------------------
-    def set_leader(self, s: State, leader: int, recovery: int = RECOVERED) -> State:
+    def no_proposal(self, s: State) -> State:
+        return s._replace(pending_isr=NO_PROPOSAL, pending_epochs=self.zeros)
+
+    def set_leader(self, s: State, leader: int, recovery: int) -> State:
         """A leader change: one PartitionChangeRecord, one epoch bump; the old
         leader's in-flight AlterPartition is fenced by the epoch."""
         if leader == s.leader:
             return s
-        return s._replace(leader=leader, leader_epoch=s.leader_epoch + 1, pending_isr=None,
-                          leader_recovery=recovery,
-                          last_known_leader=NO_LEADER if leader != NO_LEADER else s.last_known_leader)
+        return self.no_proposal(s)._replace(
+            leader=leader, leader_epoch=s.leader_epoch + 1, leader_recovery=recovery,
+            last_known_leader=NO_LEADER if leader != NO_LEADER else s.last_known_leader)
 
-    def elect(self, s: State, c: int, unclean: bool = False) -> State:
+    def elect(self, s: State, c: int, unclean: bool) -> State:
         """Make `c` leader. Outside the ISR (an ELR or unclean choice) the ISR
         becomes {c}; an unclean choice also empties the ELR and is RECOVERING
         (KIP-704)."""
         if unclean:
-            s = s._replace(isr=bit(c), elr=0)
-        elif not s.isr & bit(c):
+            return self.set_leader(s._replace(isr=bit(c), elr=0), c, RECOVERING)
+        if not s.isr & bit(c):
             s = self.change_isr(s._replace(elr=s.elr & ~bit(c)), bit(c))
-        return self.set_leader(s, c, RECOVERING if unclean else RECOVERED)
+        return self.set_leader(s, c, RECOVERED)
 
-    def remove_broker(self, s: State, b: int, args: dict[str, Any]) -> Step:
+    def reelect(self, s: State, leader: int) -> State | None:
+        """The election in the record that left the partition leaderless:
+        `leader` must be a candidate, or NO_LEADER when there is none."""
+        choices, unclean = self.candidates(s)
+        if leader == NO_LEADER:
+            return None if choices else self.set_leader(s, NO_LEADER, RECOVERED)
+        return self.elect(s, leader, unclean) if choices >> leader & 1 else None
+
+    def remove_broker(self, s: State, b: int, leader: int) -> State | None:
         """The controller fences `b` (FenceBroker, CleanShutdown): it leaves
         the ISR through the ELR update; if the ISR empties, it is the
         LastKnownLeader; if it led, elect in the same record."""
+        if s.leader != b and leader != NO_LEADER:
+            return None     # nothing to elect
         s = s._replace(fenced=s.fenced | bit(b))
         if s.isr & bit(b):
             s = self.change_isr(s, s.isr & ~bit(b))
             if not s.isr:
                 s = s._replace(last_known_leader=b)
-        if s.leader != b:
-            yield args, s
-            return
-        choices = self.elections(s)
-        if not choices:
-            yield args, self.set_leader(s, NO_LEADER)
-        for c, t in choices:
-            yield {**args, "leader": c}, t
+        return s if s.leader != b else self.reelect(s, leader)
 
     # ---- clients and the leader: data plane -----------------------------------
-    @action("Produce")
-    def produce(self, s: State) -> Step:
+    @action("Produce", acks=ACKS)
+    def produce(self, s: State, acks: int) -> State | None:
         """A client produces to the leader (running, unfenced)."""
         ld = s.leader
-        if ld == NO_LEADER or not self.running(s, ld) or s.produced >= self.config["max_records"]:
-            return
+        if ld == NO_LEADER or not self.running(s, ld) or s.produced >= self.max_records:
+            return None
+        if acks == ACKS_ALL and size(s.isr) < self.eff_min_isr(s):
+            return None     # NOT_ENOUGH_REPLICAS
         record = s.produced + 1
-        log = replace_at(s.log, ld, s.log[ld] + ((s.leader_epoch, record),))
-        for acks in self.acks:
-            if acks == "all" and size(s.isr) < self.eff_min_isr(s):
-                continue    # NOT_ENOUGH_REPLICAS
-            yield {"acks": acks}, s._replace(
-                log=log, produced=record,
-                acks_all=s.acks_all | bit(record) if acks == "all" else s.acks_all)
+        return s._replace(log=replace_at(s.log, ld, logs.append(s.log[ld], logs.entry(s.leader_epoch, record))),
+                          produced=record, acks_all=s.acks_all | bit(record) if acks == ACKS_ALL else s.acks_all)
 
-    @action("Fetch")
-    def fetch(self, s: State) -> Step:
+    @action("Fetch", broker=BROKER)
+    def fetch(self, s: State, b: int) -> State | None:
         """A running, unfenced follower fetches: truncate a divergent suffix,
         else copy the next entry; hwm := min(leader hwm, own log end)."""
         ld = s.leader
-        if ld == NO_LEADER or not self.running(s, ld):
-            return
-        lead_log = s.log[ld]
-        for b in MEMBERS[running_mask(s) & ~s.fenced & ~bit(ld)]:
-            own = s.log[b]
-            k = rules.common_prefix_len(own, lead_log)
-            new = own[:k] if k < len(own) else lead_log[:len(own) + 1]
-            hwm = min(s.hwm[ld], len(new))
-            if new != own or hwm != s.hwm[b]:
-                yield {"broker": b}, s._replace(log=replace_at(s.log, b, new),
-                                                hwm=replace_at(s.hwm, b, hwm))
+        if ld == NO_LEADER or b == ld or not self.running(s, ld) or not self.running(s, b) or s.fenced & bit(b):
+            return None
+        own, lead_log = s.log[b], s.log[ld]
+        k = logs.common_prefix_len(own, lead_log)
+        new = logs.prefix(own, k) if k < logs.length(own) else logs.prefix(lead_log, logs.length(own) + 1)
+        hwm = min(s.hwm[ld], logs.length(new))
+        if new == own and hwm == s.hwm[b]:
+            return None
+        return s._replace(log=replace_at(s.log, b, new), hwm=replace_at(s.hwm, b, hwm))
 
     @action("AdvanceHwm")
-    def advance_hwm(self, s: State) -> Step:
+    def advance_hwm(self, s: State) -> State | None:
         """The leader raises its HWM to the smallest matching log end over the
         maximal ISR; acks=all records below it become acked."""
         ld = s.leader
         if ld == NO_LEADER or not self.running(s, ld) or not self.hwm_may_advance(s):
-            return
+            return None
         lead_log = s.log[ld]
-        new = len(lead_log)
-        for b in MEMBERS[self.hwm_quorum(s)]:
-            if b != ld:
-                new = min(new, rules.common_prefix_len(s.log[b], lead_log))
+        quorum = self.hwm_quorum(s)
+        new = logs.length(lead_log)
+        for b in range(self.n):
+            if quorum >> b & 1 and b != ld:
+                new = min(new, logs.common_prefix_len(s.log[b], lead_log))
         if new <= s.hwm[ld]:
-            return
-        yield {}, s._replace(hwm=replace_at(s.hwm, ld, new), acked=s.acked | self.newly_acked(s, new),
-                             exposed=lead_log[:new] if new > len(s.exposed) else s.exposed)
+            return None
+        return s._replace(hwm=replace_at(s.hwm, ld, new), acked=s.acked | self.newly_acked(s, new),
+                          exposed=logs.prefix(lead_log, new) if new > logs.length(s.exposed) else s.exposed)
 
     def newly_acked(self, s: State, new_hwm: int) -> int:
         """acks=all records this leader appended that the HWM now passes, if
@@ -270,194 +322,196 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         epochs, the producer gets an error instead of an ack."""
         if size(s.isr) < self.eff_min_isr(s):
             return 0
-        ld = s.leader
         covered = 0
-        for epoch, record in s.log[ld][s.hwm[ld]:new_hwm]:
-            if epoch == s.leader_epoch:
-                covered |= bit(record)
+        for i in range(s.hwm[s.leader], new_hwm):
+            e = logs.at(s.log[s.leader], i)
+            if logs.epoch_of(e) == s.leader_epoch:
+                covered |= bit(logs.record_of(e))
         return covered & s.acks_all
 
     # ---- the leader: AlterPartition -------------------------------------------
-    def _proposal_ok(self, s: State) -> bool:
-        ld = s.leader
-        return ld != NO_LEADER and self.running(s, ld) and s.pending_isr is None
+    def may_propose(self, s: State) -> bool:
+        return s.leader != NO_LEADER and self.running(s, s.leader) and s.pending_isr == NO_PROPOSAL
 
-    def proposal(self, s: State, isr: int) -> tuple[tuple[int, int], ...]:
+    def propose(self, s: State, isr: int) -> State:
         """An AlterPartition request: each member with its broker epoch
         (KIP-903), so that the controller can refuse a replica that has
         restarted since."""
-        return tuple([(b, s.broker_epoch[b]) for b in MEMBERS[isr]])
+        epochs = self.zeros
+        for b in range(self.n):
+            if isr >> b & 1:
+                epochs = replace_at(epochs, b, s.broker_epoch[b])
+        return s._replace(pending_isr=isr, pending_epochs=epochs)
 
-    @action("ShrinkIsr")
-    def shrink_isr(self, s: State) -> Step:
+    @action("ShrinkIsr", brokers=BROKER_SET)
+    def shrink_isr(self, s: State, group: int) -> State | None:
         """The leader proposes to drop slow followers (any may be slow)."""
-        if not self._proposal_ok(s) or s.isr_shrinks >= self.config["max_isr_shrinks"]:
-            return
-        for group in _subsets(MEMBERS[s.isr & ~bit(s.leader)]):
-            yield {"brokers": group}, s._replace(pending_isr=self.proposal(s, s.isr & ~mask_of(group)),
-                                                 isr_shrinks=s.isr_shrinks + 1)
+        if not self.may_propose(s) or s.isr_shrinks >= self.max_isr_shrinks:
+            return None
+        if group & ~(s.isr & ~bit(s.leader)):
+            return None
+        return self.propose(s._replace(isr_shrinks=s.isr_shrinks + 1), s.isr & ~group)
 
-    @action("ExpandIsr")
-    def expand_isr(self, s: State) -> Step:
-        """The leader proposes to add caught-up followers: their log matches
-        its own up to at least its HWM and its epoch start offset. A
-        RECOVERING leader does not grow the ISR (KIP-704)."""
-        if not self._proposal_ok(s) or s.leader_recovery == RECOVERING:
-            return
+    @action("ExpandIsr", brokers=BROKER_SET)
+    def expand_isr(self, s: State, group: int) -> State | None:
+        """The leader proposes to add caught-up followers. A RECOVERING leader
+        does not grow the ISR (KIP-704)."""
+        if not self.may_propose(s) or s.leader_recovery == RECOVERING or group & ~self.caught_up(s):
+            return None
+        return self.propose(s, s.isr | group)
+
+    def caught_up(self, s: State) -> int:
+        """Running, unfenced followers outside the ISR whose log matches the
+        leader's up to at least its HWM and its epoch start offset."""
         lead_log = s.log[s.leader]
         floor = max(s.hwm[s.leader], rules.epoch_start_offset(lead_log, s.leader_epoch))
-        caught_up = [b for b in MEMBERS[running_mask(s) & ~s.fenced & ~s.isr]
-                     if len(s.log[b]) >= floor and lead_log[:len(s.log[b])] == s.log[b]]
-        for group in _subsets(caught_up):
-            yield {"brokers": group}, s._replace(pending_isr=self.proposal(s, s.isr | mask_of(group)))
+        outside = running_mask(s) & ~s.fenced & ~s.isr
+        found = 0
+        for b in range(self.n):
+            if outside >> b & 1 and logs.length(s.log[b]) >= floor and logs.is_prefix(s.log[b], lead_log):
+                found |= bit(b)
+        return found
 
     @action("CommitAlterPartition")
-    def commit_alter_partition(self, s: State) -> Step:
+    def commit_alter_partition(self, s: State) -> State | None:
         """The controller validates the proposal (members unfenced and
         registered with the epoch the leader saw, leader in it, not
         RECOVERING with more than one member) and applies it with the ELR
         update, or rejects it."""
-        if s.pending_isr is None or s.leader == NO_LEADER:
-            return
-        p = pending_mask(s)
-        t = s._replace(pending_isr=None)
-        valid = (p & bit(s.leader) and not p & s.fenced
-                 and all(s.broker_epoch[b] == epoch for b, epoch in s.pending_isr)
+        if s.pending_isr == NO_PROPOSAL or s.leader == NO_LEADER:
+            return None
+        p = s.pending_isr
+        valid = (p & bit(s.leader) != 0 and not p & s.fenced and self.epochs_current(s)
                  and not (s.leader_recovery == RECOVERING and size(p) > 1))
-        yield {}, self.change_isr(t, p) if valid else t
+        t = self.no_proposal(s)
+        return self.change_isr(t, p) if valid else t
+
+    def epochs_current(self, s: State) -> bool:
+        """Every proposed member is still registered with the epoch the leader saw."""
+        for b in range(self.n):
+            if s.pending_isr >> b & 1 and s.pending_epochs[b] != s.broker_epoch[b]:
+                return False
+        return True
 
     # ---- controller and broker lifecycle ----------------------------------------
-    @action("FenceBroker")
-    def fence_broker(self, s: State) -> Step:
+    @action("FenceBroker", broker=BROKER, leader=ELECTED)
+    def fence_broker(self, s: State, b: int, leader: int) -> State | None:
         """The controller fences a broker that missed heartbeats: crashed
         (free) or cut off while running (bounded by max_fences)."""
-        running = running_mask(s)
-        for b in MEMBERS[~s.fenced & (1 << self.n) - 1]:
-            if running >> b & 1:
-                if s.fences >= self.config["max_fences"]:
-                    continue
-                yield from self.remove_broker(s._replace(fences=s.fences + 1), b, {"broker": b})
-            else:
-                yield from self.remove_broker(s, b, {"broker": b})
+        if s.fenced & bit(b):
+            return None
+        if self.running(s, b):
+            if s.fences >= self.max_fences:
+                return None
+            s = s._replace(fences=s.fences + 1)
+        return self.remove_broker(s, b, leader)
 
-    @action("UnfenceBroker")
-    def unfence_broker(self, s: State) -> Step:
+    @action("UnfenceBroker", broker=BROKER, leader=ELECTED)
+    def unfence_broker(self, s: State, b: int, leader: int) -> State | None:
         """A running, registered broker is unfenced; with no leader, elect
         (an ELR member when the ISR is empty)."""
-        for b in MEMBERS[s.fenced & running_mask(s)]:
-            t = s._replace(fenced=s.fenced & ~bit(b))
-            choices = self.elections(t) if t.leader == NO_LEADER else []
-            if not choices:
-                yield {"broker": b}, t
-            for c, u in choices:
-                yield {"broker": b, "leader": c}, u
+        if not s.fenced & bit(b) or not self.running(s, b):
+            return None
+        t = s._replace(fenced=s.fenced & ~bit(b))
+        if t.leader != NO_LEADER:
+            return t if leader == NO_LEADER else None
+        return self.reelect(t, leader)
 
-    @action("UncleanShutdown")
-    def unclean_shutdown(self, s: State) -> Step:
+    @action("UncleanShutdown", broker=BROKER, keep=KEEP)
+    def unclean_shutdown(self, s: State, b: int, keep: int) -> State | None:
         """A broker's process dies; its unflushed suffix is lost (any `keep`
         entries survive). No CleanShutdownFile is written."""
-        if s.unclean_shutdowns >= self.config["max_unclean_shutdowns"]:
-            return
-        for b in MEMBERS[running_mask(s)]:
-            for keep in range(len(s.log[b]) + 1):
-                yield {"broker": b, "keep": keep}, s._replace(
-                    status=replace_at(s.status, b, OFFLINE_DIRTY),
-                    log=replace_at(s.log, b, s.log[b][:keep]),
-                    hwm=replace_at(s.hwm, b, min(s.hwm[b], keep)),
-                    clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, NO_EPOCH),
-                    unclean_shutdowns=s.unclean_shutdowns + 1)
+        if s.unclean_shutdowns >= self.max_unclean_shutdowns or not self.running(s, b) \
+                or keep > logs.length(s.log[b]):
+            return None
+        return s._replace(status=replace_at(s.status, b, OFFLINE_DIRTY),
+                          log=replace_at(s.log, b, logs.prefix(s.log[b], keep)),
+                          hwm=replace_at(s.hwm, b, min(s.hwm[b], keep)),
+                          clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, NO_EPOCH),
+                          unclean_shutdowns=s.unclean_shutdowns + 1)
 
-    @action("CleanShutdown")
-    def clean_shutdown(self, s: State) -> Step:
+    @action("CleanShutdown", broker=BROKER, leader=ELECTED)
+    def clean_shutdown(self, s: State, b: int, leader: int) -> State | None:
         """Controlled shutdown: the broker writes its epoch to its
         CleanShutdownFile, leadership moves, it leaves the ISR."""
-        if s.clean_shutdowns >= self.config["max_clean_shutdowns"]:
-            return
-        for b in MEMBERS[running_mask(s) & ~s.fenced]:
-            t = s._replace(status=replace_at(s.status, b, OFFLINE_CLEAN),
-                           clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, s.broker_epoch[b]),
-                           clean_shutdowns=s.clean_shutdowns + 1)
-            yield from self.remove_broker(t, b, {"broker": b})
+        if s.clean_shutdowns >= self.max_clean_shutdowns or not self.running(s, b) or s.fenced & bit(b):
+            return None
+        t = s._replace(status=replace_at(s.status, b, OFFLINE_CLEAN),
+                       clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, s.broker_epoch[b]),
+                       clean_shutdowns=s.clean_shutdowns + 1)
+        return self.remove_broker(t, b, leader)
 
-    @action("StartBroker")
-    def start_broker(self, s: State) -> Step:
+    @action("StartBroker", broker=BROKER)
+    def start_broker(self, s: State, b: int) -> State | None:
         """A stopped broker restarts and registers with the epoch from its
         CleanShutdownFile; a mismatch is an unclean shutdown: the controller
         removes it from ISR and ELR (an ELR member goes to LastKnownELR). It
         gets a new broker epoch and stays fenced."""
-        for b in MEMBERS[s.fenced & ~running_mask(s)]:
-            t = s._replace(status=replace_at(s.status, b, RUNNING),
-                           broker_epoch=replace_at(s.broker_epoch, b, s.broker_epoch[b] + 1),
-                           clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, NO_EPOCH))
-            yield {"broker": b}, t if self.registration_is_clean(s, b) else self.unclean_registration(t, b)
+        if not s.fenced & bit(b) or self.running(s, b):
+            return None
+        t = s._replace(status=replace_at(s.status, b, RUNNING),
+                       broker_epoch=replace_at(s.broker_epoch, b, s.broker_epoch[b] + 1),
+                       clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, NO_EPOCH))
+        return t if self.registration_is_clean(s, b) else self.unclean_registration(t, b)
 
-    @action("ElectLeader")
-    def elect_leader(self, s: State) -> Step:
+    @action("ElectLeader", leader=LEADER)
+    def elect_leader(self, s: State, leader: int) -> State | None:
         """The controller elects a leader that no other change triggered."""
-        if s.leader != NO_LEADER:
-            return
-        for c, t in self.elections(s):
-            yield {"leader": c}, t
+        return self.reelect(s, leader) if s.leader == NO_LEADER else None
 
-    @action("UncleanRecovery")
-    def unclean_recovery(self, s: State) -> Step:
+    @action("UncleanRecovery", leader=LEADER)
+    def unclean_recovery(self, s: State, leader: int) -> State | None:
         """The KIP-966 unclean recovery manager elects by GetReplicaLogInfo."""
-        for c, t in self.recovery_choices(s, self.strategy):
-            yield {"leader": c}, t
+        winners = self.recovery_winners(s, self.strategy)
+        return self.elect(s, leader, True) if winners >> leader & 1 else None
 
     @action("CompleteRecovery")
-    def complete_recovery(self, s: State) -> Step:
+    def complete_recovery(self, s: State) -> State | None:
         """A RECOVERING leader finishes recovery (KIP-704: aborts open
         transactions, then tells the controller it is RECOVERED)."""
-        if s.leader != NO_LEADER and s.leader_recovery == RECOVERING and self.running(s, s.leader):
-            yield {}, s._replace(leader_recovery=RECOVERED)
+        if s.leader == NO_LEADER or s.leader_recovery != RECOVERING or not self.running(s, s.leader):
+            return None
+        return s._replace(leader_recovery=RECOVERED)
 
     # ---- operators --------------------------------------------------------------
-    @action("AdminElectLeaders")
-    def admin_elect_leaders(self, s: State) -> Step:
+    @action("AdminElectLeaders", type=ADMIN_TYPE, leader=ELECTED, desired=ELECTED)
+    def admin_elect_leaders(self, s: State, kind: int, leader: int, desired: int) -> State | None:
         """KIP-460 / KIP-966 admin elections (bounded by max_admin_elections):
         PREFERRED only if the leader is not the preferred replica, the others
         only when there is no leader."""
-        if s.admin_elections >= self.config["max_admin_elections"]:
-            return
+        if s.admin_elections >= self.max_admin_elections:
+            return None
         s = s._replace(admin_elections=s.admin_elections + 1)
-        for kind in self.admin_types:
-            for args, t in self.admin_choices(s, kind):
-                yield {"type": kind, **args}, t
-
-    def admin_choices(self, s: State, kind: str) -> Step:
         p = PREFERRED_REPLICA
-        if kind == "PREFERRED":
-            if s.leader != p and s.isr & bit(p) and self.unfenced(s, p):
-                yield {}, self.elect(s, p)
-            return
+        if kind == PREFERRED:
+            if leader != NO_LEADER or desired != NO_LEADER or s.leader == p or not s.isr & bit(p) \
+                    or not self.unfenced(s, p):
+                return None
+            return self.elect(s, p, False)
         if s.leader != NO_LEADER:
-            return
-        if kind == "UNCLEAN":
+            return None
+        if kind == DESIGNATION:
+            if leader != NO_LEADER or desired == NO_LEADER or not self.unfenced(s, desired):
+                return None
+            return self.elect(s, desired, not (s.isr | s.elr) & bit(desired))
+        if desired != NO_LEADER or leader == NO_LEADER:
+            return None
+        if kind == UNCLEAN:
             # KIP-460: "elects the first live replica if there are no in-sync replica"
-            clean = members(rules.clean_candidates(s.isr, s.elr, s.fenced))
-            live = [b for b in range(self.n) if self.unfenced(s, b)]
+            clean = rules.clean_candidates(s.isr, s.elr, s.fenced)
             if clean:
-                yield {"leader": clean[0]}, self.elect(s, clean[0])
-            elif live:
-                yield {"leader": live[0]}, self.elect(s, live[0], unclean=True)
-        elif kind.startswith("LONGEST_LOG_"):
-            for c, t in self.recovery_choices(s, kind.removeprefix("LONGEST_LOG_").lower()):
-                yield {"leader": c}, t
-        elif kind == "DESIGNATION":
-            for d in range(self.n):
-                if self.unfenced(s, d):
-                    yield {"desired": d}, self.elect(s, d, unclean=not (s.isr | s.elr) & bit(d))
+                return self.elect(s, leader, False) if leader == lowest_bit(clean) else None
+            live = self.everyone & ~s.fenced
+            return self.elect(s, leader, True) if live and leader == lowest_bit(live) else None
+        strategy = STRATEGY_AGGRESSIVE if kind == LONGEST_LOG_AGGRESSIVE else STRATEGY_BALANCED
+        return self.elect(s, leader, True) if self.recovery_winners(s, strategy) >> leader & 1 else None
 
-    @action("AlterMinIsr")
-    def alter_min_isr(self, s: State) -> Step:
+    @action("AlterMinIsr", min_isr=MIN_ISR)
+    def alter_min_isr(self, s: State, v: int) -> State | None:
         """min.insync.replicas changes (bounded by max_min_isr_changes)."""
-        if s.min_isr_changes >= self.config["max_min_isr_changes"]:
-            return
-        for v in range(1, self.n + 1):
-            if v == s.min_isr:
-                continue
-            yield {"min_isr": v}, self.min_isr_changed(s._replace(min_isr=v, min_isr_changes=s.min_isr_changes + 1))
+        if s.min_isr_changes >= self.max_min_isr_changes or v == s.min_isr:
+            return None
+        return self.min_isr_changed(s._replace(min_isr=v, min_isr_changes=s.min_isr_changes + 1))
 
     # ---- invariants --------------------------------------------------------------
     @invariant("TypeOK")
@@ -465,12 +519,17 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         """Every variable is in its domain."""
         n = self.n
         # sets are bitmasks: their union is in 0..2^N-1 iff each is (a negative one makes it negative)
-        sets = s.isr | s.elr | s.last_known_elr | s.fenced | pending_mask(s)
-        return (-1 <= s.leader < n and -1 <= s.last_known_leader < n and s.leader_epoch >= 0
-                and 0 <= sets < 1 << n and s.leader_recovery in (RECOVERED, RECOVERING) and s.min_isr >= 1
-                and s.status in self.statuses
-                and len(s.broker_epoch) == len(s.clean_shutdown_epoch) == len(s.log) == len(s.hwm) == n
-                and min(s.hwm) >= 0 and all(map(le, s.hwm, map(len, s.log))))
+        sets = s.isr | s.elr | s.last_known_elr | s.fenced | proposed(s)
+        if not (-1 <= s.leader < n and -1 <= s.last_known_leader < n and s.leader_epoch >= 0
+                and 0 <= sets < 1 << n and 0 <= s.leader_recovery <= 1 and s.min_isr >= 1
+                and s.pending_isr >= NO_PROPOSAL
+                and len(s.broker_epoch) == len(s.status) == len(s.clean_shutdown_epoch) == len(s.log) == len(s.hwm)
+                == len(s.pending_epochs) == n):
+            return False
+        for b in range(n):
+            if not (RUNNING <= s.status[b] <= OFFLINE_DIRTY and 0 <= s.hwm[b] <= logs.length(s.log[b])):
+                return False
+        return True
 
     @invariant("ElrDisjointIsr")
     def elr_disjoint_isr(self, s: State) -> bool:
@@ -486,15 +545,16 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     def elr_has_data_to_hwm(self, s: State) -> bool:
         """KIP-966: "The member of ELR should have the data at least to HWM"
         (brokers that crashed dirty and have not re-registered excepted)."""
-        if not s.elr:
-            return True
-        k = len(s.exposed)
-        return all(s.log[b][:k] == s.exposed for b in MEMBERS[s.elr & ~lost_unregistered(s)])
+        checked = s.elr & ~lost_unregistered(s)
+        for b in range(self.n):
+            if checked >> b & 1 and not logs.is_prefix(s.exposed, s.log[b]):
+                return False
+        return True
 
     @invariant("LeaderInIsr")
     def leader_in_isr(self, s: State) -> bool:
         """The leader is a member of the ISR."""
-        return s.leader == NO_LEADER or bool(s.isr & bit(s.leader))
+        return s.leader == NO_LEADER or s.isr >> s.leader & 1 == 1
 
     @invariant("LeaderUnfenced")
     def leader_unfenced(self, s: State) -> bool:
@@ -514,10 +574,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     @invariant("LogMatching")
     def log_matching(self, s: State) -> bool:
         """Two logs with the same entry at an offset agree below it."""
-        ok = self._logs_match.get(s.log)
-        if ok is None:          # memoised: far fewer combinations of logs than states
-            ok = self._logs_match[s.log] = rules.logs_match(s.log)
-        return ok
+        return rules.logs_match(s.log)
 
     @invariant("RecoveringIsrSingleton")
     def recovering_isr_singleton(self, s: State) -> bool:
@@ -533,22 +590,13 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
             return True
         holders = s.isr | s.elr | (bit(s.leader) if s.leader != NO_LEADER else 0)
         held = 0
-        for b in MEMBERS[holders]:
-            for _epoch, record in s.log[b]:
-                held |= bit(record)
+        for b in range(self.n):
+            if holders >> b & 1:
+                held |= logs.records(s.log[b])
         return not s.acked & ~held
 
     @invariant("ConsistentRead")
     def consistent_read(self, s: State) -> bool:
         """A serving leader's log holds everything consumers may have read."""
         ld = s.leader
-        return (ld == NO_LEADER or not self.running(s, ld)
-                or s.log[ld][:len(s.exposed)] == s.exposed)
-
-
-def _subsets(items: list[int]) -> Iterator[list[int]]:
-    """Non-empty subsets, smallest first, in lexicographic order."""
-    for k in range(1, len(items) + 1):
-        for group in combinations(items, k):
-            yield list(group)
-
+        return ld == NO_LEADER or not self.running(s, ld) or logs.is_prefix(s.exposed, s.log[ld])

@@ -1,12 +1,13 @@
 """Pure operators of the protocol, each traceable to a KIP sentence.
 
-They take and return plain values (bitmasks of broker ids, logs), so they can
-be unit-tested against the KIP text without building whole states.
+They take and return plain values (bitmasks of broker ids, packed logs), so
+they can be unit-tested against the KIP text without building whole states.
 """
 
 from __future__ import annotations
 
-from .types import NO_EPOCH, Log, size
+from . import logs
+from .types import NO_EPOCH, size
 
 
 def update_elr(isr: int, elr: int, proposed: int, min_isr: int) -> tuple[int, int, bool]:
@@ -38,45 +39,29 @@ def clean_candidates(isr: int, elr: int, fenced: int) -> int:
     return live_isr if live_isr else elr & ~fenced
 
 
-def common_prefix_len(a: Log, b: Log) -> int:
-    """Length of the longest common prefix: where Kafka's leader-epoch based
-    truncation leaves a follower whose log diverged from its leader's."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n                # one is a prefix of the other: the usual case
-    i = 0
-    while a[i] == b[i]:
-        i += 1
-    return i
-
-
-def logs_match(logs: tuple[Log, ...]) -> bool:
+def logs_match(all_logs: tuple[int, ...]) -> bool:
     """Log matching: two logs with the same entry at an offset agree below it."""
-    longest = max(logs, key=len)
-    if all(longest[:len(a)] == a for a in logs):
-        return True             # every log is a prefix of the longest: the usual case
-    for i, a in enumerate(logs):
-        for b in logs[i + 1:]:
-            k = common_prefix_len(a, b)
-            if any(a[x] == b[x] for x in range(k, min(len(a), len(b)))):
-                return False
+    n = len(all_logs)
+    for i in range(n):
+        for j in range(i + 1, n):
+            a, b = all_logs[i], all_logs[j]
+            for x in range(logs.common_prefix_len(a, b), min(logs.length(a), logs.length(b))):
+                if logs.at(a, x) == logs.at(b, x):
+                    return False
     return True
 
 
-def last_written_epoch(log: Log) -> int:
-    return log[-1][0] if log else NO_EPOCH
-
-
-def recovery_rank(log: Log) -> tuple[int, int]:
+def recovery_rank(log: int) -> tuple[int, int]:
     """KIP-966 unclean recovery: "The one with the highest leader epoch plus
     the longest log end offset will be the new leader" (GetReplicaLogInfo)."""
-    return last_written_epoch(log), len(log)
+    return logs.last_epoch(log, NO_EPOCH), logs.length(log)
 
 
-def epoch_start_offset(log: Log, leader_epoch: int) -> int:
+def epoch_start_offset(log: int, leader_epoch: int) -> int:
     """Offset at which the leader's current epoch starts in its log (its log
     end when it has written nothing in this epoch yet)."""
-    for i, (epoch, _record) in enumerate(log):
-        if epoch == leader_epoch:
+    n = logs.length(log)
+    for i in range(n):
+        if logs.epoch_of(logs.at(log, i)) == leader_epoch:
             return i
-    return len(log)
+    return n

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from modelcheck.config import Key, int_at_least, is_bool, one_of, subset_of
 
+from .logs import MAX_RECORDS
 from .variants import VARIANTS
 
 MAX_BROKERS = 8
@@ -16,7 +17,8 @@ def schema() -> list[Key]:
             f"an integer from 1 to {MAX_BROKERS}", "N, the replicas of the partition"),
         Key("min_isr", 2, int_at_least(1), "an integer >= 1",
             "min.insync.replicas; the effective value is min(min_isr, brokers)"),
-        Key("max_records", 2, int_at_least(0), bound, "records clients may produce"),
+        Key("max_records", 2, lambda v: int_at_least(0)(v) and v <= MAX_RECORDS,
+            f"an integer from 0 to {MAX_RECORDS}", "records clients may produce"),
         Key("max_unclean_shutdowns", 1, int_at_least(0), bound, "crashes that lose an unflushed suffix"),
         Key("max_clean_shutdowns", 0, int_at_least(0), bound, "controlled shutdowns"),
         Key("max_fences", 1, int_at_least(0), bound, "fencings of a live broker (network partition)"),

@@ -1,24 +1,27 @@
 """State of one Kafka partition, its controller and its brokers.
 
-Sets of brokers are bitmasks (bit b is broker b): immutable, cheap to
-compare, and with a canonical encoding for free. `describe` turns a state into
-the named variables of MODEL.md (sets as sorted lists) for traces.
+Every field is an int or a tuple of ints (one a broker), so the same state
+runs in the interpreted spec and in the compiled kernel: sets of brokers
+are bitmasks (bit b is broker b), logs are packed ints (logs.py), "none" is
+a sentinel value. `describe` turns a state into MODEL.md's named variables
+(sets as sorted lists, logs as lists of [epoch, record]) for traces.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import NamedTuple
+
+from modelcheck.ops import popcount, replace_at
+
+from . import logs
 
 NO_LEADER = -1
 NO_EPOCH = -1            # an empty CleanShutdownFile / no last-written epoch
+NO_PROPOSAL = -1         # pending_isr when no AlterPartition is in flight
 RECOVERED, RECOVERING = 0, 1
 RUNNING, OFFLINE_CLEAN, OFFLINE_DIRTY = 0, 1, 2
 STATUS_NAMES = ("RUNNING", "OFFLINE_CLEAN", "OFFLINE_DIRTY")
 RECOVERY_NAMES = ("RECOVERED", "RECOVERING")
-
-Entry = tuple[int, int]          # (leader_epoch, record_id)
-Log = tuple[Entry, ...]
 
 
 class State(NamedTuple):
@@ -36,14 +39,15 @@ class State(NamedTuple):
     # brokers
     status: tuple[int, ...]
     clean_shutdown_epoch: tuple[int, ...]
-    log: tuple[Log, ...]
+    log: tuple[int, ...]                # packed (logs.py)
     hwm: tuple[int, ...]
-    pending_isr: tuple[tuple[int, int], ...] | None   # (broker, broker epoch) pairs
+    pending_isr: int                    # the proposed ISR, or NO_PROPOSAL
+    pending_epochs: tuple[int, ...]     # each proposed member's broker epoch then (0: not proposed)
     # ghosts (for invariants) and bound counters; all part of the identity,
     # since each can change a later verdict (see docs/model.md)
     acked: int
     acks_all: int
-    exposed: Log
+    exposed: int                        # packed (logs.py)
     produced: int
     unclean_shutdowns: int
     clean_shutdowns: int
@@ -57,9 +61,10 @@ _FIELD = {name: i for i, name in enumerate(State._fields)}
 
 
 def _replace(self: State, **changes) -> State:
-    """NamedTuple._replace without its loop over all 25 fields in Python: a
+    """NamedTuple._replace without its loop over all the fields in Python: a
     step changes one to four of them, and this is the commonest operation
-    of the hot path (typing.NamedTuple forbids defining it in the class)."""
+    of the interpreted hot path (typing.NamedTuple forbids defining it in
+    the class). The kernel compiles `_replace` into a constructor call."""
     values = list(self)
     for name, value in changes.items():
         values[_FIELD[name]] = value
@@ -68,19 +73,17 @@ def _replace(self: State, **changes) -> State:
 
 State._replace = _replace
 
-# members() of every set of brokers (at most 8), for the hot path
-MEMBERS: tuple[tuple[int, ...], ...] = tuple(tuple(b for b in range(8) if m >> b & 1) for m in range(256))
-_dirty: dict[tuple[int, ...], int] = {}
-_running: dict[tuple[int, ...], int] = {}
-_pending: dict[tuple[tuple[int, int], ...], int] = {}
-
 
 def bit(b: int) -> int:
     return 1 << b
 
 
+def size(mask: int) -> int:
+    return popcount(mask)
+
+
 def members(mask: int) -> list[int]:
-    """Broker ids in a bitmask, ascending."""
+    """Broker ids in a bitmask, ascending (for traces; rules loop over ids)."""
     out, b = [], 0
     while mask:
         if mask & 1:
@@ -90,10 +93,6 @@ def members(mask: int) -> list[int]:
     return out
 
 
-def size(mask: int) -> int:
-    return mask.bit_count()
-
-
 def mask_of(brokers) -> int:
     m = 0
     for b in brokers:
@@ -101,41 +100,36 @@ def mask_of(brokers) -> int:
     return m
 
 
-def replace_at(t: tuple, i: int, v) -> tuple:
-    return t[:i] + (v,) + t[i + 1:]
+def with_status(s: State, status: int) -> int:
+    """The brokers whose status is `status`, as a bitmask."""
+    m = 0
+    for b in range(len(s.status)):
+        if s.status[b] == status:
+            m |= 1 << b
+    return m
 
 
 def lost_unregistered(s: State) -> int:
     """Brokers that crashed dirty and have not re-registered (derived: they
-    are exactly the OFFLINE_DIRTY ones). Memoised: there are 3^N statuses."""
-    m = _dirty.get(s.status)
-    if m is None:
-        m = _dirty[s.status] = mask_of(b for b, st in enumerate(s.status) if st == OFFLINE_DIRTY)
-    return m
+    are exactly the OFFLINE_DIRTY ones)."""
+    return with_status(s, OFFLINE_DIRTY)
 
 
 def running_mask(s: State) -> int:
-    """Brokers whose process runs. Memoised: there are 3^N statuses."""
-    m = _running.get(s.status)
-    if m is None:
-        m = _running[s.status] = mask_of(b for b, st in enumerate(s.status) if st == RUNNING)
-    return m
+    """Brokers whose process runs."""
+    return with_status(s, RUNNING)
 
 
-def pending_mask(s: State) -> int:
-    """Brokers of the in-flight AlterPartition proposal (0 if none).
-    Memoised: proposals are few."""
-    p = s.pending_isr
-    if p is None:
-        return 0
-    m = _pending.get(p)
-    if m is None:
-        m = _pending[p] = mask_of(b for b, _epoch in p)
-    return m
+def proposed(s: State) -> int:
+    """Brokers of the in-flight AlterPartition proposal (0 if none)."""
+    return 0 if s.pending_isr == NO_PROPOSAL else s.pending_isr
 
 
 def describe(s: State) -> dict:
     """MODEL.md's named variables, JSON-friendly."""
+    def entries(log: int) -> list[list[int]]:
+        return [list(e) for e in logs.entries(log)]
+
     return {
         "leader": s.leader,
         "leader_epoch": s.leader_epoch,
@@ -149,12 +143,12 @@ def describe(s: State) -> dict:
         "min_isr": s.min_isr,
         "status": [STATUS_NAMES[x] for x in s.status],
         "clean_shutdown_epoch": list(s.clean_shutdown_epoch),
-        "log": [[list(e) for e in lg] for lg in s.log],
+        "log": [entries(lg) for lg in s.log],
         "hwm": list(s.hwm),
-        "pending_isr": None if s.pending_isr is None else members(pending_mask(s)),
+        "pending_isr": None if s.pending_isr == NO_PROPOSAL else members(s.pending_isr),
         "acked": members(s.acked),
         "acks_all": members(s.acks_all),
-        "exposed": [list(e) for e in s.exposed],
+        "exposed": entries(s.exposed),
         "produced": s.produced,
         "unclean_shutdowns": s.unclean_shutdowns,
         "lost_unregistered": members(lost_unregistered(s)),
@@ -166,58 +160,68 @@ def describe(s: State) -> dict:
     }
 
 
-def permute(s: State, to: list[int] | tuple[int, ...]) -> State:
+# ---- symmetry over brokers 1..N-1 ---------------------------------------------------
+
+def renamed_mask(m: int, to: tuple[int, ...]) -> int:
+    out = 0
+    for b in range(len(to)):
+        if m >> b & 1:
+            out |= 1 << to[b]
+    return out
+
+
+def renamed_id(b: int, to: tuple[int, ...]) -> int:
+    return b if b < 0 else to[b]
+
+
+def renamed_per_broker(t: tuple[int, ...], to: tuple[int, ...]) -> tuple[int, ...]:
+    out = t
+    for b in range(len(to)):
+        out = replace_at(out, to[b], t[b])
+    return out
+
+
+def permute(s: State, to: tuple[int, ...]) -> State:
     """`s` with broker b renamed to[b] everywhere a broker id appears (records
-    and epochs are not broker ids and stay): the renamings --symmetry
-    identifies states under (tests check symmetric_form against it)."""
-    old = [0] * len(to)             # old[new id] = old id
-    for b, q in enumerate(to):
-        old[q] = b
-
-    def mask(m: int) -> int:
-        return sum(1 << to[b] for b in MEMBERS[m])
-
-    def per_broker(t: tuple) -> tuple:
-        return tuple(t[b] for b in old)
-
-    def one(b: int) -> int:
-        return b if b < 0 else to[b]
-
+    and epochs are not broker ids and stay)."""
     return s._replace(
-        leader=one(s.leader), isr=mask(s.isr), elr=mask(s.elr), last_known_elr=mask(s.last_known_elr),
-        last_known_leader=one(s.last_known_leader), fenced=mask(s.fenced),
-        broker_epoch=per_broker(s.broker_epoch), status=per_broker(s.status),
-        clean_shutdown_epoch=per_broker(s.clean_shutdown_epoch), log=per_broker(s.log), hwm=per_broker(s.hwm),
-        pending_isr=None if s.pending_isr is None else tuple(sorted((to[b], e) for b, e in s.pending_isr)))
+        leader=renamed_id(s.leader, to), isr=renamed_mask(s.isr, to), elr=renamed_mask(s.elr, to),
+        last_known_elr=renamed_mask(s.last_known_elr, to), last_known_leader=renamed_id(s.last_known_leader, to),
+        fenced=renamed_mask(s.fenced, to), broker_epoch=renamed_per_broker(s.broker_epoch, to),
+        status=renamed_per_broker(s.status, to),
+        clean_shutdown_epoch=renamed_per_broker(s.clean_shutdown_epoch, to),
+        log=renamed_per_broker(s.log, to), hwm=renamed_per_broker(s.hwm, to),
+        pending_isr=s.pending_isr if s.pending_isr == NO_PROPOSAL else renamed_mask(s.pending_isr, to),
+        pending_epochs=renamed_per_broker(s.pending_epochs, to))
 
 
-# BITS[n][m][b]: whether broker b (of n) is in the set m
-BITS: tuple[tuple[tuple[int, ...], ...], ...] = tuple(
-    tuple(tuple(m >> b & 1 for b in range(n)) for m in range(1 << n)) for n in range(9))
+def view(s: State, b: int) -> tuple[int, ...]:
+    """Everything the state says about broker b, without its id (its
+    membership of the proposal is its epoch there, 0 if none)."""
+    return (s.status[b], s.clean_shutdown_epoch[b], s.broker_epoch[b], s.hwm[b], s.log[b], s.isr >> b & 1,
+            s.elr >> b & 1, s.last_known_elr >> b & 1, s.fenced >> b & 1, int(s.leader == b),
+            int(s.last_known_leader == b), s.pending_epochs[b])
 
 
-@lru_cache(maxsize=None)
-def _proposed(pending: tuple[tuple[int, int], ...] | None, n: int) -> tuple[int, ...]:
-    """Each broker's epoch in the proposal, 0 if absent (epochs start at 1)."""
-    epochs = dict(pending or ())
-    return tuple(epochs.get(b, 0) for b in range(n))
+def sorted_renaming(s: State, identity: tuple[int, ...]) -> tuple[int, ...]:
+    """The renaming of brokers 1..N-1 that orders their views ascending
+    (broker 0 keeps its name): `to[b]` is b's rank among them. Brokers with
+    equal views are interchangeable, so ties may go either way."""
+    order = identity                   # order[k]: the broker that becomes k
+    for k in range(2, len(identity)):  # insertion sort of brokers 1..N-1 by view
+        j = k
+        while j > 1 and view(s, order[j]) < view(s, order[j - 1]):
+            moved = order[j - 1]
+            order = replace_at(replace_at(order, j - 1, order[j]), j, moved)
+            j -= 1
+    to = identity
+    for k in range(len(identity)):
+        to = replace_at(to, order[k], k)
+    return to
 
 
-def symmetric_form(s: State) -> tuple:
-    """A value equal for two states iff one is the other with brokers
-    1..N-1 renamed: the broker-independent variables, broker 0's view, and
-    the sorted views of brokers 1..N-1, a view being everything the state
-    says about one broker without its id. Renaming permutes the views, and
-    the state can be rebuilt from the form up to renaming, so no (N-1)!
-    permutations are tried."""
-    n = len(s.status)
-    bits = BITS[n]
-    views = list(zip(s.status, s.clean_shutdown_epoch, s.broker_epoch, s.hwm, s.log, bits[s.isr], bits[s.elr],
-                     bits[s.last_known_elr], bits[s.fenced], bits[1 << s.leader if s.leader >= 0 else 0],
-                     bits[1 << s.last_known_leader if s.last_known_leader >= 0 else 0],
-                     _proposed(s.pending_isr, n)))
-    rest = views[1:]
-    rest.sort()
-    return (s.leader_epoch, s.leader_recovery, s.min_isr, s.pending_isr is None, s.acked, s.acks_all,
-            s.exposed, s.produced, s.unclean_shutdowns, s.clean_shutdowns, s.fences, s.isr_shrinks,
-            s.min_isr_changes, s.admin_elections, views[0], *rest)
+def symmetric_representative(s: State, identity: tuple[int, ...]) -> State:
+    """The member of s's class (states equal up to renaming brokers
+    1..N-1) whose brokers 1..N-1 have ascending views: equal for two states
+    iff one is the other renamed, with one sort instead of (N-1)! tries."""
+    return permute(s, sorted_renaming(s, identity))

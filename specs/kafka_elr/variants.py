@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from modelcheck.ops import popcount
+
+from . import rules
 from .kafka4 import Kafka4
-from .protocol import Kip966
-from .rules import clean_candidates, recovery_rank
-from .types import NO_LEADER, State, members, pending_mask, size
+from .protocol import PREFERRED, UNCLEAN, Kip966
+from .types import NO_LEADER, State, bit, proposed, size
 
 
 class Legacy(Kip966):
@@ -14,12 +16,12 @@ class Legacy(Kip966):
     motivation ("last replica standing") is a counterexample here."""
 
     variant = "legacy"
-    admin_types = ("PREFERRED", "UNCLEAN")      # KIP-460 only
+    admin_types = (PREFERRED, UNCLEAN)      # KIP-460 only
     omit = frozenset({"UncleanRecovery", "ElrDisjointIsr", "ElrOnlyUnderMinIsr",
                       "ElrHasDataToHwm", "ElectableAtLeastMinIsr"})
 
-    def change_isr(self, s: State, proposed: int) -> State:
-        return s._replace(isr=proposed or s.isr)
+    def change_isr(self, s: State, proposal: int) -> State:
+        return s._replace(isr=proposal if proposal else s.isr)
 
     def hwm_may_advance(self, s: State) -> bool:
         return True
@@ -27,15 +29,13 @@ class Legacy(Kip966):
     def registration_is_clean(self, s: State, b: int) -> bool:
         return True     # nothing is detected, so nothing is removed
 
-    def elections(self, s: State) -> list[tuple[int, State]]:
+    def candidates(self, s: State) -> tuple[int, bool]:
         """An unfenced ISR member; else, with unclean.leader.election.enable,
         any unfenced replica (RECOVERING)."""
-        clean = members(clean_candidates(s.isr, 0, s.fenced))
-        if clean:
-            return [(c, self.elect(s, c)) for c in clean]
-        if not self.config["unclean_leader_election"]:
-            return []
-        return [(c, self.elect(s, c, unclean=True)) for c in range(self.n) if self.unfenced(s, c)]
+        clean = rules.clean_candidates(s.isr, 0, s.fenced)
+        if clean or not self.unclean_leader_election:
+            return clean, False
+        return self.everyone & ~s.fenced, True
 
 
 class ElrOnly(Kip966):
@@ -46,21 +46,21 @@ class ElrOnly(Kip966):
     LastKnownLeader to be unfenced."""
 
     variant = "kip966-elr-only"
-    admin_types = ("PREFERRED", "UNCLEAN")      # no LONGEST_LOG_* or DESIGNATION without the recovery manager
+    admin_types = (PREFERRED, UNCLEAN)      # no LONGEST_LOG_* or DESIGNATION without the recovery manager
     omit = frozenset({"UncleanRecovery"})
 
-    def elections(self, s: State) -> list[tuple[int, State]]:
-        clean = super().elections(s)
+    def candidates(self, s: State) -> tuple[int, bool]:
+        clean = rules.clean_candidates(s.isr, s.elr, s.fenced)
         if clean or s.isr:
-            return clean
-        if self.config["unclean_leader_election"]:
+            return clean, False
+        if self.unclean_leader_election:
             # "The unclean leader election will be randomly choosing an unfenced replica as it is today."
-            return [(c, self.elect(s, c, unclean=True)) for c in range(self.n) if self.unfenced(s, c)]
+            return self.everyone & ~s.fenced, True
         lkl = s.last_known_leader
         if not s.elr and lkl != NO_LEADER and self.unfenced(s, lkl):
             # "elect the LastKnownLeader once it is unfenced": outside ISR and ELR, so unclean (KIP-704)
-            return [(lkl, self.elect(s, lkl, unclean=True))]
-        return []
+            return bit(lkl), True
+        return 0, False
 
 
 class HwmIgnoresMinIsr(Kip966):
@@ -81,7 +81,7 @@ class HwmOnMaximalIsr(Kip966):
     variant = "hwm-on-maximal-isr"
 
     def hwm_may_advance(self, s: State) -> bool:
-        return size(s.isr | pending_mask(s)) >= self.eff_min_isr(s)
+        return size(s.isr | proposed(s)) >= self.eff_min_isr(s)
 
 
 class BalancedFixedResponses(Kip966):
@@ -91,14 +91,22 @@ class BalancedFixedResponses(Kip966):
 
     variant = "balanced-fixed-responses"
 
-    def balanced_winners(self, s: State, answered: list[int]) -> list[int]:
+    def balanced_winners(self, s: State, answered: int) -> int:
         """Any responder that ranks highest among some min-ISR-sized set of
         responders can win (any such set may have answered first)."""
         k = self.eff_min_isr(s)
-        if len(answered) < k:
-            return []
-        rank = {b: recovery_rank(s.log[b]) for b in answered}
-        return [w for w in answered if sum(rank[x] <= rank[w] for x in answered) >= k]
+        if popcount(answered) < k:
+            return 0
+        winners = 0
+        for w in range(self.n):
+            if answered >> w & 1:
+                outranked = 0       # responders ranking at most as high as w, w included
+                for x in range(self.n):
+                    if answered >> x & 1 and rules.recovery_rank(s.log[x]) <= rules.recovery_rank(s.log[w]):
+                        outranked += 1
+                if outranked >= k:
+                    winners |= bit(w)
+        return winners
 
 
 class NoUncleanDetection(Kip966):
