@@ -90,7 +90,7 @@ class Progress:
             f"queue {st['queue']:,}  {st['states_per_s']:,.0f} states/s  {st['elapsed_s']:.0f} s")
         if self.live:
             self.live.update(Text(line))
-        elif self.enabled and time.monotonic() - self.last >= 10:
+        elif self.enabled and ("note" in st or time.monotonic() - self.last >= 10):
             self.console.print(line)
             self.last = time.monotonic()
 
@@ -140,15 +140,17 @@ def main() -> None:
 @click.option("--trace-out", metavar="FILE", help="Write the counterexample (JSON) to FILE if there is one.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=os.cpu_count() or 1,
-              show_default="all cores", help="Processes that share the state space (fast engine; bfs is one "
-              "process, spark uses --partitions).")
+              show_default="all cores", help="Threads that share the state space (fast engine; bfs is one "
+              "thread, spark uses --partitions).")
 @click.option("--symmetry", is_flag=True, help="Explore one state of each class that differs only by renaming "
               "brokers 1..N-1 (broker 0, the preferred replica, keeps its name): fewer states, same verdict. "
               "Refused where the rules tell brokers apart (kafka-4, admin elections).")
 @click.option("--engine", type=click.Choice(ENGINES), default="fast", show_default=True,
-              help="fast: batched, 8-byte visited entries, states sharded by fingerprint over --workers "
-                   "processes; bfs: the one-process reference; spark: the fast engine's shards on Spark "
-                   "executors (pip install '.[spark]', Java 17+). All give the same counts and traces.")
+              help="fast: the spec compiled (numba; the first run of a variant compiles for about 30 s, later "
+                   "runs load it) over packed states, sharded over --workers threads; bfs: the interpreted "
+                   "one-thread reference; spark: the compiled search on Spark executors (pip install "
+                   "'.[spark]', Java 17+). All give the same counts and traces. Without a working numba, "
+                   "fast runs bfs and says so.")
 @click.option("--master", metavar="URL", help="Spark master for --engine spark: local, local[N], local[*], "
               "spark://HOST:PORT, yarn, k8s://https://HOST:PORT (default local[*], or spark-submit's when run "
               "under it; see docs/spark.md).")
@@ -217,6 +219,9 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
         traceback.print_exc()
         click.echo("error: internal error, no verdict (the traceback above is a bug to report)", err=True)
         sys.exit(EXIT_INTERNAL)
+    kernel = result.run_info.get("kernel", "")
+    if kernel.startswith("interpreted"):
+        click.echo(f"warning: no compiled kernel ({kernel.split(': ', 1)[1]}); ran the interpreted engine", err=True)
     trace = described(spec, result.trace)
     verdict = result.verdict if result.holds else f"violated: {result.invariant}"
     if trace_out and not result.holds:
@@ -258,6 +263,9 @@ def print_result(spec: Any, result: CheckResult, expected: str | None, verdict: 
                            f"{shlex.quote(trace_out)}"))
     out.print(f"distinct states: {result.distinct_states:,}  generated: {result.generated_states:,}  "
               f"depth: {result.depth}  time: {result.elapsed_s:.1f} s ({rate:,.0f} distinct states/s)")
+    keys = state_keys(result.run_info)
+    if keys:
+        out.print(keys)
     fired = "  ".join(f"{name} {count:,}" for name, count in result.coverage.items())
     out.print(f"coverage (transitions per action): {fired}")
     never = [name for name, count in result.coverage.items() if count == 0]
@@ -266,6 +274,17 @@ def print_result(spec: Any, result: CheckResult, expected: str | None, verdict: 
     if expected is not None:
         out.print(f"expected: {expected} -> " + ("[green]as expected[/]" if expected == verdict
                                                   else "[bold red]DIFFERS[/]"))
+
+
+def state_keys(info: dict[str, Any]) -> str:
+    """How the compiled engines identified states: exactly, or by
+    fingerprints with TLC's collision estimate."""
+    if info.get("state_keys") == "exact":
+        return f"states identified exactly (packed in {info['state_bits']} bits, stored whole)"
+    if info.get("state_keys") == "fingerprint":
+        return (f"states identified by 64-bit fingerprints of {info['state_bits']}-bit packed states; "
+                f"collision probability (TLC's optimistic estimate) {info['collision_probability']:.1e}")
+    return ""
 
 
 @main.command()

@@ -1,66 +1,78 @@
-"""Benchmark: where a state's time goes, phase by phase, on one core.
+"""Benchmark: where a state's time goes in the fast engine, phase by
+phase, on one thread: the kernel's expansion (successors, packing, keys),
+the visited set's insert (sort and merge), the invariants, and the rest of
+the engine; then the same config's interpreted spec (what the reference
+engine spends a state) for comparison.
 
-Collects the reachable states of a config (breadth-first, up to --states),
-then times each phase of the fast engine's per-state work over all of them:
-the spec's successors (and each action alone), the checked invariants
-(each alone), canonical encoding and fingerprinting of every successor.
-What the engine adds on top is the difference to `modelcheck check -w 1`.
-
-    python bench/phases.py                          # max_records=1 (100,617 states)
-    python bench/phases.py --set max_records=2 --states 300000
+    python bench/phases.py                          # the default config
+    python bench/phases.py --set max_records=1
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import time
 import tomllib
 
-from modelcheck.fingerprint import fingerprints
+from modelcheck.engine import batch, fast
+from modelcheck.engine.kernel import kernel_for
 from specs.kafka_elr import load
-
-
-def timed(fn) -> float:
-    started = time.perf_counter()
-    fn()
-    return time.perf_counter() - started
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    ap.add_argument("--states", type=int, default=1_000_000, help="at most this many states")
+    ap.add_argument("--interpreted-states", type=int, default=100_000, help="states the interpreted spec is timed on")
     ns = ap.parse_args()
-    config = {"max_records": 1} | {k: tomllib.loads(f"v = {v}")["v"] for k, v in (s.split("=", 1) for s in ns.set)}
+    config = {k: tomllib.loads(f"v = {v}")["v"] for k, v in (s.split("=", 1) for s in ns.set)}
     spec = load(config)
-    gc.disable()
-    seen, states = set(spec.init_states()), list(spec.init_states())
-    for s in states:            # grows while iterated: a breadth-first walk
-        if len(states) >= ns.states:
+    kernel = kernel_for(spec)
+    spent: dict[str, float] = {}
+
+    def timed(name, fn):
+        def wrapper(*args, **kw):
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kw)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.perf_counter() - started
+        return wrapper
+
+    kernel.module.expand = timed("kernel: expand (successors, pack, keys)", kernel.module.expand)
+    kernel.check = timed("kernel: invariants", kernel.check)
+    batch.Visited.insert_new = timed("visited set: insert_new (sort, merge)", batch.Visited.insert_new)
+    started = time.perf_counter()
+    r = fast.check(spec, kernel, workers=1)
+    total = time.perf_counter() - started
+    n = r.distinct_states
+    print(f"{config or 'default'}: {n:,} states, {r.generated_states:,} successors "
+          f"({r.generated_states / n:.2f} a state), one thread, {total:.2f} s")
+    print(f"{'phase':42} {'s':>6} {'ns a state':>11}")
+    for name, seconds in spent.items():
+        print(f"{name:42} {seconds:6.2f} {seconds / n * 1e9:11.0f}")
+    rest = total - sum(spent.values())
+    print(f"{'the engine around them':42} {rest:6.2f} {rest / n * 1e9:11.0f}")
+    print(f"{'total':42} {total:6.2f} {total / n * 1e9:11.0f}")
+    # the interpreted spec on the first states of the same search
+    states = list(spec.init_states())
+    seen = set(states)
+    for s in states:
+        if len(states) >= ns.interpreted_states:
             break
         for _name, _args, t in spec.successors(s):
             if t not in seen:
                 seen.add(t)
                 states.append(t)
-    del seen
-    n = len(states)
-    succ = [t for s in states for _name, _args, t in spec.successors(s)]
-    canons = list(map(spec.canonical, succ))
-    rows = [("successors", timed(lambda: [spec.successors(s) for s in states]), n),
-            ("invariants", timed(lambda: [spec.first_violation(s) for s in states]), n),
-            ("canonical", timed(lambda: list(map(spec.canonical, succ))), len(succ)),
-            ("fingerprints", timed(lambda: fingerprints(canons)), len(succ))]
-    print(f"{config}: {n:,} states, {len(succ):,} successors ({len(succ) / n:.2f} a state)")
-    print(f"{'phase':28} {'s':>7} {'us each':>8} {'us a state':>10}")
-    for name, seconds, count in rows:
-        print(f"{name:28} {seconds:7.2f} {seconds / count * 1e6:8.2f} {seconds / n * 1e6:10.2f}")
-    print(f"{'total':28} {sum(r[1] for r in rows):7.2f} {'':8} {sum(r[1] for r in rows) / n * 1e6:10.2f}")
-    for name, fn in spec.actions.items():
-        print(f"  action    {name:22} {timed(lambda: [list(fn(spec, s)) for s in states]):7.2f}")
-    for name in spec.checked_invariants():
-        fn = spec.invariants[name]
-        print(f"  invariant {name:22} {timed(lambda: [fn(spec, s) for s in states]):7.2f}")
+    started = time.perf_counter()
+    for s in states:
+        spec.successors(s)
+    succ = time.perf_counter() - started
+    started = time.perf_counter()
+    for s in states:
+        spec.first_violation(s)
+    inv = time.perf_counter() - started
+    print(f"interpreted spec, {len(states):,} states: successors {succ / len(states) * 1e9:,.0f} ns, "
+          f"invariants {inv / len(states) * 1e9:,.0f} ns a state")
 
 
 if __name__ == "__main__":

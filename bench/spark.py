@@ -38,13 +38,13 @@ ROLES = {  # what a process's command line says it is
 
 
 class PeakMemory(threading.Thread):
-    """Peak RSS (MB) by role: the check process is `driver py`, the fast
-    engine's forked processes `fast workers`, Spark's JVMs and Python
-    workers are told apart by their command lines."""
+    """Peak RSS (MB) by role: the check process is `driver py` (the fast
+    engine's threads included), Spark's JVMs and Python workers are told
+    apart by their command lines."""
 
     def __init__(self, root_pid: int):
         super().__init__(daemon=True)
-        self.root, self.peak, self.done = root_pid, dict.fromkeys(["driver py", "fast workers", *ROLES], 0.0), False
+        self.root, self.peak, self.done = root_pid, dict.fromkeys(["driver py", *ROLES], 0.0), False
 
     def run(self) -> None:
         while not self.done:
@@ -53,11 +53,9 @@ class PeakMemory(threading.Thread):
                 try:
                     cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
                     rss = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE / 2**20
-                    parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
                 except (OSError, IndexError, ValueError):
                     continue
                 role = "driver py" if int(pid) == self.root else \
-                    "fast workers" if parent == self.root and cmd.startswith(sys.executable) else \
                     next((r for r, mark in ROLES.items() if mark in cmd), None)
                 if role:
                     now[role] += rss
@@ -90,7 +88,7 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="the config (default: the default)")
     ap.add_argument("--master", default="local[2]", help="Spark master of the local runs (local[2])")
     ap.add_argument("--partitions", type=int, action="append", help="partition counts (1, 2, 4, 8)")
-    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="fast engine workers (all cores)")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="fast engine threads (all cores)")
     ap.add_argument("--skip-fast", action="store_true", help="no fast-engine run")
     ap.add_argument("--standalone", action="store_true", help="also run on a standalone master + worker on loopback")
     ns = ap.parse_args()
@@ -107,7 +105,8 @@ def main() -> None:
         results[f"spark {parts}"] = r
         print(line(f"spark {ns.master} P={parts}", r), flush=True)
     if ns.standalone:
-        from modelcheck.engine.spark_session import standalone_cluster
+        sys.path.insert(0, str(ROOT / "tests"))
+        from spark_cluster import standalone_cluster     # the tests' harness: a master and a worker on loopback
         with tempfile.TemporaryDirectory() as tmp, standalone_cluster(Path(tmp)) as url:
             for parts in ns.partitions or [2]:
                 r = run_check(["--engine", "spark", "--master", url, "--partitions", str(parts), *sets])

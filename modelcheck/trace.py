@@ -54,6 +54,22 @@ def apply_step(spec: Spec, state: Any, action: str, args: dict[str, Any]) -> lis
             if all(k in a and a[k] == v for k, v in args.items())]
 
 
+def replay_path(spec: Spec, kernel: Any, init: Any, indices: list[int], row: Any, invariant: str) -> list[Step]:
+    """A counterexample of a compiled engine from its path (successor
+    indices from an initial state), replayed through the interpreted spec;
+    it must arrive at the state the kernel packed (`row`), and is
+    re-validated by replay."""
+    steps = [Step(None, {}, init)]
+    state = init
+    for i in indices:
+        name, args, state = spec.successors(state)[i]
+        steps.append(Step(name, args, state))
+    if kernel.pack(state).tolist() != list(row):
+        raise TraceError("the compiled kernel and the interpreted spec disagree on the counterexample's last state")
+    validate(spec, steps, invariant)
+    return steps
+
+
 def validate(spec: Spec, steps: list[Step], invariant: str) -> None:
     """Replay `steps` through the spec; raise TraceError unless it is a real
     counterexample to `invariant`."""

@@ -1,28 +1,33 @@
-"""The engines agree: the fast engine, on one or two processes, reports the
-reference BFS's verdict, counts, coverage and trace; symmetry reduction
-keeps the verdict and the shortest trace length with fewer states."""
+"""The engines agree: the fast engine (the spec compiled, one or two
+threads) reports the reference engine's verdict, counts, coverage and
+trace on every variant and on random configs; symmetry reduction keeps the
+verdict and the shortest trace length with fewer states."""
 
 from __future__ import annotations
 
 from itertools import permutations
 
-import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from modelcheck.engine import run
-from modelcheck.engine.fast import NO_PARENT, Batch, Worker
-from modelcheck.fingerprint import fingerprint, fingerprints, shard_of
-from specs.kafka_elr import load
-from specs.kafka_elr.types import permute
+from modelcheck.spec import invariant
+from specs.kafka_elr import VARIANTS, Kip966, load
+from specs.kafka_elr.types import NO_LEADER, permute
 
 CONFIGS = [
     {"max_records": 1, "max_fences": 0},                       # holds, 7,768 states
     {"brokers": 2, "min_isr": 2},                               # holds, 41,381 states
+    {"brokers": 4, "min_isr": 3, "max_records": 1, "max_fences": 0, "max_isr_shrinks": 0},
     {"variant": "legacy"},                                      # NoAckedLoss, 7 steps
     {"variant": "hwm-on-maximal-isr"},                          # ElrHasDataToHwm, 6 steps
     {"variant": "kafka-4", "max_unclean_shutdowns": 2, "invariants": ["LeaderUnfenced"]},
     {"min_isr": 5, "max_records": 0, "invariants": ["ElectableAtLeastMinIsr"]},   # holds: min(5, N)
-]
+] + [  # every variant, with every action its config can enable
+    {"variant": v, "max_records": 1, "max_unclean_shutdowns": 2, "max_clean_shutdowns": 1,
+     "max_min_isr_changes": 1, "max_admin_elections": 1, "max_fences": 0}
+    for v in sorted(VARIANTS)]
 
 
 def summary(r):
@@ -31,7 +36,36 @@ def summary(r):
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()))
-def test_fast_engine_reproduces_the_reference_exactly(config):
+def test_the_compiled_engine_reproduces_the_reference_exactly(config):
+    spec = load(config)
+    reference = summary(run(spec, engine="bfs"))
+    one = run(spec, engine="fast", workers=1)
+    assert one.run_info["kernel"] == "compiled"
+    assert summary(one) == reference
+    assert summary(run(spec, engine="fast", workers=2)) == reference
+
+
+SMALL = st.fixed_dictionaries({
+    "variant": st.sampled_from(sorted(VARIANTS)),
+    "min_isr": st.integers(1, 4),
+    "max_records": st.integers(0, 1),
+    "max_unclean_shutdowns": st.integers(0, 2),
+    "max_clean_shutdowns": st.integers(0, 1),
+    "max_fences": st.integers(0, 1),
+    "max_isr_shrinks": st.integers(0, 1),
+    "max_min_isr_changes": st.integers(0, 1),
+    "max_admin_elections": st.integers(0, 1),
+    "unclean_leader_election": st.booleans(),
+    "unclean_recovery_strategy": st.sampled_from(["none", "balanced", "aggressive"]),
+    "acks": st.sampled_from([["1"], ["all"], ["1", "all"]]),
+})
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(SMALL)
+def test_random_configs_give_the_same_answers_on_every_engine(config):
+    """Random small configs of every variant (3 brokers, so each variant's
+    kernel is compiled once): verdict, counts, coverage and trace equal."""
     spec = load(config)
     reference = summary(run(spec, engine="bfs"))
     assert summary(run(spec, engine="fast", workers=1)) == reference
@@ -44,58 +78,34 @@ def test_the_legacy_default_counterexample_is_the_same_on_every_engine():
     assert {(r.invariant, r.distinct_states, len(r.trace) - 1) for r in results} == {("NoAckedLoss", 15970, 7)}
 
 
+class LeaderlessKip966(Kip966):
+    """KIP-966 with an invariant its initial state breaks (it has a leader)."""
+
+    @invariant("Leaderless")
+    def leaderless(self, s):
+        return s.leader == NO_LEADER
+
+
 def test_a_violating_initial_state_is_reported_at_depth_1():
-    spec = load({"min_isr": 2, "invariants": ["ElectableAtLeastMinIsr"]})
-    spec.eff_min_isr = lambda s: 4                 # no initial ISR of 3 reaches 4
+    spec = LeaderlessKip966(load({"max_records": 1}).config)
     reference = summary(run(spec, engine="bfs"))
-    assert reference[:5] == ("violated", "ElectableAtLeastMinIsr", 1, 1, 1)
+    assert reference == ("violated", "Leaderless", 1, 1, 1, {a: 0 for a in spec.actions}, [(None, {})])
+    assert summary(run(spec, engine="fast", workers=1)) == reference
     assert summary(run(spec, engine="fast", workers=2)) == reference
 
 
-@pytest.mark.parametrize("variant", ["kip966", "kafka-4", "legacy"])
-def test_actions_skipped_as_never_enabled_are_never_enabled(variant):
-    spec = load({"variant": variant, "max_records": 1, "max_fences": 2, "max_unclean_shutdowns": 0,
-                 "max_isr_shrinks": 0})
-    skipped = spec.never_enabled()
-    assert skipped == {"UncleanShutdown", "CleanShutdown", "ShrinkIsr", "AlterMinIsr", "AdminElectLeaders"}
-    seen, todo = set(), list(spec.init_states())
-    while todo:
-        s = todo.pop()
-        assert not [a for name in skipped for a in spec.instances(name, s)]
-        for _name, _args, t in spec.successors(s):
-            if t not in seen:
-                seen.add(t)
-                todo.append(t)
-    assert len(seen) > 100
-
-
-def test_batch_fingerprints_and_shards_equal_the_scalar_ones():
-    canons = [b"", b"x", bytes(range(256)) * 3]
-    fps = fingerprints(canons)
-    assert fps.dtype == np.uint64 and fps.tolist() == [fingerprint(c) for c in canons]
-    assert shard_of(fps, 3).tolist() == [shard_of(fingerprint(c), 3) for c in canons]
-
-
-def test_the_visited_set_costs_8_bytes_a_state_and_parent_links_16():
-    """One worker driven level by level: the visited shard is one uint64 a
-    state, the parent links two, and no state is kept once it is expanded."""
-    spec = load({"max_records": 1, "max_fences": 0})
-    init = spec.init_states()[0]
-    w = Worker(spec, 0, 1)
-    w.receive(Batch.encoded(np.array([fingerprint(spec.canonical(init))], dtype=np.uint64),
-                            np.zeros(1, dtype=np.int64), np.array([NO_PARENT], dtype=np.uint64), [spec.encode(init)]))
-    count = 0
-    while True:
-        keys, violation = w.settle()
-        assert violation is None
-        if not len(keys):
-            break
-        count += len(keys)
-        w.advance(np.argsort(np.argsort(keys)))
-        w.expand()
-    assert count == 7768
-    assert w.memory() == {"visited_bytes": 8 * count, "links_bytes": 16 * count}
-    assert run(spec, workers=2).memory == w.memory()
+def test_memory_a_state_visited_set_8_or_16_bytes_links_6():
+    """Exact keys take 16 bytes a state when a packed state needs two
+    words, fingerprints 8; a parent link 6 (row and successor index)."""
+    exact = run(load({"max_records": 1}), engine="fast", workers=2)
+    assert exact.run_info["state_keys"] == "exact" and exact.run_info["state_bits"] > 64
+    assert exact.memory["visited_bytes"] == 16 * exact.distinct_states
+    assert exact.memory["links_bytes"] == 6 * exact.distinct_states
+    fingerprinted = run(load({"max_fences": 0}), engine="fast", workers=2)
+    assert fingerprinted.holds
+    assert fingerprinted.run_info["state_keys"] == "fingerprint" and fingerprinted.run_info["state_bits"] > 128
+    assert 0 < fingerprinted.run_info["collision_probability"] < 1e-6
+    assert fingerprinted.memory["visited_bytes"] == 8 * fingerprinted.distinct_states
 
 
 # ---- symmetry over brokers 1..N-1 ---------------------------------------------------
@@ -103,7 +113,7 @@ def test_the_visited_set_costs_8_bytes_a_state_and_parent_links_16():
 def class_of(spec, state) -> bytes:
     """The class of a state under renaming brokers 1..N-1, by brute force:
     the smallest encoding over all (N-1)! renamings."""
-    return min(spec.encode(permute(state, [0, *p])) for p in permutations(range(1, spec.n)))
+    return min(spec.encode(permute(state, (0, *p))) for p in permutations(range(1, spec.n)))
 
 
 def test_the_symmetric_form_identifies_exactly_the_renamed_states():
@@ -116,7 +126,7 @@ def test_the_symmetric_form_identifies_exactly_the_renamed_states():
         states += frontier[::5]
     assert len(states) > 1000
     for s in states[::10]:
-        assert len({sym.canonical(permute(s, [0, *p])) for p in permutations(range(1, 4))}) == 1
+        assert len({sym.canonical(permute(s, (0, *p))) for p in permutations(range(1, 4))}) == 1
     pairs = {(class_of(spec, s), sym.canonical(s)) for s in states}
     assert len(pairs) == len({c for c, _ in pairs}) == len({f for _, f in pairs}) < len(states)
 

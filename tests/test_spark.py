@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from functools import partial
 
 import pytest
 from click.testing import CliRunner
@@ -19,7 +18,10 @@ from click.testing import CliRunner
 from cli import main
 from modelcheck.engine import run
 from modelcheck.engine import spark_session
-from specs.kafka_elr import load
+from spark_cluster import standalone_cluster
+from modelcheck.spec import invariant
+from specs.kafka_elr import Kip966, load
+from specs.kafka_elr.types import NO_LEADER
 
 pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
 
@@ -53,11 +55,19 @@ def test_spark_with_symmetry_keeps_the_reduced_count_and_the_shortest_trace():
     assert expected[2] < 15970 and len(expected[6]) == 8
 
 
+class LeaderlessKip966(Kip966):
+    """KIP-966 with an invariant its initial state breaks (it has a leader).
+    Executors never import this module: the kernel travels as its source."""
+
+    @invariant("Leaderless")
+    def leaderless(self, s):
+        return s.leader == NO_LEADER
+
+
 def test_a_violating_initial_state_is_found_at_depth_1_on_spark():
-    spec = load({"min_isr": 2, "invariants": ["ElectableAtLeastMinIsr"]})
-    spec.eff_min_isr = partial(getattr, 4, "real")     # a picklable `lambda state: 4`: no ISR of 3 reaches it
+    spec = LeaderlessKip966(load({"max_records": 1}).config)
     expected = summary(run(spec, engine="bfs"))
-    assert expected[:5] == ("violated", "ElectableAtLeastMinIsr", 1, 1, 1)
+    assert expected[:5] == ("violated", "Leaderless", 1, 1, 1)
     assert summary(run(spec, engine="spark", master="local[2]")) == expected
 
 
@@ -166,7 +176,7 @@ def test_spark_env_zips_what_executors_import(tmp_path):
 def standalone(tmp_path_factory):
     """(master URL, the worker's directory of applications)."""
     root = tmp_path_factory.mktemp("standalone")
-    with spark_session.standalone_cluster(root) as url:
+    with standalone_cluster(root) as url:
         yield url, root / "work"
 
 
@@ -177,22 +187,24 @@ def standalone_master(standalone):
 
 @pytest.fixture(scope="module")
 def bare_executor_python(tmp_path_factory):
-    """A Python for executors that has numpy and xxhash but not modelcheck
-    (no site-packages: `python -S`), as a cluster node without modelcheck
-    installed: the engine must ship itself and the spec."""
+    """A Python for executors that has numpy and numba (the kernel's
+    dependencies) but not modelcheck (no site-packages: `python -S`), as a
+    cluster node without modelcheck installed: the engine must ship itself
+    and the spec."""
+    import llvmlite
+    import numba
     import numpy
-    import xxhash
 
     root = tmp_path_factory.mktemp("executor-python")
     deps = root / "deps"
     deps.mkdir()
-    for package in (Path(numpy.__file__).parent, Path(xxhash.__file__).parent):
+    for package in (Path(numpy.__file__).parent, Path(numba.__file__).parent, Path(llvmlite.__file__).parent):
         for path in package.parent.glob(package.name + "*"):    # the package, and numpy.libs where wheels put it
             (deps / path.name).symlink_to(path)
     python = root / "python"
     python.write_text(f'#!/bin/sh\nPYTHONPATH="$PYTHONPATH:{deps}" exec {sys.executable} -S "$@"\n')
     python.chmod(0o755)
-    probe = subprocess.run([str(python), "-c", "import numpy, xxhash\nimport modelcheck"], capture_output=True,
+    probe = subprocess.run([str(python), "-c", "import numpy, numba\nimport modelcheck"], capture_output=True,
                            text=True, cwd=root)
     assert "No module named 'modelcheck'" in probe.stderr
     return python
@@ -249,3 +261,12 @@ def test_with_a_checkpoint_dir_results_are_the_same_on_local_spark(tmp_path):
     got = run(spec, engine="spark", master="local[2]", spark_settings={"spark.checkpoint.dir": str(tmp_path)})
     assert summary(got) == expected
     assert list(tmp_path.iterdir()) == []
+
+
+def test_without_a_kernel_the_spark_engine_refuses_instead_of_running_on_one_thread():
+    p = subprocess.run(["modelcheck", "check", "--engine", "spark", "-q", "--set", "max_records=1"],
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "MODELCHECK_KERNEL": "interpreted"})
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr == ("error: --engine spark runs the compiled kernel, and there is none here: "
+                        "MODELCHECK_KERNEL=interpreted\n")

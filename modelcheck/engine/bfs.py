@@ -9,18 +9,13 @@ re-validated by replay before it is returned.
 from __future__ import annotations
 
 import time
-from typing import Callable
-
 from ..fingerprint import fingerprint
 from ..result import CheckResult
 from ..spec import Spec
 from ..store import DictStore, VisitedStore
 from ..trace import rebuild, validate
+from .progress import Progress, progress_counts
 
-# Called with counts (distinct, generated, depth, queue, elapsed_s,
-# states_per_s) as a check goes, or with {"note": text} for a phase that
-# has no counts yet (e.g. Spark starting).
-Progress = Callable[[dict], None]
 PROGRESS_EVERY = 4096  # states between progress reports inside a level
 
 
@@ -65,17 +60,10 @@ def check(spec: Spec, *, store: VisitedStore | None = None,
                         return result(bad, depth + 1, fp)
                     level.append((fp, nxt))
             if progress and done % PROGRESS_EVERY == PROGRESS_EVERY - 1:
-                progress(_stats(store, generated, depth, len(frontier) - done + len(level), started))
+                progress(progress_counts(len(store), generated, depth, len(frontier) - done + len(level), started))
         frontier = level
         if frontier:
             depth += 1
         if progress:
-            progress(_stats(store, generated, depth, len(frontier), started))
+            progress(progress_counts(len(store), generated, depth, len(frontier), started))
     return result(None, depth)
-
-
-def _stats(store: VisitedStore, generated: int, depth: int, queue: int, started: float) -> dict:
-    elapsed = time.perf_counter() - started
-    return {"distinct": len(store), "generated": generated, "depth": depth,
-            "queue": queue, "elapsed_s": elapsed,
-            "states_per_s": len(store) / elapsed if elapsed > 0 else 0.0}

@@ -124,12 +124,6 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     def encode(self, state: State) -> bytes:
         return marshal.dumps(tuple(state), 2)
 
-    def decode(self, data: bytes) -> State:
-        return State._make(marshal.loads(data))
-
-    def canonical_is_encoding(self) -> bool:
-        return not self.symmetric
-
     def representative(self, s: State) -> State:
         return symmetric_representative(s, self.brokers) if self.symmetric else s
 

@@ -1,0 +1,212 @@
+"""The compiled kernel against the interpreted spec it is compiled from:
+the same successors (action, index, state) and the same invariant verdicts
+on every reachable state, keys that identify exactly what the interpreted
+canonical form identifies; and what happens when it cannot be had."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from modelcheck.engine import run
+from modelcheck.engine.batch import expand
+from modelcheck.engine.kernel import KernelError, KernelUnavailable, kernel_for
+from modelcheck.ops import replace_at
+from modelcheck.spec import Field, action, invariant
+from specs.kafka_elr import VARIANTS, Kip966, load
+from specs.kafka_elr.protocol import BROKER
+from specs.kafka_elr.types import NO_LEADER
+
+
+def reachable(spec, limit: int = 30000) -> list:
+    """States in breadth-first order, invariants not checked (so states past
+    a violation are compared too)."""
+    seen = {spec.canonical(s) for s in spec.init_states()}
+    states = list(spec.init_states())
+    for s in states:
+        if len(states) >= limit:
+            break
+        for _name, _args, t in spec.successors(s):
+            key = spec.encode(t)
+            if key not in seen:
+                seen.add(key)
+                states.append(t)
+    return states
+
+
+FULL = {"max_records": 1, "max_unclean_shutdowns": 2, "max_clean_shutdowns": 1, "max_min_isr_changes": 1,
+        "max_admin_elections": 1}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_compiled_successors_are_the_interpreted_ones_on_every_state(variant):
+    spec = load({"variant": variant, **FULL})
+    kernel = kernel_for(spec)
+    states = reachable(spec)
+    rows = np.array([kernel.pack(s) for s in states])
+    got = expand(kernel, rows, 0, len(rows))
+    names = list(spec.actions)
+    want = [(i, j, name, t) for i, s in enumerate(states) for j, (name, _a, t) in enumerate(spec.successors(s))]
+    assert len(got) == len(want) > len(states)
+    for k, (i, j, name, t) in enumerate(want):
+        assert (got.parents[k], got.index[k], names[got.action[k]]) == (i, j, name)
+        assert kernel.unpack(got.words[k]) == t, (k, name)
+
+
+@pytest.mark.parametrize("variant", ["kip966", "legacy", "kafka-4", "no-unclean-detection"])
+def test_compiled_invariants_judge_every_state_as_the_interpreted_ones(variant):
+    """Each invariant alone (a config that checks only it), on states that
+    break it as well as states that keep it."""
+    base = load({"variant": variant, **FULL})
+    states = reachable(base)
+    broken = 0
+    for name in base.invariants:
+        spec = load({"variant": variant, **FULL, "invariants": [name]})
+        kernel = kernel_for(spec)
+        rows = np.array([kernel.pack(s) for s in states])
+        verdicts = [kernel.check(rows, i, i + 1)[0] == i for i in range(len(rows))]
+        assert verdicts == [spec.first_violation(s) == name for s in states], name
+        broken += sum(verdicts)
+    assert broken > 0       # some states of these variants break some invariant
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_keys_identify_exactly_the_states_the_canonical_form_identifies(symmetric):
+    spec = load({"brokers": 4, "min_isr": 3, "max_records": 1, "max_fences": 0})
+    if symmetric:
+        spec.enable_symmetry()
+    kernel = kernel_for(spec)
+    states = reachable(spec, 20000)
+    rows = np.array([kernel.pack(s) for s in states])
+    keys = [k.tobytes() for k in kernel.keys(rows)]
+    pairs = set(zip(keys, (spec.canonical(s) for s in states)))
+    assert len(pairs) == len({k for k, _ in pairs}) == len({c for _, c in pairs})
+    assert (len(pairs) < len(states)) == symmetric
+
+
+def test_packing_round_trips_and_knows_when_a_state_fits_128_bits():
+    small = kernel_for(load({"max_records": 1}))
+    assert small.exact and small.bits <= 128 and small.key_words == 2
+    for s in reachable(load({"max_records": 1}), 5000):
+        assert small.unpack(small.pack(s)) == s
+    large = kernel_for(load({}))
+    assert not large.exact and large.bits > 128 and large.key_words == 1
+
+
+class NarrowEpochs(Kip966):
+    """A layout that claims the leader epoch never passes 1."""
+
+    def layout(self):
+        return [Field(f.name, 0, 1) if f.name == "leader_epoch" else f for f in super().layout()]
+
+
+def test_a_state_outside_the_declared_layout_stops_the_check_naming_the_field():
+    spec = NarrowEpochs(load({"max_records": 1}).config)
+    with pytest.raises(KernelError, match="leader_epoch left the range 0..1 that NarrowEpochs.layout"):
+        run(spec, engine="fast")
+
+
+class UsesAList(Kip966):
+    @action("Fetch", broker=BROKER)
+    def fetch(self, s, b):
+        followers = [x for x in range(self.n) if x != s.leader]
+        return s if b in followers else None
+
+
+class CallsSuper(Kip966):
+    def candidates(self, s):
+        return super().candidates(s)
+
+
+@pytest.mark.parametrize("cls, why", [
+    (UsesAList, r"UsesAList.fetch \(line 3\): ListComp cannot be compiled"),
+    (CallsSuper, r"CallsSuper.candidates \(line 2\): super\(\) cannot be compiled"),
+])
+def test_code_the_kernel_cannot_compile_is_named_and_the_check_runs_interpreted(cls, why):
+    spec = cls(load({"max_records": 1, "max_fences": 0}).config)
+    with pytest.raises(KernelUnavailable, match=why):
+        kernel_for(spec)
+    result = run(spec, engine="fast")
+    assert result.run_info["kernel"].startswith("interpreted: ") and result.holds
+
+
+def cli(*args, env=None, code=None):
+    argv = ["-c", code] if code else ["-m", "cli"]
+    return subprocess.run([sys.executable, *argv, *args], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **(env or {})}, cwd=os.path.dirname(os.path.dirname(__file__)))
+
+
+def test_without_a_working_numba_the_check_warns_once_and_runs_interpreted():
+    compiled = cli("check", "--json", "-q", "--set", "max_records=1", "--set", "max_fences=0")
+    forced = cli("check", "--json", "-q", "--set", "max_records=1", "--set", "max_fences=0",
+                 env={"MODELCHECK_KERNEL": "interpreted"})
+    no_numba = cli("check", "--json", "-q", "--set", "max_records=1", "--set", "max_fences=0",
+                   code="import sys; sys.modules['numba'] = None; sys.argv[0] = 'modelcheck'\n"
+                        "from cli import main; main()")
+    assert compiled.returncode == forced.returncode == no_numba.returncode == 0
+    assert compiled.stderr == ""
+    assert forced.stderr == ("warning: no compiled kernel (MODELCHECK_KERNEL=interpreted); "
+                             "ran the interpreted engine\n")
+    assert no_numba.stderr.startswith("warning: no compiled kernel (numba cannot be imported (ModuleNotFoundError")
+    assert no_numba.stderr.count("\n") == 1
+    import json
+    keys = ("verdict", "distinct_states", "generated_states", "depth", "coverage")
+    outs = [json.loads(p.stdout) for p in (compiled, forced, no_numba)]
+    assert len({tuple(json.dumps(o[k]) for k in keys) for o in outs}) == 1
+    assert outs[0]["kernel"] == "compiled" and outs[1]["kernel"].startswith("interpreted")
+
+
+def test_a_kernel_travels_as_its_source_and_loads_again():
+    """As Spark broadcasts it: what arrives packs and expands the same."""
+    spec = load({"max_records": 1})
+    kernel = kernel_for(spec)
+    copy = pickle.loads(pickle.dumps(kernel))
+    assert b"modelcheck_glue_" not in pickle.dumps(kernel)        # no module object, only its source
+    init = spec.init_states()[0]
+    assert np.array_equal(copy.pack(init), kernel.pack(init))
+    a, b = (expand(k, k.pack(init).reshape(1, -1), 0, 1) for k in (kernel, copy))
+    assert np.array_equal(a.words, b.words) and np.array_equal(a.keys, b.keys)
+
+
+def test_generated_modules_live_in_the_cache_named_by_their_text(tmp_path):
+    """A fresh cache: the flattened spec and the glue are written there (with
+    numba's machine code beside them), and a second run compiles nothing."""
+    first = cli("check", "--set", "max_records=1", "--set", "max_fences=0", env={"MODELCHECK_CACHE": str(tmp_path)})
+    files = sorted(p.name for p in (tmp_path / "kernels").glob("*.py"))
+    assert len(files) == 2 and files[0].startswith("modelcheck_glue_") and files[1].startswith("modelcheck_spec_")
+    text = (tmp_path / "kernels" / files[1]).read_text()
+    assert "def Kip966__fetch(self, s, b):" in text and "self[" in text      # the spec's own method, flattened
+    assert any((tmp_path / "kernels" / "__pycache__").glob("modelcheck_glue_*.nbc"))
+    assert "compiling the kernel of Kip966" in first.stderr
+    second = cli("check", "--set", "max_records=1", "--set", "max_fences=0", env={"MODELCHECK_CACHE": str(tmp_path)})
+    assert "compiling" not in second.stderr and "holds" in second.stdout and "7,768" in second.stdout
+
+
+def test_replace_at_is_the_same_in_both_executions():
+    from modelcheck.engine.kernel_ops import replace_at as compiled
+    assert replace_at((1, 2, 3), 1, 9) == compiled((1, 2, 3), 1, 9) == (1, 9, 3)
+
+
+def test_the_leader_sentinel_is_packed_like_any_value():
+    kernel = kernel_for(load({"max_records": 1}))
+    s = load({"max_records": 1}).init_states()[0]._replace(leader=NO_LEADER)
+    assert kernel.unpack(kernel.pack(s)) == s
+
+
+def test_a_spec_file_edited_after_import_is_not_compiled(tmp_path, monkeypatch):
+    """The kernel compiles the source it reads from the file; if the file has
+    changed since the interpreter loaded it, the two would differ."""
+    module = tmp_path / "edited_spec.py"
+    module.write_text("from specs.kafka_elr import Kip966\n\n\nclass Edited(Kip966):\n"
+                      "    def hwm_may_advance(self, s):\n        return s.leader >= 0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import edited_spec
+    module.write_text(module.read_text().replace("s.leader >= 0", "s.leader > 0"))
+    spec = edited_spec.Edited(load({"max_records": 1}).config)
+    with pytest.raises(KernelUnavailable, match=r"Edited.hwm_may_advance: its file has changed since it was imported"):
+        kernel_for(spec)
