@@ -1,18 +1,19 @@
-"""Benchmark: exhaustive checks of a family of growing configurations on
-each engine, one fresh process a run.
+"""Benchmark: the engines side by side on the configs issue #13 names, one
+fresh process a run, in one sitting: the reference engine (bfs, the
+interpreted spec), the fast engine (the compiled kernel) on 1 and 2
+threads, and TLC on 2 workers on the TLA+ mirror (specs/tla/KIP966.tla).
 
-Prints, a run a line: distinct states, wall time, distinct states/s, peak
-RSS (the largest of the run's process and its workers), the bytes a state
-of the fast engine's visited set and of its parent links (the structures'
-own arrays, divided by the distinct states), and the 1-minute load average
-when the run started (the machine is shared: a load above the cores means
-the run did not have them to itself).
+A run that cannot finish within --limit seconds (the reference engine and
+TLC on the N=4 config: hours) is stopped there and reports the distinct
+states it had reached and its rate so far, from its own progress output
+(marked "stopped"). Rates are distinct states per second of the run's
+own clock; wall is the whole process (start-up, kernel loading); peak RSS
+is the process's (TLC: the JVM's). The kernel is compiled before the
+timed runs (its first-run cost is bench/startup.py's).
 
-    python bench/check.py                       # the family: bfs x1, fast x1, fast xN (N = all cores)
-    python bench/check.py --only 3              # the family's 4th config
-    python bench/check.py --symmetry            # also fast xN --symmetry
-    python bench/check.py --set brokers=4 --set min_isr=3 --set max_unclean_shutdowns=2 --symmetry --skip-bfs
-    python bench/check.py --tlc                 # also TLC (2 workers) where specs/tla has the config
+    python bench/check.py                      # default and N=4, every engine
+    python bench/check.py --only default
+    python bench/check.py --only n4 --limit 300
 """
 
 from __future__ import annotations
@@ -21,87 +22,135 @@ import argparse
 import json
 import os
 import platform
+import re
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FAMILY = [  # (label, --set arguments, TLC .cfg of the same config or None)
-    ("max_records=1 max_fences=0", ["max_records=1", "max_fences=0"], "kip966_small"),
-    ("brokers=2 min_isr=2", ["brokers=2", "min_isr=2"], "kip966_n2"),
-    ("max_records=1", ["max_records=1"], None),
-    ("default", [], "kip966_default"),
-    ("N=4 min_isr=3 1 record no fences 2 unclean",
-     ["brokers=4", "min_isr=3", "max_records=1", "max_fences=0", "max_unclean_shutdowns=2"], None),
-]
+TLA = ROOT / "specs" / "tla"
+CONFIGS = {
+    "default": ([], {}),
+    "n4": (["brokers=4", "min_isr=3", "max_unclean_shutdowns=2"], {"N": 4, "MinIsr": 3, "MaxUncleanShutdowns": 2}),
+}
+PROGRESS = re.compile(r"depth (\d+)\s+distinct ([\d,]+)\s+generated ([\d,]+).*?(\d+) s$")
+TLC_PROGRESS = re.compile(r"Progress\((\d+)\).*?: ([\d,]+) states generated.*?, ([\d,]+) distinct states found")
 
 
-def run_check(sets: list[str], engine: str, workers: int, symmetry: bool) -> dict:
-    """One `modelcheck check --json` in a fresh process, with its peak RSS."""
-    argv = ["modelcheck", "check", "--json", "-q", "--engine", engine, "--workers", str(workers),
-            *(["--symmetry"] if symmetry else []), *(x for s in sets for x in ("--set", s))]
-    code = ("import json,resource,sys\nfrom cli import main\n"
-            f"sys.argv={argv!r}\n"
-            "try:\n main()\nexcept SystemExit: pass\n"
-            "rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
-            "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-            "print(json.dumps({'rss_mb': rss / 1024}), file=sys.stderr)")
-    load = os.getloadavg()[0]
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT)
-    if not p.stdout:
-        raise RuntimeError(p.stderr)
-    out = json.loads(p.stdout)
-    out.update(json.loads(p.stderr.strip().splitlines()[-1]), load=load)
-    return out
+def timed(argv: list[str], limit: float, env: dict | None = None) -> tuple[int, str, str, float, float, bool]:
+    """Run argv; (exit status, stdout, stderr, wall s, its peak RSS MB, stopped by the limit). The
+    process is reaped here (wait4), so the RSS is its own, not the largest of all runs so far."""
+    started = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                         env={**os.environ, **(env or {})}, start_new_session=True)
+    output: dict[str, str] = {}
+    readers = [threading.Thread(target=lambda k, f: output.__setitem__(k, f.read()), args=(k, f))
+               for k, f in (("out", p.stdout), ("err", p.stderr))]
+    for r in readers:
+        r.start()
+    stopped = False
+    while True:
+        pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.perf_counter() - started > limit and not stopped:
+            os.killpg(p.pid, signal.SIGTERM)
+            stopped = True
+        time.sleep(0.05)
+    for r in readers:
+        r.join()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return (p.returncode, output["out"], output["err"], time.perf_counter() - started, usage.ru_maxrss / 1024,
+            stopped)
 
 
-def run_tlc(cfg: str, workers: int) -> dict:
-    from modelcheck.tlc import run_tlc as tlc
-    return tlc(ROOT / "specs" / "tla" / "KIP966.tla", ROOT / "specs" / "tla" / f"{cfg}.cfg",
-               workers=workers, timeout=3600)
+def modelcheck(sets: list[str], engine: str, workers: int, symmetry: bool, limit: float) -> dict:
+    argv = [sys.executable, "-c", "from cli import main; main()", "check", "--engine", engine, "--workers",
+            str(workers), *(["--symmetry"] if symmetry else []), *(x for s in sets for x in ("--set", s))]
+    code, out, err, wall, rss, stopped = timed(argv + ["--json", "-q"] if engine != "bfs" else argv, limit)
+    if engine != "bfs" and not stopped:
+        r = json.loads(out)
+        return {"distinct": r["distinct_states"], "generated": r["generated_states"], "seconds": r["elapsed_s"],
+                "wall": wall, "rss": rss, "stopped": False, "verdict": r["verdict"], "keys": r.get("state_keys")}
+    if not stopped:
+        distinct = int(re.search(r"distinct states: ([\d,]+)", out).group(1).replace(",", ""))
+        generated = int(re.search(r"generated: ([\d,]+)", out).group(1).replace(",", ""))
+        seconds = float(re.search(r"time: ([\d.]+) s", out).group(1))
+        verdict = "holds" if "holds:" in out else "violated"
+        return {"distinct": distinct, "generated": generated, "seconds": seconds, "wall": wall, "rss": rss,
+                "stopped": False, "verdict": verdict, "keys": None}
+    last = [m for m in map(PROGRESS.search, err.splitlines()) if m]
+    if not last:
+        raise RuntimeError(f"no progress from {' '.join(argv)}: {err[-500:]}")
+    depth, distinct, generated, seconds = last[-1].groups()
+    return {"distinct": int(distinct.replace(",", "")), "generated": int(generated.replace(",", "")),
+            "seconds": float(seconds), "wall": wall, "rss": rss, "stopped": True, "verdict": f"depth {depth}",
+            "keys": None}
+
+
+def tlc(constants: dict, limit: float) -> dict:
+    """TLC x2 on the mirror, the default config's .cfg with `constants` changed."""
+    from modelcheck.tlc import find_jar, find_java, tlc_command
+    text = (TLA / "kip966_default.cfg").read_text()
+    for name, value in constants.items():
+        text = re.sub(rf"^(\s+{name} = ).*$", rf"\g<1>{value}", text, flags=re.M)
+    with tempfile.TemporaryDirectory() as tmp:
+        for f in TLA.glob("*.tla"):
+            (Path(tmp) / f.name).write_text(f.read_text())
+        (Path(tmp) / "bench.cfg").write_text(text)
+        argv = tlc_command(find_java(), find_jar(), str(Path(tmp) / "KIP966.tla"), str(Path(tmp) / "bench.cfg"), 2,
+                           str(Path(tmp) / "meta"))
+        started = time.perf_counter()
+        code, out, err, wall, rss, stopped = timed(argv, limit)
+    if not stopped:
+        found = re.search(r"([\d,]+) states generated, ([\d,]+) distinct states found", out)
+        verdict = "holds" if "No error has been found" in out else "violated"
+        return {"distinct": int(found.group(2).replace(",", "")), "generated": int(found.group(1).replace(",", "")),
+                "seconds": wall, "wall": wall, "rss": rss, "stopped": False, "verdict": verdict, "keys": None}
+    last = [m for m in map(TLC_PROGRESS.search, out.splitlines()) if m]
+    depth, generated, distinct = last[-1].groups() if last else ("?", "0", "0")
+    return {"distinct": int(distinct.replace(",", "")), "generated": int(generated.replace(",", "")),
+            "seconds": time.perf_counter() - started, "wall": wall, "rss": rss, "stopped": True,
+            "verdict": f"depth {depth}", "keys": None}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="one config instead of the family")
-    ap.add_argument("--only", type=int, help="only the family's Nth config (0-based)")
-    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="N of the fast xN runs (all cores)")
-    ap.add_argument("--symmetry", action="store_true", help="also run fast xN with --symmetry")
-    ap.add_argument("--skip-bfs", action="store_true", help="no reference-engine run (large configs)")
-    ap.add_argument("--skip-plain", action="store_true", help="only the --symmetry run (configs too large without)")
-    ap.add_argument("--tlc", action="store_true", help="also run TLC (2 workers) on the TLA+ mirror")
+    ap.add_argument("--only", choices=sorted(CONFIGS), action="append", help="one of the configs (repeatable)")
+    ap.add_argument("--limit", type=float, default=600, help="seconds before a run is stopped (600)")
+    ap.add_argument("--skip-tlc", action="store_true")
     ns = ap.parse_args()
-    family = [(" ".join(ns.set) or "default", ns.set, None)] if ns.set else FAMILY
-    if ns.only is not None:
-        family = [family[ns.only]]
-    runs = [] if ns.skip_plain else [("bfs", 1, False), ("fast", 1, False), ("fast", ns.workers, False)]
-    if ns.skip_bfs:
-        runs = [r for r in runs if r[0] != "bfs"]
-    if ns.symmetry or ns.skip_plain:
-        runs.append(("fast", ns.workers, True))
     print(f"# {os.cpu_count()} cores ({platform.machine()}), {platform.python_implementation()} "
-          f"{platform.python_version()}")
-    print(f"{'config':44} {'engine':16} {'verdict':22} {'distinct':>11} {'time s':>7} {'states/s':>9} "
-          f"{'RSS MB':>7} {'visited B/st':>12} {'links B/st':>10} {'load':>5}")
-    for label, sets, cfg in family:
+          f"{platform.python_version()}; load {os.getloadavg()[0]:.2f} at start")
+    print(f"{'config':8} {'engine':18} {'verdict':14} {'distinct':>12} {'s':>7} {'wall s':>7} {'distinct/s':>11} "
+          f"{'RSS MB':>7}  vs reference  vs TLC x2")
+    for name in ns.only or list(CONFIGS):
+        sets, constants = CONFIGS[name]
+        symmetry = name == "n4"         # the fast engine's N=4 run reduces by symmetry (issue #13 allows it)
+        modelcheck(sets + ["max_records=0"], "fast", 2, symmetry, ns.limit)         # the kernel compiled (or loaded)
+        runs = [("bfs x1", lambda: modelcheck(sets, "bfs", 1, False, ns.limit)),
+                ("fast x1" + (" sym" if symmetry else ""), lambda: modelcheck(sets, "fast", 1, symmetry, ns.limit)),
+                ("fast x2" + (" sym" if symmetry else ""), lambda: modelcheck(sets, "fast", 2, symmetry, ns.limit))]
+        if not ns.skip_tlc:
+            runs.append(("TLC x2", lambda: tlc(constants, ns.limit)))
         rates = {}
-        for engine, workers, symmetry in runs:
-            r = run_check(sets, engine, workers, symmetry)
-            name = f"{engine} x{workers}" + (" sym" if symmetry else "")
-            verdict = r["verdict"] + (f": {r['invariant']}" if r["invariant"] else "")
-            rate = r["distinct_states"] / r["elapsed_s"] if r["elapsed_s"] else 0
-            rates[name] = rate
-            mem = r["memory"]
-            per = {k: f"{v / r['distinct_states']:.1f}" for k, v in mem.items()}
-            print(f"{label:44} {name:16} {verdict:22} {r['distinct_states']:>11,} {r['elapsed_s']:>7.1f} "
-                  f"{rate:>9,.0f} {r['rss_mb']:>7.0f} {per.get('visited_bytes', '-'):>12} "
-                  f"{per.get('links_bytes', '-'):>10} {r['load']:>5.2f}", flush=True)
-        if ns.tlc and cfg:
-            t = run_tlc(cfg, 2)
-            rate = t["distinct"] / t["seconds"]
-            ours = rates.get(f"fast x{ns.workers}", 0)
-            print(f"{label:44} {'TLC x2':16} {t['verdict']:22} {t['distinct']:>11,} {t['seconds']:>7.1f} "
-                  f"{rate:>9,.0f}  fast x{ns.workers} / TLC x2 = {ours / rate:.2f}", flush=True)
+        for label, go in runs:
+            r = go()
+            rate = r["distinct"] / r["seconds"] if r["seconds"] else 0.0
+            rates[label] = rate
+            ref, tl = rates.get("bfs x1"), rates.get("TLC x2")
+            vs = lambda base: f"{rate / base:8.1f}x" if base and label.startswith("fast") else " " * 9  # noqa: E731
+            print(f"{name:8} {label:18} {r['verdict'] + (' (stopped)' if r['stopped'] else ''):14} "
+                  f"{r['distinct']:>12,} {r['seconds']:>7.1f} {r['wall']:>7.1f} {rate:>11,.0f} {r['rss']:>7,.0f}  "
+                  f"{vs(ref)}", flush=True)
+        if "TLC x2" in rates:
+            for label, rate in rates.items():
+                if label.startswith("fast"):
+                    print(f"{name:8} {label:18} / TLC x2 = {rate / rates['TLC x2']:.1f}x distinct states/s")
 
 
 if __name__ == "__main__":

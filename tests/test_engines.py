@@ -121,11 +121,11 @@ def test_the_symmetric_form_identifies_exactly_the_renamed_states():
     sym = load({"max_records": 1, "max_fences": 0, "brokers": 4})
     sym.enable_symmetry()
     states, frontier = [], spec.init_states()
-    for _depth in range(7):
+    for _depth in range(6):
         frontier = [t for s in frontier for _n, _a, t in spec.successors(s)]
-        states += frontier[::5]
+        states += frontier[::7]
     assert len(states) > 1000
-    for s in states[::10]:
+    for s in states[::20]:
         assert len({sym.canonical(permute(s, (0, *p))) for p in permutations(range(1, 4))}) == 1
     pairs = {(class_of(spec, s), sym.canonical(s)) for s in states}
     assert len(pairs) == len({c for c, _ in pairs}) == len({f for _, f in pairs}) < len(states)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
+from modelcheck.engine import run
 from modelcheck.engine.bfs import check
 from specs.kafka_elr import load
 
@@ -84,7 +85,7 @@ def test_distinct_states_match_an_independent_search(config):
 
 @pytest.mark.parametrize("config", [
     {"variant": "legacy", "max_records": 1},
-    {"max_records": 1, "max_unclean_shutdowns": 2},
+    {"max_records": 1, "max_unclean_shutdowns": 2, "max_fences": 0},      # 106,529 states, 7 steps
 ])
 def test_counterexamples_are_as_short_as_networkx_finds(config):
     spec = load(config)
@@ -96,5 +97,5 @@ def test_counterexamples_are_as_short_as_networkx_finds(config):
 
 
 def test_only_the_listed_invariants_are_checked():
-    r = check(load({"max_unclean_shutdowns": 2, "max_records": 1, "invariants": ["ConsistentRead"]}))
+    r = run(load({"max_unclean_shutdowns": 2, "max_records": 1, "invariants": ["ConsistentRead"]}), engine="fast")
     assert r.invariant == "ConsistentRead"

@@ -173,18 +173,29 @@ def test_a_kernel_travels_as_its_source_and_loads_again():
     assert np.array_equal(a.words, b.words) and np.array_equal(a.keys, b.keys)
 
 
+TOY = ("import sys; sys.path.insert(0, 'tests')\n"
+       "from test_engine import Counters\n"
+       "from modelcheck.engine import run\n"
+       "r = run(Counters(limit=5), engine='fast', progress=lambda st: print(st.get('note', ''), file=sys.stderr))\n"
+       "print(r.run_info['kernel'], r.distinct_states)")
+
+
 def test_generated_modules_live_in_the_cache_named_by_their_text(tmp_path):
     """A fresh cache: the flattened spec and the glue are written there (with
-    numba's machine code beside them), and a second run compiles nothing."""
-    first = cli("check", "--set", "max_records=1", "--set", "max_fences=0", env={"MODELCHECK_CACHE": str(tmp_path)})
+    numba's machine code beside them), and a second run compiles nothing
+    (tests/test_engine.py's toy spec: quick to compile)."""
+    first = cli(code=TOY, env={"MODELCHECK_CACHE": str(tmp_path)})
+    assert first.stdout == "compiled 36\n" and "compiling the kernel of Counters" in first.stderr
     files = sorted(p.name for p in (tmp_path / "kernels").glob("*.py"))
     assert len(files) == 2 and files[0].startswith("modelcheck_glue_") and files[1].startswith("modelcheck_spec_")
     text = (tmp_path / "kernels" / files[1]).read_text()
-    assert "def Kip966__fetch(self, s, b):" in text and "self[" in text      # the spec's own method, flattened
-    assert any((tmp_path / "kernels" / "__pycache__").glob("modelcheck_glue_*.nbc"))
-    assert "compiling the kernel of Kip966" in first.stderr
-    second = cli("check", "--set", "max_records=1", "--set", "max_fences=0", env={"MODELCHECK_CACHE": str(tmp_path)})
-    assert "compiling" not in second.stderr and "holds" in second.stdout and "7,768" in second.stdout
+    assert "def Counters__double(self, s, by):" in text and "self[" in text      # the spec's own method, flattened
+    machine_code = sorted((tmp_path / "kernels" / "__pycache__").glob("*.nbc"))
+    assert machine_code
+    stamps = [p.stat().st_mtime_ns for p in machine_code]
+    second = cli(code=TOY, env={"MODELCHECK_CACHE": str(tmp_path)})
+    assert second.stdout == "compiled 36\n" and "compiling" not in second.stderr
+    assert [p.stat().st_mtime_ns for p in machine_code] == stamps       # loaded, not written again
 
 
 def test_replace_at_is_the_same_in_both_executions():

@@ -175,7 +175,11 @@ class Flattener:
 def _same_code(node: ast.FunctionDef, fn: Callable, where: str) -> None:
     """The source read from the file must be what the interpreter runs: a
     file edited since it was imported would otherwise be compiled in its
-    new form while the interpreted engine runs the old one."""
+    new form while the interpreted engine runs the old one. (A function with
+    free variables, such as super()'s __class__, is refused by the
+    rewriter, which says why.)"""
+    if fn.__code__.co_freevars:
+        return
     plain = copy.deepcopy(node)
     plain.decorator_list, plain.returns = [], None      # evaluated where the function is made, not in it
     for a in plain.args.args + plain.args.kwonlyargs:
