@@ -348,7 +348,8 @@ def matrix(matrix_file: str | None, as_json: bool, out: str | None, jobs: int, o
 
     Without MATRIX.toml the shipped specs/matrix.toml runs: every variant at
     N=3/min_isr=2 with one and two unclean shutdowns, and N=4/min_isr=3.
-    A cell may pin `expect = "holds"` or `"violated: NAME"`.
+    A cell may pin `expect = "holds"` or `"violated: NAME"`, and set
+    `symmetry = true` (check's --symmetry).
 
     Exit status: 0 every cell is as pinned, 1 one differs, 2 bad input.
     """
@@ -375,7 +376,7 @@ def matrix(matrix_file: str | None, as_json: bool, out: str | None, jobs: int, o
         click.echo(json.dumps([{
             "name": r.cell.name, "verdict": "holds" if r.invariant is None else "violated", "invariant": r.invariant,
             "trace_length": r.trace_len, "distinct_states": r.distinct, "generated_states": r.generated,
-            "depth": r.depth, "elapsed_s": round(r.elapsed_s, 3), "config": r.config,
+            "depth": r.depth, "elapsed_s": round(r.elapsed_s, 3), "config": r.config, "symmetry": r.cell.symmetry,
             "expected": r.cell.expect, "as_expected": r.as_expected, "story": r.story} for r in rows]))
     else:
         table = Table(header_style="bold")
@@ -592,7 +593,9 @@ def graph(config: str | None, overrides: tuple[str, ...], out: str, max_states: 
         g = state_graph(spec, max_states)
     except (ConfigError, GraphTooLarge) as e:
         fail(str(e))
-    result = run_engine(spec) if any(bad for _n, bad in g.nodes(data="violated")) else None
+    # the graph is small (--max-states): the reference engine finds the same
+    # counterexample without compiling the kernel
+    result = run_engine(spec, engine="bfs") if any(bad for _n, bad in g.nodes(data="violated")) else None
     if result:
         mark_path(g, spec, result.trace)
     write_atomically(out, writer(g))

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from .config import ConfigError
 from .matrix import Cell, Loader, Row, read_entries, run
 
-ENTRY_KEYS = {"name", "config", "expect", "states", "budget_s", "note"}
+ENTRY_KEYS = {"name", "config", "expect", "states", "budget_s", "note", "symmetry"}
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,8 @@ def read_gate(path: str, loader: Loader) -> list[Entry]:
             raise ConfigError(f"{e['where']}: states is {states!r}; allowed: a positive integer")
         if budget is not None and (not isinstance(budget, (int, float)) or isinstance(budget, bool) or budget <= 0):
             raise ConfigError(f"{e['where']}: budget_s is {budget!r}; allowed: a positive number of seconds")
-        entries.append(Entry(Cell(e["name"], e["config"], e["expect"], note=e.get("note", "")), states, budget))
+        entries.append(Entry(Cell(e["name"], e["config"], e["expect"], note=e.get("note", ""),
+                                  symmetry=e.get("symmetry", False)), states, budget))
     return entries
 
 

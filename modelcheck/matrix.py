@@ -22,7 +22,7 @@ from .engine import run as run_engine
 from .trace import described
 
 Loader = Callable[[dict[str, Any]], Any]     # config -> spec (raises ConfigError)
-CELL_KEYS = {"name", "config", "expect", "claim", "note"}
+CELL_KEYS = {"name", "config", "expect", "claim", "note", "symmetry"}
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ class Cell:
     expect: str | None = None
     claim: str = ""
     note: str = ""
+    symmetry: bool = False      # check's --symmetry: one state of each class of renamed brokers
 
 
 @dataclass
@@ -90,8 +91,12 @@ def read_entries(path: str, loader: Loader, table: str, keys: set[str],
             raise ConfigError(f"{path}: {table} {i}: duplicate name {c['name']!r}")
         names.add(c["name"])
         config = {**defaults, **c.get("config", {})}
+        if not isinstance(c.get("symmetry", False), bool):
+            raise ConfigError(f"{where}: symmetry is {c['symmetry']!r}; allowed: true or false")
         try:
-            loader(config)
+            spec = loader(config)
+            if c.get("symmetry"):
+                spec.enable_symmetry()
         except ConfigError as e:
             raise ConfigError(f"{where}: {e}") from None
         if "expect" in c:
@@ -102,12 +107,15 @@ def read_entries(path: str, loader: Loader, table: str, keys: set[str],
 
 def read_matrix(path: str, loader: Loader) -> tuple[dict[str, Any], list[Cell]]:
     raw, entries = read_entries(path, loader, "cell", CELL_KEYS, {"title", "intro"})
-    cells = [Cell(e["name"], e["config"], e.get("expect"), e.get("claim", ""), e.get("note", "")) for e in entries]
+    cells = [Cell(e["name"], e["config"], e.get("expect"), e.get("claim", ""), e.get("note", ""),
+                  e.get("symmetry", False)) for e in entries]
     return {"title": raw.get("title", "Verdict matrix"), "intro": raw.get("intro", "")}, cells
 
 
 def run_cell(loader: Loader, cell: Cell) -> Row:
     spec = loader(cell.config)
+    if cell.symmetry:
+        spec.enable_symmetry()
     r = run_engine(spec)
     story = "" if r.holds else spec.story(r.trace, r.invariant)
     return Row(cell, verdict_text(r.holds, r.invariant), r.invariant, None if r.holds else len(r.trace) - 1,
@@ -159,7 +167,9 @@ def markdown(meta: dict[str, Any], rows: list[Row], command: str, jobs: int) -> 
     out.append("")
     for r in rows:
         out += [f"## {r.cell.name}", "",
-                "Config: " + ", ".join(f"`{k}={fmt(v)}`" for k, v in r.config.items() if v is not None), ""]
+                "Config: " + ", ".join(f"`{k}={fmt(v)}`" for k, v in r.config.items() if v is not None)
+                + (" (with `--symmetry`: one state of each class of states that differ by renaming brokers "
+                   "1..N-1, so the count is of classes)" if r.cell.symmetry else ""), ""]
         if r.cell.claim:
             out += [f"Claim: {r.cell.claim}", ""]
         out += [f"Verdict: **{r.verdict}**" + (f" in {r.trace_len} steps (a shortest counterexample)."

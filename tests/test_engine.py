@@ -21,6 +21,12 @@ class XY(NamedTuple):
     y: int
 
 
+class XYZ(NamedTuple):
+    x: int
+    y: int
+    z: int
+
+
 class Counters(Spec):
     """x and y in 0..limit; x can also double (a shortcut)."""
     abstract = False
@@ -53,6 +59,35 @@ class Counters(Spec):
     @invariant("NotBad")
     def not_bad(self, s):
         return (s.x, s.y) != self.bad
+
+
+class Cube(Spec):
+    """x, y, z in 0..limit, each step adds 1 to one of them: (limit+1)^3
+    states in only 3*limit+1 levels (a wide space; tests/test_kernel.py
+    races its compile against the interpreted engine)."""
+    abstract = False
+    state_type = XYZ
+
+    def __init__(self, limit: int):
+        self.limit, self.n = limit, 1
+
+    def init_states(self):
+        return [XYZ(0, 0, 0)]
+
+    def layout(self):
+        return [Field(name, 0, self.limit) for name in XYZ._fields]
+
+    @action("Step", axis=Param(lambda spec: range(3)))
+    def step(self, s, axis):
+        if axis == 0:
+            return s._replace(x=s.x + 1) if s.x < self.limit else None
+        if axis == 1:
+            return s._replace(y=s.y + 1) if s.y < self.limit else None
+        return s._replace(z=s.z + 1) if s.z < self.limit else None
+
+    @invariant("Bounded")
+    def bounded(self, s):
+        return s.x + s.y + s.z <= 3 * self.limit
 
 
 def test_counts_every_reachable_state_once():

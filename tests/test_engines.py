@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from modelcheck.engine import run
-from modelcheck.spec import invariant
-from specs.kafka_elr import VARIANTS, Kip966, load
-from specs.kafka_elr.types import NO_LEADER, permute
+from derived_specs import LeaderlessKip966
+from specs.kafka_elr import VARIANTS, load
+from specs.kafka_elr.types import permute
 
 CONFIGS = [
     {"max_records": 1, "max_fences": 0},                       # holds, 7,768 states
@@ -76,14 +76,6 @@ def test_the_legacy_default_counterexample_is_the_same_on_every_engine():
     spec = load({"variant": "legacy"})
     results = [run(spec, engine=e, workers=w) for e, w in (("bfs", 1), ("fast", 1), ("fast", 2))]
     assert {(r.invariant, r.distinct_states, len(r.trace) - 1) for r in results} == {("NoAckedLoss", 15970, 7)}
-
-
-class LeaderlessKip966(Kip966):
-    """KIP-966 with an invariant its initial state breaks (it has a leader)."""
-
-    @invariant("Leaderless")
-    def leaderless(self, s):
-        return s.leader == NO_LEADER
 
 
 def test_a_violating_initial_state_is_reported_at_depth_1():

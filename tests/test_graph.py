@@ -37,7 +37,7 @@ def test_graphml_has_a_node_per_distinct_state_and_an_edge_per_transition(tmp_pa
 
 
 def test_the_counterexample_path_is_marked(tmp_path):
-    trace = json.loads(invoke("check", *TINY_LEGACY, "--json").stdout)["trace"]
+    trace = json.loads(invoke("check", *TINY_LEGACY, "--engine", "bfs", "--json").stdout)["trace"]
     out = tmp_path / "g.graphml"
     assert invoke("graph", *TINY_LEGACY, "-o", str(out)).exit_code == 0
     g = nx.read_graphml(out, force_multigraph=True)

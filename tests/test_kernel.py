@@ -5,6 +5,7 @@ canonical form identifies; and what happens when it cannot be had."""
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import subprocess
@@ -19,6 +20,7 @@ from modelcheck.engine.kernel import KernelError, KernelUnavailable, kernel_for
 from modelcheck.ops import replace_at
 from modelcheck.spec import Field, action, invariant
 from specs.kafka_elr import VARIANTS, Kip966, load
+from test_engine import Counters
 from specs.kafka_elr.protocol import BROKER
 from specs.kafka_elr.types import NO_LEADER
 
@@ -98,17 +100,16 @@ def test_packing_round_trips_and_knows_when_a_state_fits_128_bits():
     assert not large.exact and large.bits > 128 and large.key_words == 1
 
 
-class NarrowEpochs(Kip966):
-    """A layout that claims the leader epoch never passes 1."""
+class NarrowCounters(Counters):
+    """A layout that claims x never passes 2 (the toy spec: quick to compile)."""
 
     def layout(self):
-        return [Field(f.name, 0, 1) if f.name == "leader_epoch" else f for f in super().layout()]
+        return [Field("x", 0, 2), Field("y", 0, self.limit)]
 
 
 def test_a_state_outside_the_declared_layout_stops_the_check_naming_the_field():
-    spec = NarrowEpochs(load({"max_records": 1}).config)
-    with pytest.raises(KernelError, match="leader_epoch left the range 0..1 that NarrowEpochs.layout"):
-        run(spec, engine="fast")
+    with pytest.raises(KernelError, match="a state's x left the range 0..2 that NarrowCounters.layout"):
+        run(NarrowCounters(limit=4), engine="fast")
 
 
 class UsesAList(Kip966):
@@ -137,8 +138,10 @@ def test_code_the_kernel_cannot_compile_is_named_and_the_check_runs_interpreted(
 
 def cli(*args, env=None, code=None):
     argv = ["-c", code] if code else ["-m", "cli"]
+    # numba's cache beside the kernel; the kernel as the user's default has it
+    inherited = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "MODELCHECK_KERNEL")}
     return subprocess.run([sys.executable, *argv, *args], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, **(env or {})}, cwd=os.path.dirname(os.path.dirname(__file__)))
+                          env={**inherited, **(env or {})}, cwd=os.path.dirname(os.path.dirname(__file__)))
 
 
 def test_without_a_working_numba_the_check_warns_once_and_runs_interpreted():
@@ -154,7 +157,6 @@ def test_without_a_working_numba_the_check_warns_once_and_runs_interpreted():
                              "ran the interpreted engine\n")
     assert no_numba.stderr.startswith("warning: no compiled kernel (numba cannot be imported (ModuleNotFoundError")
     assert no_numba.stderr.count("\n") == 1
-    import json
     keys = ("verdict", "distinct_states", "generated_states", "depth", "coverage")
     outs = [json.loads(p.stdout) for p in (compiled, forced, no_numba)]
     assert len({tuple(json.dumps(o[k]) for k in keys) for o in outs}) == 1
@@ -173,18 +175,23 @@ def test_a_kernel_travels_as_its_source_and_loads_again():
     assert np.array_equal(a.words, b.words) and np.array_equal(a.keys, b.keys)
 
 
-TOY = ("import sys; sys.path.insert(0, 'tests')\n"
-       "from test_engine import Counters\n"
-       "from modelcheck.engine import run\n"
-       "r = run(Counters(limit=5), engine='fast', progress=lambda st: print(st.get('note', ''), file=sys.stderr))\n"
-       "print(r.run_info['kernel'], r.distinct_states)")
+def toy(limit: int) -> str:
+    return ("import sys; sys.path.insert(0, 'tests')\n"
+            "from test_engine import Counters\n"
+            "from modelcheck.engine import run\n"
+            f"r = run(Counters(limit={limit}), engine='fast', "
+            "progress=lambda st: print(st.get('note', ''), file=sys.stderr))\n"
+            "print(r.run_info['kernel'], r.distinct_states)")
+
+
+TOY = toy(5)
 
 
 def test_generated_modules_live_in_the_cache_named_by_their_text(tmp_path):
     """A fresh cache: the flattened spec and the glue are written there (with
     numba's machine code beside them), and a second run compiles nothing
     (tests/test_engine.py's toy spec: quick to compile)."""
-    first = cli(code=TOY, env={"MODELCHECK_CACHE": str(tmp_path)})
+    first = cli(code=TOY, env={"MODELCHECK_CACHE": str(tmp_path), "MODELCHECK_KERNEL": "compiled"})
     assert first.stdout == "compiled 36\n" and "compiling the kernel of Counters" in first.stderr
     files = sorted(p.name for p in (tmp_path / "kernels").glob("*.py"))
     assert len(files) == 2 and files[0].startswith("modelcheck_glue_") and files[1].startswith("modelcheck_spec_")
@@ -196,6 +203,35 @@ def test_generated_modules_live_in_the_cache_named_by_their_text(tmp_path):
     second = cli(code=TOY, env={"MODELCHECK_CACHE": str(tmp_path)})
     assert second.stdout == "compiled 36\n" and "compiling" not in second.stderr
     assert [p.stat().st_mtime_ns for p in machine_code] == stamps       # loaded, not written again
+
+
+def test_a_first_run_races_the_compile_and_a_small_check_finishes_interpreted(tmp_path):
+    """No kernel in the cache: the compile starts in a child process and the
+    interpreted engine runs meanwhile; a check that small is done first, and
+    the child is killed, not left behind."""
+    before = set(os.listdir("/proc"))
+    small = cli(code=toy(3), env={"MODELCHECK_CACHE": str(tmp_path)})
+    assert small.stdout == "interpreted (done before the kernel compiled) 16\n"
+    assert "the interpreted engine runs meanwhile" in small.stderr
+    left = [p for p in set(os.listdir("/proc")) - before if p.isdigit()
+            and "modelcheck.engine.kernel" in open(f"/proc/{p}/cmdline", "rb").read().decode(errors="replace")]
+    assert left == []
+
+
+CUBE = ("import sys; sys.path.insert(0, 'tests')\n"
+        "from test_engine import Cube\n"
+        "from modelcheck.engine import run\n"
+        "r = run(Cube(limit=150), engine='fast', progress=lambda st: print(st.get('note', ''), file=sys.stderr))\n"
+        "print(r.run_info['kernel'], r.distinct_states, r.generated_states)")
+
+
+def test_a_first_run_switches_to_the_compiled_search_when_the_kernel_is_ready(tmp_path):
+    """A check the interpreted engine needs most of a minute for (3.4 million
+    states of a toy spec) starts the compiled search as soon as the child
+    has compiled the kernel (seconds), with the same counts."""
+    big = cli(code=CUBE, env={"MODELCHECK_CACHE": str(tmp_path)})
+    assert big.stdout == f"compiled {151 ** 3} {1 + 3 * 150 * 151 ** 2}\n"
+    assert "the kernel is compiled: the compiled search starts" in big.stderr
 
 
 def test_replace_at_is_the_same_in_both_executions():

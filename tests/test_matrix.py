@@ -58,6 +58,10 @@ def test_a_verdict_that_differs_from_its_pin_exits_1(tmp_path):
      "cell 1 (legacy): expect is 'fails'; allowed: \"holds\" or \"violated: INVARIANT\""),
     (('claim = "the last', 'colour = "red"\nclaim = "the last'), "cell 1 (legacy): unknown key 'colour'"),
     (('[[cell]]\nname = "no HWM rule"', '[[cell]]\nname = "legacy"'), "cell 2: duplicate name 'legacy'"),
+    (('claim = "the last', 'symmetry = "yes"\nclaim = "the last'),
+     "cell 1 (legacy): symmetry is 'yes'; allowed: true or false"),
+    (('variant = "legacy" }', 'variant = "kafka-4" }\nsymmetry = true'),
+     "cell 1 (legacy): --symmetry: kafka-4 elects the first valid replica in assignment order"),
 ])
 def test_bad_matrix_files_exit_2_with_one_line(tmp_path, change, message):
     text = CELLS.replace(*change)
@@ -66,6 +70,18 @@ def test_bad_matrix_files_exit_2_with_one_line(tmp_path, change, message):
     assert r.exit_code == 2 and r.stdout == ""
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: ")
     assert message in r.stderr, r.stderr
+
+
+def test_a_cell_may_explore_one_state_of_each_symmetry_class(tmp_path):
+    text = CELLS.replace('claim = "the last', 'symmetry = true\nclaim = "the last')
+    r = run(tmp_path, text + CELLS.split("[[cell]]")[1].replace('"legacy"', '"legacy, all states"', 1).join(
+        ["[[cell]]", ""]), "--json", "--out", str(tmp_path / "v.md"))
+    rows = {x["name"]: x for x in json.loads(r.stdout)}
+    reduced, full = rows["legacy"], rows["legacy, all states"]
+    assert reduced["symmetry"] and not full["symmetry"]
+    assert reduced["distinct_states"] < full["distinct_states"]
+    assert (reduced["verdict"], reduced["trace_length"]) == (full["verdict"], full["trace_length"])
+    assert "(with `--symmetry`: one state of each class" in (tmp_path / "v.md").read_text()
 
 
 def test_only_names_a_cell_that_exists(tmp_path):

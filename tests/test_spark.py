@@ -19,9 +19,8 @@ from cli import main
 from modelcheck.engine import run
 from modelcheck.engine import spark_session
 from spark_cluster import standalone_cluster
-from modelcheck.spec import invariant
-from specs.kafka_elr import Kip966, load
-from specs.kafka_elr.types import NO_LEADER
+from derived_specs import LeaderlessKip966
+from specs.kafka_elr import load
 
 pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
 
@@ -53,15 +52,6 @@ def test_spark_with_symmetry_keeps_the_reduced_count_and_the_shortest_trace():
     expected = summary(run(spec, engine="fast", workers=2))
     assert summary(run(spec, engine="spark", master="local[2]")) == expected
     assert expected[2] < 15970 and len(expected[6]) == 8
-
-
-class LeaderlessKip966(Kip966):
-    """KIP-966 with an invariant its initial state breaks (it has a leader).
-    Executors never import this module: the kernel travels as its source."""
-
-    @invariant("Leaderless")
-    def leaderless(self, s):
-        return s.leader == NO_LEADER
 
 
 def test_a_violating_initial_state_is_found_at_depth_1_on_spark():

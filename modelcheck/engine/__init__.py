@@ -3,12 +3,21 @@ same CheckResult and agree exactly: `bfs` is the reference (the
 interpreted spec, one process, a dict of parent fingerprints); `fast` runs
 the spec compiled (kernel.py) over packed states on threads; `spark` runs
 the same compiled search with the frontier and visited set spread over
-Spark executors (pyspark is imported only when it is asked for). Where the
-kernel cannot be had, `fast` runs the reference engine instead and says
-why in the result's run_info["kernel"]; `spark` refuses (a cluster check
-must not quietly become a one-thread one)."""
+Spark executors (pyspark is imported only when it is asked for).
+
+The first check of a variant must compile its kernel (about 30 s). Since
+the engines agree exactly, `fast` then races: the kernel compiles in a
+child process while the reference engine runs here, and whichever is done
+first decides (a small check finishes interpreted at once; a large one
+starts the compiled search as soon as the kernel is ready).
+MODELCHECK_KERNEL=compiled waits for the compile instead;
+=interpreted never compiles. Where the kernel cannot be had, `fast` runs
+the reference engine and says why in the result's run_info["kernel"];
+`spark` refuses (a cluster check must not quietly become a one-thread one)."""
 
 from __future__ import annotations
+
+import os
 
 from ..result import CheckResult
 from ..spec import Spec
@@ -30,17 +39,60 @@ def run(spec: Spec, *, engine: str = "fast", workers: int = 1, progress: Progres
     if engine == "spark":
         from .spark_session import EngineUnavailable, require_spark
         require_spark()
+    wait = engine == "spark" or os.environ.get("MODELCHECK_KERNEL") == "compiled"
     try:
-        kernel = kernel_for(spec, note)
+        kernel = kernel_for(spec, note, compile=wait)
     except KernelUnavailable as e:
         if engine == "spark":
             raise EngineUnavailable(f"--engine spark runs the compiled kernel, and there is none here: {e}") from None
         result = reference(spec, progress=progress)
         result.run_info["kernel"] = f"interpreted: {e}"
         return result
+    if kernel is None:
+        result, kernel = _race(spec, progress, note)
+        if result is not None:
+            return result
     if engine == "spark":
         from .spark import check as spark_check
         return spark_check(spec, kernel, master=master, partitions=partitions, settings=spark_settings,
                            progress=progress)
     from .fast import check as fast_check
     return fast_check(spec, kernel, workers=workers, progress=progress)
+
+
+class _KernelReady(Exception):
+    pass
+
+
+def _race(spec: Spec, progress: Progress | None, note) -> tuple[CheckResult | None, object]:
+    """The reference engine here while the kernel compiles in a child: (the
+    reference engine's result, None) if it finishes first, else (None, the
+    kernel, loaded from the cache the child filled)."""
+    from .bfs import check as reference
+    from .kernel import compile_elsewhere, kernel_for
+    note(f"compiling the kernel of {type(spec).__name__} for {spec.n} processes (once: later runs load it); "
+         f"the interpreted engine runs meanwhile")
+    child = compile_elsewhere(spec)
+    failed: list[str] = []
+
+    def watch(counts: dict) -> None:
+        if not failed and child.poll() is not None:
+            if child.returncode == 0:
+                raise _KernelReady
+            failed.append(child.stderr.read().decode(errors="replace").strip() or f"exit {child.returncode}")
+        if progress:
+            progress(counts)
+
+    try:
+        result = reference(spec, progress=watch)
+    except _KernelReady:
+        note("the kernel is compiled: the compiled search starts")
+        return None, kernel_for(spec)
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+        child.stderr.close()
+    result.run_info["kernel"] = (f"interpreted: {failed[0]}" if failed else
+                                 "interpreted (done before the kernel compiled)")
+    return result, None

@@ -35,6 +35,8 @@ import hashlib
 import importlib.util
 import inspect
 import os
+import pickle
+import subprocess
 import sys
 import textwrap
 import types
@@ -587,11 +589,12 @@ class Kernel:
                            np.empty(m, np.uint8), 0)
 
 
-def kernel_for(spec: Spec, note: Callable[[str], None] = lambda text: None) -> Kernel:
-    """The compiled kernel of `spec`, compiled or loaded from the cache now
-    (`note` hears when a compile will take a while); KernelUnavailable says
-    why there is none."""
-    if os.environ.get("MODELCHECK_KERNEL", "compiled") == "interpreted":
+def kernel_for(spec: Spec, note: Callable[[str], None] = lambda text: None, compile: bool = True) -> Kernel | None:
+    """The compiled kernel of `spec`, loaded from the cache or (with
+    `compile`) compiled now, `note` hearing that a compile will take a
+    while; None if it is not in the cache and `compile` is false.
+    KernelUnavailable says why there is none at all."""
+    if os.environ.get("MODELCHECK_KERNEL") == "interpreted":
         raise KernelUnavailable("MODELCHECK_KERNEL=interpreted")
     try:
         import numba
@@ -601,6 +604,8 @@ def kernel_for(spec: Spec, note: Callable[[str], None] = lambda text: None) -> K
     try:
         kernel = Kernel(spec, cache_dir())
         if not kernel.compiled():
+            if not compile:
+                return None
             note(f"compiling the kernel of {type(spec).__name__} for {spec.n} processes with numba "
                  f"{numba.__version__} (once: later runs load it)")
         kernel.warm(spec.init_states())
@@ -610,6 +615,28 @@ def kernel_for(spec: Spec, note: Callable[[str], None] = lambda text: None) -> K
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise KernelUnavailable(f"numba cannot compile {type(spec).__name__}: {first}") from None
     return kernel
+
+
+def compile_elsewhere(spec: Spec) -> subprocess.Popen:
+    """Compile `spec`'s kernel into the cache in a child process (this
+    module run as a program, given this process's sys.path and the pickled
+    spec); it exits 0 when the kernel is in the cache, else 3 with the
+    reason on stderr."""
+    child = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+    child.stdin.write(pickle.dumps(sys.path) + pickle.dumps(spec))    # the path first: the spec's class may need it
+    child.stdin.close()
+    return child
+
+
+def _compile_here() -> None:
+    sys.path[:] = pickle.load(sys.stdin.buffer)
+    spec = pickle.load(sys.stdin.buffer)
+    try:
+        kernel_for(spec)
+    except KernelUnavailable as e:
+        print(e, file=sys.stderr)
+        sys.exit(3)
 
 
 def _module_name(kind: str, source: str) -> str:
@@ -644,3 +671,7 @@ def cache_dir() -> Path:
         return Path(os.environ["MODELCHECK_CACHE"]) / "kernels"
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "modelcheck" / "kernels"
+
+
+if __name__ == "__main__":      # compile_elsewhere's child
+    _compile_here()

@@ -1,0 +1,19 @@
+"""Specs derived from the Kafka spec for tests only. They live in one
+module so that each is compiled once a test session (a kernel is named by
+its flattened text, which includes the class's module)."""
+
+from __future__ import annotations
+
+from modelcheck.spec import invariant
+from specs.kafka_elr import Kip966
+from specs.kafka_elr.types import NO_LEADER
+
+
+class LeaderlessKip966(Kip966):
+    """KIP-966 with an invariant its initial state breaks (it has a leader).
+    Spark executors never import this module: the kernel travels as its
+    source."""
+
+    @invariant("Leaderless")
+    def leaderless(self, s):
+        return s.leader == NO_LEADER
