@@ -81,6 +81,10 @@ def test_check_reads_a_config_file_with_its_expected_verdict(tmp_path):
      "error: config key 'invariants': 'ElrDisjointIsr' is not an invariant of variant 'legacy'"),
     (["--set", "novalue"], "error: --set 'novalue': expected KEY=VALUE"),
     (["missing.toml"], "error: missing.toml: no such file"),
+    (["--set", "max_records=8"],
+     "error: config key 'max_records': 8 is not allowed (allowed: an integer from 0 to 7)"),
+    (["--engine", "bfs", "--fingerprint-bits", "128"],
+     "error: --fingerprint-bits applies to the compiled engines (fast, spark); the reference engine keeps 64-bit"),
 ])
 def test_bad_input_exits_2_with_one_line(args, message):
     r = invoke("check", *args)

@@ -96,8 +96,13 @@ def test_memory_a_state_visited_set_8_or_16_bytes_links_6():
     fingerprinted = run(load({"max_fences": 0}), engine="fast", workers=2)
     assert fingerprinted.holds
     assert fingerprinted.run_info["state_keys"] == "fingerprint" and fingerprinted.run_info["state_bits"] > 128
+    assert fingerprinted.run_info["fingerprint_bits"] == 64
     assert 0 < fingerprinted.run_info["collision_probability"] < 1e-6
     assert fingerprinted.memory["visited_bytes"] == 8 * fingerprinted.distinct_states
+    wide = run(load({"max_fences": 0}), engine="fast", workers=2, fingerprint_bits=128)
+    assert summary(wide) == summary(fingerprinted) and wide.run_info["fingerprint_bits"] == 128
+    assert wide.memory["visited_bytes"] == 16 * wide.distinct_states
+    assert wide.run_info["collision_probability"] < 1e-20
 
 
 # ---- symmetry over brokers 1..N-1 ---------------------------------------------------

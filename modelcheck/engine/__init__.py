@@ -28,9 +28,10 @@ ENGINES = ("fast", "bfs", "spark")
 
 def run(spec: Spec, *, engine: str = "fast", workers: int = 1, progress: Progress | None = None,
         master: str | None = None, partitions: int | None = None,
-        spark_settings: dict[str, str] | None = None) -> CheckResult:
+        spark_settings: dict[str, str] | None = None, fingerprint_bits: int = 64) -> CheckResult:
     """Check `spec` with the named engine (`workers` applies to fast;
-    `master`, `partitions` and `spark_settings` to spark)."""
+    `master`, `partitions` and `spark_settings` to spark; `fingerprint_bits`
+    to both, where a packed state is too large to store whole)."""
     from .bfs import check as reference
     if engine == "bfs":
         return reference(spec, progress=progress)
@@ -41,7 +42,7 @@ def run(spec: Spec, *, engine: str = "fast", workers: int = 1, progress: Progres
         require_spark()
     wait = engine == "spark" or os.environ.get("MODELCHECK_KERNEL") == "compiled"
     try:
-        kernel = kernel_for(spec, note, compile=wait)
+        kernel = kernel_for(spec, note, compile=wait, fingerprint_bits=fingerprint_bits)
     except KernelUnavailable as e:
         if engine == "spark":
             raise EngineUnavailable(f"--engine spark runs the compiled kernel, and there is none here: {e}") from None
@@ -49,7 +50,7 @@ def run(spec: Spec, *, engine: str = "fast", workers: int = 1, progress: Progres
         result.run_info["kernel"] = f"interpreted: {e}"
         return result
     if kernel is None:
-        result, kernel = _race(spec, progress, note)
+        result, kernel = _race(spec, progress, note, fingerprint_bits)
         if result is not None:
             return result
     if engine == "spark":
@@ -64,7 +65,7 @@ class _KernelReady(Exception):
     pass
 
 
-def _race(spec: Spec, progress: Progress | None, note) -> tuple[CheckResult | None, object]:
+def _race(spec: Spec, progress: Progress | None, note, fingerprint_bits: int) -> tuple[CheckResult | None, object]:
     """The reference engine here while the kernel compiles in a child: (the
     reference engine's result, None) if it finishes first, else (None, the
     kernel, loaded from the cache the child filled)."""
@@ -87,7 +88,7 @@ def _race(spec: Spec, progress: Progress | None, note) -> tuple[CheckResult | No
         result = reference(spec, progress=watch)
     except _KernelReady:
         note("the kernel is compiled: the compiled search starts")
-        return None, kernel_for(spec)
+        return None, kernel_for(spec, fingerprint_bits=fingerprint_bits)
     finally:
         if child.poll() is None:
             child.kill()

@@ -290,10 +290,10 @@ def shard_of(keys: np.ndarray, shards: int) -> np.ndarray:
     return ((keys[:, 0] << np.uint64(BUCKET_BITS)) >> np.uint64(32)) * np.uint64(shards) >> np.uint64(32)
 
 
-def collision_probability(distinct: int, generated: int) -> float:
-    """TLC's optimistic estimate that 64-bit fingerprints merged two states:
-    distinct * (generated - distinct) / 2^64."""
-    return distinct * max(0, generated - distinct) / 2.0 ** 64
+def collision_probability(distinct: int, generated: int, bits: int = 64) -> float:
+    """TLC's optimistic estimate that fingerprints of `bits` merged two
+    states: distinct * (generated - distinct) / 2^bits."""
+    return distinct * max(0, generated - distinct) / 2.0 ** bits
 
 
 def run_info(kernel, distinct: int, generated: int) -> dict[str, Any]:
@@ -301,5 +301,6 @@ def run_info(kernel, distinct: int, generated: int) -> dict[str, Any]:
     info: dict[str, Any] = {"kernel": "compiled", "state_bits": kernel.bits,
                             "state_keys": "exact" if kernel.exact else "fingerprint"}
     if not kernel.exact:
-        info["collision_probability"] = collision_probability(distinct, generated)
+        info["fingerprint_bits"] = kernel.fingerprint_bits
+        info["collision_probability"] = collision_probability(distinct, generated, kernel.fingerprint_bits)
     return info

@@ -33,9 +33,12 @@ def check(spec: Spec, *, store: VisitedStore | None = None,
         if invariant is not None:
             trace = rebuild(spec, store, fp)
             validate(spec, trace, invariant)
+        # the store keys states by 64-bit fingerprints: TLC's collision estimate
+        info = {"state_keys": "fingerprint", "fingerprint_bits": 64,
+                "collision_probability": len(store) * max(0, generated - len(store)) / 2.0 ** 64}
         return CheckResult("holds" if invariant is None else "violated", invariant,
                            len(store), generated, depth,
-                           time.perf_counter() - started, coverage, trace)
+                           time.perf_counter() - started, coverage, trace, run_info=info)
 
     for state in spec.init_states():
         generated += 1

@@ -350,7 +350,9 @@ def plan_layout(spec: Spec) -> tuple[list[Slot], int, int]:
 #   LIVE[action]: whether the config can enable it; CHECKED: invariants to check
 #   FLAGS = (words a row, key mode, symmetric)
 
-KEY_FMIX, KEY_MIX128, KEY_HASH = range(3)   # exact one word, exact two words, 64-bit fingerprint
+# how a packed representative becomes a key: exact in one word or two (a
+# bijection), or a fingerprint of 64 or 128 bits (two independent hashes)
+KEY_FMIX, KEY_MIX128, KEY_HASH, KEY_HASH128 = range(4)
 
 GLUE_HELPERS = """
 @inlined
@@ -372,7 +374,9 @@ def key(mode, row, out):
     elif mode == 1:
         out[0], out[1] = mix128(row[0], row[1])
     else:
-        out[0] = hash_words(row)
+        out[0] = hash_words(row, uint64(0))
+        if mode == 3:
+            out[1] = hash_words(row, uint64(0x452821E638D01377))
 
 @jit
 def key_of(P, C, s, row, scratch, out):
@@ -489,7 +493,7 @@ class Kernel:
     keys and links; `check` rows against the checked invariants; `pack` and
     `unpack` single states (Python's State and a row of words)."""
 
-    def __init__(self, spec: Spec, cache_dir: Path):
+    def __init__(self, spec: Spec, cache_dir: Path, fingerprint_bits: int = 64):
         import numpy as np
         self.spec = spec
         cls = type(spec)
@@ -498,8 +502,12 @@ class Kernel:
         self.spec_name = cls.__name__
         slots, self.words, self.bits = plan_layout(spec)
         self.exact = self.bits <= 128          # the visited set holds the packed states themselves
-        self.key_words = 2 if self.exact and self.words == 2 else 1
-        mode = KEY_HASH if not self.exact else KEY_MIX128 if self.words == 2 else KEY_FMIX
+        self.fingerprint_bits = None if self.exact else fingerprint_bits
+        if self.exact:
+            mode = KEY_MIX128 if self.words == 2 else KEY_FMIX
+        else:
+            mode = KEY_HASH128 if fingerprint_bits == 128 else KEY_HASH
+        self.key_words = 2 if mode in (KEY_MIX128, KEY_HASH128) else 1
         most = sum(len(list(product(*spec.domains(a)))) for a in spec.actions)
         if most > MAX_SUCCESSORS:
             raise KernelError(f"a state may have {most:,} successors, more than the {MAX_SUCCESSORS:,} "
@@ -589,11 +597,14 @@ class Kernel:
                            np.empty(m, np.uint8), 0)
 
 
-def kernel_for(spec: Spec, note: Callable[[str], None] = lambda text: None, compile: bool = True) -> Kernel | None:
+def kernel_for(spec: Spec, note: Callable[[str], None] = lambda text: None, compile: bool = True,
+               fingerprint_bits: int = 64) -> Kernel | None:
     """The compiled kernel of `spec`, loaded from the cache or (with
     `compile`) compiled now, `note` hearing that a compile will take a
-    while; None if it is not in the cache and `compile` is false.
-    KernelUnavailable says why there is none at all."""
+    while; None if it is not in the cache and `compile` is false. States
+    too large to store whole are keyed by fingerprints of
+    `fingerprint_bits` (64 or 128). KernelUnavailable says why there is
+    none at all."""
     if os.environ.get("MODELCHECK_KERNEL") == "interpreted":
         raise KernelUnavailable("MODELCHECK_KERNEL=interpreted")
     try:
@@ -602,7 +613,7 @@ def kernel_for(spec: Spec, note: Callable[[str], None] = lambda text: None, comp
     except Exception as e:          # an import that fails in any way: say so, run interpreted
         raise KernelUnavailable(f"numba cannot be imported ({type(e).__name__}: {e})") from None
     try:
-        kernel = Kernel(spec, cache_dir())
+        kernel = Kernel(spec, cache_dir(), fingerprint_bits)
         if not kernel.compiled():
             if not compile:
                 return None

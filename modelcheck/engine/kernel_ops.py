@@ -61,10 +61,11 @@ def mix128(a, b):
 
 
 @jit
-def hash_words(words):
+def hash_words(words, seed):
     """A 64-bit fingerprint of a row of words (each word mixed in, then the
-    length): deterministic on every machine."""
-    h = uint64(0x243F6A8885A308D3)
+    length): deterministic on every machine; two seeds give two
+    independent halves of a 128-bit fingerprint."""
+    h = uint64(0x243F6A8885A308D3) ^ seed
     for w in words:
         h = fmix64(h ^ fmix64(w ^ uint64(0x13198A2E03707344)))
     return fmix64(h ^ uint64(len(words)))
