@@ -500,8 +500,10 @@ def spark_env(out: str) -> None:
         "$(python -c 'import cli; print(cli.__file__)')" check --engine spark
 
     (`modelcheck check --engine spark` with a cluster master ships
-    modelcheck and the spec itself, in a zip without cli.py.) Executors also need numpy and xxhash: docs/spark.md shows a
-    packed virtualenv that carries them.
+    modelcheck and the spec itself, in a zip without cli.py.) Executors also
+    need numpy and numba, the compiled kernel's dependencies (the kernel
+    itself travels with the check and is compiled once a machine):
+    docs/spark.md shows a packed virtualenv that carries them.
     """
     from modelcheck.engine.spark_session import package_archive
 

@@ -18,7 +18,8 @@ them, and compiled; nothing of the protocol is written twice:
   domains in the interpreted spec's order, and keys each successor.
 
 The flattened spec is written to a file under the cache directory named by
-its hash (one a variant), the glue to another (one a config), and numba
+its hash (one a variant), the glue to another (one a variant and broker
+count: the rest of a config, bounds and domains, is run-time tables), and numba
 caches their machine code beside them, so a second run loads instead of
 compiling. `kernel_for` returns None, with the reason, where numba is
 missing or the spec cannot be compiled; the caller then runs the
