@@ -228,7 +228,7 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
         click.echo("error: internal error, no verdict (the traceback above is a bug to report)", err=True)
         sys.exit(EXIT_INTERNAL)
     kernel = result.run_info.get("kernel", "")
-    if kernel.startswith("interpreted"):
+    if kernel.startswith("interpreted: "):        # not "interpreted (done before the kernel compiled)"
         click.echo(f"warning: no compiled kernel ({kernel.split(': ', 1)[1]}); ran the interpreted engine", err=True)
     trace = described(spec, result.trace)
     verdict = result.verdict if result.holds else f"violated: {result.invariant}"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,19 @@ def test_check_json_holds():
     assert out["generated_states"] == 1 + sum(out["coverage"].values())
     assert out["config"]["variant"] == "kip966" and out["config"]["max_records"] == 1
     assert set(out) >= {"elapsed_s", "coverage", "config"}
+
+
+def test_a_new_users_first_small_check_answers_interpreted_without_a_warning(tmp_path):
+    """As a first run on a fresh machine: no kernel in the cache, so the
+    compile races the interpreted engine, which answers first; that is not
+    a failure to report (nor a crash), and no compile is left running."""
+    env = {k: v for k, v in os.environ.items() if k != "MODELCHECK_KERNEL"} | {"MODELCHECK_CACHE": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-c", "import cli; cli.main()", "check", *SMALL],
+                       capture_output=True, text=True, env=env, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "holds: 11 invariants hold" in r.stdout and "distinct states: 7,768" in r.stdout
+    assert "warning" not in r.stderr and "Traceback" not in r.stderr
+    assert "compiling the kernel of Kip966 for 3 processes (once: later runs load it); the" in r.stderr
 
 
 def test_check_json_violation_has_the_trace_from_the_initial_state():
