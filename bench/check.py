@@ -38,16 +38,17 @@ CONFIGS = {
     "default": ([], {}),
     "n4": (["brokers=4", "min_isr=3", "max_unclean_shutdowns=2"], {"N": 4, "MinIsr": 3, "MaxUncleanShutdowns": 2}),
 }
-PROGRESS = re.compile(r"depth (\d+)\s+distinct ([\d,]+)\s+generated ([\d,]+).*?(\d+) s$")
+# a progress update (wrapped where stderr is not a terminal)
+PROGRESS = re.compile(r"depth (\d+)\s+distinct ([\d,]+)\s+generated ([\d,]+)\s+queue [\d,]+\s+[\d,]+ states/s\s+(\d+) s")
 TLC_PROGRESS = re.compile(r"Progress\((\d+)\).*?: ([\d,]+) states generated.*?, ([\d,]+) distinct states found")
 
 
-def timed(argv: list[str], limit: float, env: dict | None = None) -> tuple[int, str, str, float, float, bool]:
+def timed(argv: list[str], limit: float, cwd: Path = ROOT) -> tuple[int, str, str, float, float, bool]:
     """Run argv; (exit status, stdout, stderr, wall s, its peak RSS MB, stopped by the limit). The
     process is reaped here (wait4), so the RSS is its own, not the largest of all runs so far."""
     started = time.perf_counter()
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                         env={**os.environ, **(env or {})}, start_new_session=True)
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+                         start_new_session=True)
     output: dict[str, str] = {}
     readers = [threading.Thread(target=lambda k, f: output.__setitem__(k, f.read()), args=(k, f))
                for k, f in (("out", p.stdout), ("err", p.stderr))]
@@ -76,7 +77,8 @@ def modelcheck(sets: list[str], engine: str, workers: int, symmetry: bool, limit
     if engine != "bfs" and not stopped:
         r = json.loads(out)
         return {"distinct": r["distinct_states"], "generated": r["generated_states"], "seconds": r["elapsed_s"],
-                "wall": wall, "rss": rss, "stopped": False, "verdict": r["verdict"], "keys": r.get("state_keys")}
+                "wall": wall, "rss": rss, "stopped": False, "verdict": r["verdict"], "keys": r.get("state_keys"),
+                "memory": r["memory"], "bits": r.get("state_bits")}
     if not stopped:
         distinct = int(re.search(r"distinct states: ([\d,]+)", out).group(1).replace(",", ""))
         generated = int(re.search(r"generated: ([\d,]+)", out).group(1).replace(",", ""))
@@ -84,7 +86,7 @@ def modelcheck(sets: list[str], engine: str, workers: int, symmetry: bool, limit
         verdict = "holds" if "holds:" in out else "violated"
         return {"distinct": distinct, "generated": generated, "seconds": seconds, "wall": wall, "rss": rss,
                 "stopped": False, "verdict": verdict, "keys": None}
-    last = [m for m in map(PROGRESS.search, err.splitlines()) if m]
+    last = list(PROGRESS.finditer(err))
     if not last:
         raise RuntimeError(f"no progress from {' '.join(argv)}: {err[-500:]}")
     depth, distinct, generated, seconds = last[-1].groups()
@@ -103,12 +105,14 @@ def tlc(constants: dict, limit: float) -> dict:
         for f in TLA.glob("*.tla"):
             (Path(tmp) / f.name).write_text(f.read_text())
         (Path(tmp) / "bench.cfg").write_text(text)
-        argv = tlc_command(find_java(), find_jar(), str(Path(tmp) / "KIP966.tla"), str(Path(tmp) / "bench.cfg"), 2,
-                           str(Path(tmp) / "meta"))
+        # TLC 2.15 finds the config only by a name relative to where it runs
+        argv = tlc_command(find_java(), find_jar(), "KIP966.tla", "bench.cfg", 2, "meta")
         started = time.perf_counter()
-        code, out, err, wall, rss, stopped = timed(argv, limit)
+        code, out, err, wall, rss, stopped = timed(argv, limit, cwd=Path(tmp))
     if not stopped:
         found = re.search(r"([\d,]+) states generated, ([\d,]+) distinct states found", out)
+        if not found:
+            raise RuntimeError(f"TLC did not finish: {out[-800:]}")
         verdict = "holds" if "No error has been found" in out else "violated"
         return {"distinct": int(found.group(2).replace(",", "")), "generated": int(found.group(1).replace(",", "")),
                 "seconds": wall, "wall": wall, "rss": rss, "stopped": False, "verdict": verdict, "keys": None}
@@ -149,6 +153,11 @@ def main() -> None:
             print(f"{name:8} {label:18} {r['verdict'] + (' (stopped)' if r['stopped'] else ''):14} "
                   f"{r['distinct']:>12,} {r['seconds']:>7.1f} {r['wall']:>7.1f} {rate:>11,.0f} {r['rss']:>7,.0f}  "
                   f"{vs(ref)}", flush=True)
+            if r.get("memory"):
+                m, n = r["memory"], r["distinct"]
+                print(f"{'':8} {'':18} {r['bits']}-bit states, {r['keys']} keys; visited set "
+                      f"{m['visited_bytes'] / n:.2f} B/state, links {m['links_bytes'] / n:.2f} B/state, "
+                      f"widest frontier {m['frontier_bytes_peak'] / 2**20:,.0f} MiB", flush=True)
         if "TLC x2" in rates:
             for label, rate in rates.items():
                 if label.startswith("fast"):

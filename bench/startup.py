@@ -1,19 +1,29 @@
 """Benchmark: what a new user waits for. A fresh virtualenv gets this
-checkout installed (`pip install .`, timed), then a small check runs as a
-whole process four ways: the first run (an empty kernel cache: numba
-compiles the variant), the second (machine code loaded from the cache), a
-third with another config of the same variant (nothing to compile: a
-config is run-time tables), and interpreted (MODELCHECK_KERNEL=interpreted).
+checkout installed (`pip install .`, timed), then checks run as whole
+processes, each saying which execution answered:
 
-    python bench/startup.py                          # --set max_records=1 --set max_fences=0
+- a small check on an empty kernel cache, as a user runs it: the kernel
+  compiles in a child while the interpreted engine checks, and the small
+  check is done first (the compile is abandoned);
+- the same with MODELCHECK_KERNEL=compiled: waits for numba to compile the
+  variant (the one-time cost, filling the cache);
+- the small check again (machine code loaded from the cache), another
+  config of the same variant (nothing to compile: a config is run-time
+  tables), and interpreted (MODELCHECK_KERNEL=interpreted);
+- the default config on an empty cache: interpreted until the kernel is
+  compiled, then the compiled search.
+
+    python bench/startup.py                          # small: --set max_records=1 --set max_fences=0
     python bench/startup.py --set variant=legacy
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,13 +34,13 @@ ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["max_records=1", "max_fences=0"]
 
 
-def wall(argv: list[str], env: dict) -> tuple[float, str]:
+def wall(argv: list[str], env: dict) -> tuple[float, dict]:
     started = time.perf_counter()
     p = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **env})
     elapsed = time.perf_counter() - started
     if p.returncode not in (0, 1):
         raise RuntimeError(f"{' '.join(argv)}: exit {p.returncode}\n{p.stderr}")
-    return elapsed, p.stdout
+    return elapsed, json.loads(p.stdout)
 
 
 def main() -> None:
@@ -39,24 +49,30 @@ def main() -> None:
     ns = ap.parse_args()
     sets = ns.set or SMALL
     print(f"# {os.cpu_count()} cores ({platform.machine()}), Python {platform.python_version()}; "
-          f"config: {' '.join(sets)}")
+          f"small config: {' '.join(sets)}")
     with tempfile.TemporaryDirectory() as tmp:
         venv = Path(tmp) / "venv"
         started = time.perf_counter()
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(ROOT)], check=True, cwd=tmp)
-        print(f"{'install (venv + pip install .)':40} {time.perf_counter() - started:7.1f} s")
-        check = [str(venv / "bin" / "modelcheck"), "check", "-q", *(x for s in sets for x in ("--set", s))]
-        env = {"MODELCHECK_CACHE": str(Path(tmp) / "cache")}
-        other = [*check, "--set", "max_isr_shrinks=0"]
-        for label, argv, extra in [("first run (kernel compiled)", check, {}),
-                                   ("second run (kernel loaded from cache)", check, {}),
-                                   ("another config, same variant", other, {}),
-                                   ("interpreted (MODELCHECK_KERNEL=interpreted)", check,
-                                    {"MODELCHECK_KERNEL": "interpreted"})]:
-            seconds, out = wall(argv, {**env, **extra})
-            states = next((line.split("  ")[0] for line in out.splitlines() if line.startswith("distinct states")), "")
-            print(f"{label:40} {seconds:7.1f} s   {states}")
+        print(f"{'install (venv + pip install .)':52} {time.perf_counter() - started:7.1f} s")
+        check = [str(venv / "bin" / "modelcheck"), "check", "--json"]
+        small = [*check, *(x for s in sets for x in ("--set", s))]
+        cache = Path(tmp) / "cache"
+        env = {"MODELCHECK_CACHE": str(cache)}
+        for label, argv, extra, empty in [
+                ("small, empty cache (races the compile)", small, {}, True),
+                ("small, empty cache, MODELCHECK_KERNEL=compiled", small, {"MODELCHECK_KERNEL": "compiled"}, True),
+                ("small, cached", small, {}, False),
+                ("another config of the variant, cached", [*small, "--set", "max_isr_shrinks=0"], {}, False),
+                ("small, MODELCHECK_KERNEL=interpreted", small, {"MODELCHECK_KERNEL": "interpreted"}, False),
+                ("default config, empty cache (races the compile)", check, {}, True),
+                ("default config, cached", check, {}, False)]:
+            if empty:
+                shutil.rmtree(cache, ignore_errors=True)
+            seconds, r = wall(argv, {**env, **extra})
+            print(f"{label:52} {seconds:7.1f} s   {r['distinct_states']:>10,} states   "
+                  f"kernel: {r['run_info']['kernel'] if 'run_info' in r else r['kernel']}", flush=True)
 
 
 if __name__ == "__main__":
