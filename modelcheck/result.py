@@ -35,3 +35,9 @@ class CheckResult:
     @property
     def holds(self) -> bool:
         return self.verdict == "holds"
+
+
+def collision_probability(distinct: int, generated: int, bits: int = 64) -> float:
+    """TLC's optimistic estimate that fingerprints of `bits` merged two
+    states: distinct * (generated - distinct) / 2^bits."""
+    return distinct * max(0, generated - distinct) / 2.0 ** bits

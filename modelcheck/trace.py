@@ -1,4 +1,6 @@
-"""Counterexample traces: rebuilt from parent fingerprints, then re-validated.
+"""Counterexample traces: rebuilt from parent fingerprints (the reference
+engine) or successor indices (`replay_path`, the compiled engines), then
+re-validated.
 
 A trace is never shown on the word of the fingerprints alone: `validate`
 replays it through the spec by action name and arguments and checks that each

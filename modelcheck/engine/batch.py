@@ -5,13 +5,14 @@ an engine report what the reference engine reports.
 
 A state is a row of uint64 words (the kernel's packing) and a key: the
 packed representative itself (one or two words, mixed by a bijection:
-exact) or its 64-bit fingerprint. The visited set keeps a shard's keys in
-sorted arrays, bucketed by their top bits: 8 or 16 bytes a state, grown
-by merging a sorted level into each bucket (never more than one bucket is
-held twice). `insert_new` is its one operation: given a level's candidate
-keys in the reference engine's order, it adds the new ones and says which
-occurrences were new, the first occurrence of a key winning, exactly as
-the reference engine's `put` would have.
+exact) or its 64- or 128-bit fingerprint. The visited set keeps a shard's
+keys in sorted arrays, bucketed by their top bits: 8 or 16 bytes a state,
+grown by merging a sorted level into each bucket (never more than one
+bucket is held twice). `insert_new` is its test-and-set (`contains` only
+tests): given a level's candidate keys in the reference engine's order, it
+adds the new ones and says which occurrences were new, the first
+occurrence of a key winning, exactly as the reference engine's `put` would
+have.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import Any, Callable
 
 import numpy as np
 from numba import njit, uint64
+
+from ..result import collision_probability
 
 
 jit = njit(cache=True, nogil=True)
@@ -288,12 +291,6 @@ def shard_of(keys: np.ndarray, shards: int) -> np.ndarray:
     """Owner shard of each key: its top bits (TLC's MultiFPSet), taken below
     the visited set's own bucket bits so that a shard's buckets stay even."""
     return ((keys[:, 0] << np.uint64(BUCKET_BITS)) >> np.uint64(32)) * np.uint64(shards) >> np.uint64(32)
-
-
-def collision_probability(distinct: int, generated: int, bits: int = 64) -> float:
-    """TLC's optimistic estimate that fingerprints of `bits` merged two
-    states: distinct * (generated - distinct) / 2^bits."""
-    return distinct * max(0, generated - distinct) / 2.0 ** bits
 
 
 def run_info(kernel, distinct: int, generated: int) -> dict[str, Any]:

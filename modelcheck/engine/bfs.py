@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from ..fingerprint import fingerprint
-from ..result import CheckResult
+from ..result import CheckResult, collision_probability
 from ..spec import Spec
 from ..store import DictStore, VisitedStore
 from ..trace import rebuild, validate
@@ -35,7 +35,7 @@ def check(spec: Spec, *, store: VisitedStore | None = None,
             validate(spec, trace, invariant)
         # the store keys states by 64-bit fingerprints: TLC's collision estimate
         info = {"state_keys": "fingerprint", "fingerprint_bits": 64,
-                "collision_probability": len(store) * max(0, generated - len(store)) / 2.0 ** 64}
+                "collision_probability": collision_probability(len(store), generated)}
         return CheckResult("holds" if invariant is None else "violated", invariant,
                            len(store), generated, depth,
                            time.perf_counter() - started, coverage, trace, run_info=info)

@@ -6,13 +6,13 @@ A level is a frontier of packed rows in the order the reference engine
 meets those states. Each thread expands a contiguous slice of it (the
 kernel runs without the GIL), so the threads' successors, one slice after
 the other, are the reference engine's candidates in its own order. Each
-key belongs to one shard (the top bits of the key, TLC's MultiFPSet); a
-shard's thread inserts its candidates, in that order, into its visited set,
-so the first occurrence of a new state wins as in the reference engine. The
-winners, in candidate order, are the next frontier; invariants are checked
-on them in slices, and the first violation in that order is the one the
-reference engine meets first, with the same distinct and generated counts
-and coverage at that point.
+key belongs to one shard (high bits of the key, below the bucket's: TLC's
+MultiFPSet); a shard's thread inserts its candidates, in that order, into
+its visited set, so the first occurrence of a new state wins as in the
+reference engine. The winners, in candidate order, are the next frontier;
+invariants are checked on them in slices, and the first violation in that
+order is the one the reference engine meets first, with the same distinct
+and generated counts and coverage at that point.
 
 Nothing a level holds is a Python object a state: a row of words, a key
 (8 or 16 bytes), and a parent link of 6 bytes (the parent's row in the

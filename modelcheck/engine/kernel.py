@@ -19,11 +19,12 @@ them, and compiled; nothing of the protocol is written twice:
 
 The flattened spec is written to a file under the cache directory named by
 its hash (one a variant), the glue to another (one a variant and broker
-count: the rest of a config, bounds and domains, is run-time tables), and numba
-caches their machine code beside them, so a second run loads instead of
-compiling. `kernel_for` returns None, with the reason, where numba is
-missing or the spec cannot be compiled; the caller then runs the
-interpreted engine.
+count: the rest of a config, bounds and domains, is run-time tables), and
+numba caches their machine code beside them, so a second run loads instead
+of compiling. `kernel_for` raises KernelUnavailable, with the reason,
+where numba is missing or the spec cannot be compiled (the caller then
+runs the interpreted engine), and returns None where the kernel is not in
+the cache and it was asked not to compile.
 """
 
 from __future__ import annotations
@@ -496,7 +497,6 @@ class Kernel:
 
     def __init__(self, spec: Spec, cache_dir: Path, fingerprint_bits: int = 64):
         import numpy as np
-        self.spec = spec
         cls = type(spec)
         self.fields = spec.layout()
         self.action_count = len(cls.actions)
@@ -544,7 +544,7 @@ class Kernel:
     # the spec object; each loads it from its own cache (compiling once a
     # machine).
     def __getstate__(self) -> dict:
-        return {k: v for k, v in vars(self).items() if k not in ("module", "cache_dir", "spec")}
+        return {k: v for k, v in vars(self).items() if k not in ("module", "cache_dir")}
 
     def __setstate__(self, state: dict) -> None:
         vars(self).update(state)

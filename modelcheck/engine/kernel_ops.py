@@ -1,5 +1,6 @@
 """Compiled twins of modelcheck.ops, and the integer mixing the fast engine
-keys states with. Imported only where numba is (kernel.py, batch.py)."""
+keys states with. Imported by the generated kernel modules (kernel.py), so
+only where numba is."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def lowest_bit(mask):
 # ---- keys ---------------------------------------------------------------------------
 # A state's key in the visited set is its packed representative, mixed by a
 # bijection when it fits in one or two words (exact: distinct states, distinct
-# keys) or hashed to 64 bits (a fingerprint) when it does not. Mixing spreads
+# keys) or hashed to 64 or 128 bits (a fingerprint) when it does not. Mixing spreads
 # the keys, whose top bits say which shard and bucket a key lives in.
 
 @jit
