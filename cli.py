@@ -31,7 +31,7 @@ from modelcheck.graph import GraphTooLarge, dot, graphml, mark_path, state_graph
 from modelcheck.html_trace import render as render_html
 from modelcheck.itf import to_itf
 from modelcheck.replay import parse_steps, replay as run_replay, split_scenario
-from modelcheck.result import CheckResult
+from modelcheck.result import CheckResult, never_fired
 from modelcheck.trace import described
 from modelcheck.tracefile import TraceFile, read as read_trace, replay as replay_trace
 from modelcheck.viewer import (diff_table, format_action, replay_table, stderr_console, step_table,
@@ -240,7 +240,7 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
             "verdict": result.verdict, "invariant": result.invariant,
             "distinct_states": result.distinct_states, "generated_states": result.generated_states,
             "depth": result.depth, "elapsed_s": round(result.elapsed_s, 3), "config": spec.config,
-            "coverage": result.coverage, "trace": trace,
+            "coverage": result.coverage, "goals": result.goals, "trace": trace,
             "expected": expected, "as_expected": None if expected is None else expected == verdict,
             "engine": engine, "workers": workers if engine == "fast" else 1, "symmetry": symmetry,
             **result.run_info,
@@ -276,9 +276,14 @@ def print_result(spec: Any, result: CheckResult, expected: str | None, verdict: 
         out.print(keys)
     fired = "  ".join(f"{name} {count:,}" for name, count in result.coverage.items())
     out.print(f"coverage (transitions per action): {fired}")
-    never = [name for name, count in result.coverage.items() if count == 0]
+    never = never_fired(result)
     if never and result.holds:
-        out.print(f"[yellow]never enabled[/]: {', '.join(never)}")
+        out.print(f"[yellow]never fired[/] (a holds says nothing about them): {', '.join(never)}")
+    if result.goals:
+        reached = [g for g, ok in result.goals.items() if ok]
+        missed = [g for g, ok in result.goals.items() if not ok]
+        out.print("goals reached: " + (", ".join(reached) or "none")
+                  + (f"  [yellow]not reached[/]: {', '.join(missed)}" if missed else ""))
     if expected is not None:
         out.print(f"expected: {expected} -> " + ("[green]as expected[/]" if expected == verdict
                                                   else "[bold red]DIFFERS[/]"))

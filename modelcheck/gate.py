@@ -1,11 +1,12 @@
 """The CI gate: pinned verdicts, state counts and time budgets.
 
 A gate file is a matrix file whose entries (`[[entry]]`) each pin a verdict
-(`expect`, required), optionally the distinct-state count (`states`) and a
-time budget in seconds (`budget_s`). An entry fails when its verdict
-differs, its count changes (a protocol change that alters what is reachable
-is worth a look even when every invariant still holds) or it runs over
-budget. `update_baseline` rewrites the pinned counts after an intended
+(`expect`, required), optionally the distinct-state count (`states`), a
+time budget in seconds (`budget_s`), and what a "holds" must have
+exercised: actions that fired (`exercises`) and reachability goals reached
+(`goals`). An entry fails when its verdict differs, its count changes (a
+protocol change that alters what is reachable is worth a look even when
+every invariant still holds), it holds vacuously or it runs over budget. `update_baseline` rewrites the pinned counts after an intended
 change.
 """
 
@@ -21,7 +22,7 @@ from typing import Any, Callable
 from .config import ConfigError
 from .matrix import Cell, Loader, Row, read_entries, run
 
-ENTRY_KEYS = {"name", "config", "expect", "states", "budget_s", "note", "symmetry"}
+ENTRY_KEYS = {"name", "config", "expect", "states", "budget_s", "note", "symmetry", "exercises", "goals"}
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,8 @@ def read_gate(path: str, loader: Loader) -> list[Entry]:
         if budget is not None and (not isinstance(budget, (int, float)) or isinstance(budget, bool) or budget <= 0):
             raise ConfigError(f"{e['where']}: budget_s is {budget!r}; allowed: a positive number of seconds")
         entries.append(Entry(Cell(e["name"], e["config"], e["expect"], note=e.get("note", ""),
-                                  symmetry=e.get("symmetry", False)), states, budget))
+                                  symmetry=e.get("symmetry", False), exercises=tuple(e.get("exercises", [])),
+                                  goals=tuple(e.get("goals", []))), states, budget))
     return entries
 
 
@@ -65,6 +67,7 @@ def judge(entry: Entry, row: Row) -> list[str]:
         failures.append(f"verdict: expected {entry.cell.expect}, got {row.verdict}")
     if entry.states is not None and row.distinct != entry.states:
         failures.append(f"distinct states: pinned {entry.states:,}, got {row.distinct:,}")
+    failures += [f"vacuous: {why}" for why in row.vacuous]
     if entry.budget_s is not None and row.elapsed_s > entry.budget_s:
         failures.append(f"time: {row.elapsed_s:.1f} s, over the budget of {entry.budget_s:g} s")
     return failures

@@ -4,8 +4,10 @@ A matrix file (TOML) has a `title`, optional `intro` (markdown), optional
 `[defaults]` (config keys every cell starts from) and `[[cell]]` entries:
 `name`, `config` (keys over the defaults), optional `expect` ("holds" or
 "violated: INVARIANT": what we pinned after investigating), `claim` (what
-the KIP or the design claims) and `note` (markdown: the evidence where the
-two differ). Cells are independent checks, so they run in parallel
+the KIP or the design claims), `note` (markdown: the evidence where the
+two differ), `exercises` (the actions the claim is about: a "holds" in
+which one never fired is flagged as vacuous) and `goals` (the spec's
+reachability goals the check must reach). Cells are independent checks, so they run in parallel
 processes; each row is what `modelcheck check` would print for that cell.
 """
 
@@ -22,7 +24,7 @@ from .engine import run as run_engine
 from .trace import described
 
 Loader = Callable[[dict[str, Any]], Any]     # config -> spec (raises ConfigError)
-CELL_KEYS = {"name", "config", "expect", "claim", "note", "symmetry"}
+CELL_KEYS = {"name", "config", "expect", "claim", "note", "symmetry", "exercises", "goals"}
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,8 @@ class Cell:
     claim: str = ""
     note: str = ""
     symmetry: bool = False      # check's --symmetry: one state of each class of renamed brokers
+    exercises: tuple[str, ...] = ()     # actions (or coverage labels) a holds must have fired
+    goals: tuple[str, ...] = ()         # reachability goals a complete check must reach
 
 
 @dataclass
@@ -48,10 +52,33 @@ class Row:
     config: dict[str, Any] = field(default_factory=dict)
     story: str = ""
     trace: list[dict[str, Any]] = field(default_factory=list)   # trace.described() of the counterexample
+    coverage: dict[str, int] = field(default_factory=dict)
+    goals: dict[str, bool] = field(default_factory=dict)
 
     @property
     def as_expected(self) -> bool | None:
         return None if self.cell.expect is None else self.cell.expect == self.verdict
+
+    @property
+    def never_fired(self) -> list[str]:
+        """Actions with no transition (an action split by coverage_by: by
+        name when none of its kinds fired, else the kinds that did not)."""
+        out = []
+        for action in dict.fromkeys(label.split("(")[0] for label in self.coverage):
+            labels = [x for x in self.coverage if x.split("(")[0] == action]
+            zero = [x for x in labels if not self.coverage[x]]
+            out += [action] if len(zero) == len(labels) else zero
+        return out
+
+    @property
+    def vacuous(self) -> list[str]:
+        """Why a "holds" proves less than its cell claims: an action the
+        claim is about that never fired, a goal never reached."""
+        if self.verdict != "holds":
+            return []
+        out = [f"{a} never fired" for a in self.cell.exercises
+               if not sum(n for x, n in self.coverage.items() if x == a or x.startswith(a + "("))]
+        return out + [f"goal {g} not reached" for g in self.cell.goals if not self.goals.get(g)]
 
 
 def verdict_text(holds: bool, invariant: str | None) -> str:
@@ -101,14 +128,29 @@ def read_entries(path: str, loader: Loader, table: str, keys: set[str],
             raise ConfigError(f"{where}: {e}") from None
         if "expect" in c:
             check_expectation(c["expect"], where)
+        check_pins(c, spec, where)
         out.append({**c, "config": config, "where": where})
     return raw, out
+
+
+def check_pins(entry: dict[str, Any], spec: Any, where: str) -> None:
+    """`exercises` names actions or coverage labels of the spec, `goals` its goals."""
+    for key, known, what in (("exercises", [*spec.actions, *spec.coverage_labels], "action"),
+                             ("goals", list(spec.goals), "goal")):
+        value = entry.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+            raise ConfigError(f"{where}: {key} is {value!r}; allowed: a list of names")
+        unknown = [x for x in value if x not in known]
+        if unknown:
+            raise ConfigError(f"{where}: {key}: {unknown[0]!r} is not a {what} of this variant "
+                              f"(allowed: {', '.join(dict.fromkeys(known))})")
 
 
 def read_matrix(path: str, loader: Loader) -> tuple[dict[str, Any], list[Cell]]:
     raw, entries = read_entries(path, loader, "cell", CELL_KEYS, {"title", "intro"})
     cells = [Cell(e["name"], e["config"], e.get("expect"), e.get("claim", ""), e.get("note", ""),
-                  e.get("symmetry", False)) for e in entries]
+                  e.get("symmetry", False), tuple(e.get("exercises", [])), tuple(e.get("goals", [])))
+             for e in entries]
     return {"title": raw.get("title", "Verdict matrix"), "intro": raw.get("intro", "")}, cells
 
 
@@ -120,7 +162,7 @@ def run_cell(loader: Loader, cell: Cell) -> Row:
     story = "" if r.holds else spec.story(r.trace, r.invariant)
     return Row(cell, verdict_text(r.holds, r.invariant), r.invariant, None if r.holds else len(r.trace) - 1,
                r.distinct_states, r.generated_states, r.depth, r.elapsed_s, spec.config, story,
-               described(spec, r.trace))
+               described(spec, r.trace), r.coverage, r.goals)
 
 
 def run(loader: Loader, cells: list[Cell], jobs: int,
@@ -158,12 +200,15 @@ def markdown(meta: dict[str, Any], rows: list[Row], command: str, jobs: int) -> 
            "edit the matrix file and regenerate.", ""]
     if meta["intro"]:
         out += [meta["intro"].strip(), ""]
-    out += ["| cell | verdict | trace | distinct | depth | time s | expected |",
-            "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    out += ["| cell | verdict | trace | distinct | depth | time s | never fired | expected |",
+            "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |"]
     for r in rows:
         ok = {None: "", True: "as pinned", False: f"**DIFFERS** (pinned: {r.cell.expect})"}[r.as_expected]
+        if r.vacuous:
+            ok += f" **VACUOUS** ({'; '.join(r.vacuous)})"
+        never = ", ".join(r.never_fired) if r.verdict == "holds" else ""
         out.append(f"| [{r.cell.name}](#{anchor(r.cell.name)}) | {r.verdict} | {r.trace_len or ''} | "
-                   f"{r.distinct:,} | {r.depth} | {r.elapsed_s:.1f} | {ok} |")
+                   f"{r.distinct:,} | {r.depth} | {r.elapsed_s:.1f} | {never} | {ok} |")
     out.append("")
     for r in rows:
         out += [f"## {r.cell.name}", "",
@@ -174,6 +219,13 @@ def markdown(meta: dict[str, Any], rows: list[Row], command: str, jobs: int) -> 
             out += [f"Claim: {r.cell.claim}", ""]
         out += [f"Verdict: **{r.verdict}**" + (f" in {r.trace_len} steps (a shortest counterexample)."
                                               if r.trace_len else f" in all {r.distinct:,} reachable states."), ""]
+        if r.cell.exercises or r.cell.goals:
+            fired = [f"{a} {sum(n for x, n in r.coverage.items() if x == a or x.startswith(a + '(')):,}"
+                     for a in r.cell.exercises]
+            out += ["Exercised: " + "; ".join(
+                ([f"transitions {', '.join(fired)}"] if fired else [])
+                + ([f"goals {', '.join(g + (' reached' if r.goals.get(g) else ' NOT reached') for g in r.cell.goals)}"]
+                   if r.cell.goals and r.verdict == "holds" else [])) + ".", ""]
         if r.story:
             out += [r.story, ""]
         if r.cell.note:

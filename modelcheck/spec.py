@@ -66,12 +66,19 @@ class Field:
     length: int | None = None
 
 
-def action(name: str, **params: Param) -> Callable:
+def action(name: str, coverage_by: str | None = None, **params: Param) -> Callable:
     """Mark a method `(self, state, *args) -> State | None` as the action
-    `name`, its arguments ranging over `params` (in this order)."""
+    `name`, its arguments ranging over `params` (in this order). With
+    `coverage_by` (one of the arguments), coverage counts each value of it
+    apart, as `Name(value)`: an action that multiplexes several kinds of
+    step (an election type) then shows which kinds fired."""
+    if coverage_by is not None and coverage_by not in params:
+        raise SpecDefinitionError(f"action {name!r}: coverage_by={coverage_by!r} is not one of its arguments")
+
     def mark(fn: Callable) -> Callable:
         fn._mc_action = name
         fn._mc_params = params
+        fn._mc_coverage_by = coverage_by
         return fn
     return mark
 
@@ -80,6 +87,19 @@ def invariant(name: str) -> Callable:
     """Mark a predicate method `(self, state) -> bool` that must always hold."""
     def mark(fn: Callable) -> Callable:
         fn._mc_invariant = name
+        return fn
+    return mark
+
+
+def goal(name: str, *actions: str) -> Callable:
+    """Mark a predicate method `(self, before, after) -> bool` over steps
+    (of `actions` only, if named) that some reachable step should satisfy:
+    a reachability goal, as Stateright's `sometimes`. Engines report, for a
+    complete search, which goals some step reached, so a "holds" in which
+    the behaviour a claim is about never happened shows as such."""
+    def mark(fn: Callable) -> Callable:
+        fn._mc_goal = name
+        fn._mc_goal_actions = actions
         return fn
     return mark
 
@@ -116,16 +136,19 @@ def _check_params(cls: type, name: str, fn: Callable, params: dict[str, Any]) ->
 class Spec:
     """Base class of every protocol spec.
 
-    Subclasses define `init_states`, `@action`s and `@invariant`s, and may set
-    `omit` to drop inherited actions or invariants by name (a variant that
-    lacks a mechanism). Actions are enumerated in sorted name order so that
+    Subclasses define `init_states`, `@action`s, `@invariant`s and `@goal`s,
+    and may set `omit` to drop inherited actions, invariants or goals by name
+    (a variant that lacks a mechanism). Actions are enumerated in sorted name order so that
     exploration order, and so every result, is deterministic.
     """
 
     omit: ClassVar[frozenset[str]] = frozenset()
     actions: ClassVar[dict[str, Callable]] = {}
     params: ClassVar[dict[str, dict[str, Param]]] = {}    # action -> its arguments, in order
+    coverage_by: ClassVar[dict[str, str | None]] = {}     # action -> the argument its coverage splits on
     invariants: ClassVar[dict[str, Callable]] = {}
+    goals: ClassVar[dict[str, Callable]] = {}
+    goal_actions: ClassVar[dict[str, tuple[str, ...]]] = {}   # goal -> the actions it is about (empty: all)
     state_type: ClassVar[type] = tuple     # the NamedTuple of the spec's states
     symmetric: bool = False                # set by enable_symmetry()
 
@@ -133,14 +156,22 @@ class Spec:
         super().__init_subclass__(**kw)
         acts = _collect(cls, "_mc_action")
         invs = _collect(cls, "_mc_invariant")
-        unknown = sorted(cls.omit - acts.keys() - invs.keys())
+        goals = _collect(cls, "_mc_goal")
+        unknown = sorted(cls.omit - acts.keys() - invs.keys() - goals.keys())
         if unknown:
             raise SpecDefinitionError(f"{cls.__name__}.omit names nothing defined: {unknown}")
         cls.actions = {n: acts[n][0] for n in sorted(acts) if n not in cls.omit}
         cls.params = {n: acts[n][1]._mc_params for n in cls.actions}
+        cls.coverage_by = {n: acts[n][1]._mc_coverage_by for n in cls.actions}
         for n, fn in cls.actions.items():
             _check_params(cls, n, fn, cls.params[n])
         cls.invariants = {n: invs[n][0] for n in sorted(invs) if n not in cls.omit}
+        cls.goals = {n: goals[n][0] for n in sorted(goals) if n not in cls.omit}
+        cls.goal_actions = {n: goals[n][1]._mc_goal_actions for n in cls.goals}
+        for n, about in cls.goal_actions.items():
+            unknown = [a for a in about if a not in acts]
+            if unknown:
+                raise SpecDefinitionError(f"{cls.__name__}: goal {n!r} names no action {unknown[0]!r}")
         abstract = vars(cls).get("abstract", False)
         if not abstract and not cls.actions:
             raise SpecDefinitionError(f"{cls.__name__} defines no actions")
@@ -247,15 +278,50 @@ class Spec:
         dormant = self.never_enabled()
         return [(name, fn, self._instances[name]) for name, fn in self.actions.items() if name not in dormant]
 
+    @cached_property
+    def coverage_labels(self) -> list[str]:
+        """What coverage counts, in order: each action by name, or, for an
+        action with `coverage_by`, each value of that argument as
+        `Name(value)` (its domain here, in order)."""
+        labels = []
+        for name in self.actions:
+            labels += self._labels_of(name)
+        return labels
+
+    def _labels_of(self, name: str) -> list[str]:
+        by = self.coverage_by[name]
+        if by is None:
+            return [name]
+        p = self.params[name][by]
+        return [f"{name}({v if p.show is None else p.show(v)})" for v in p.domain(self)]
+
+    def coverage_label(self, name: str, values: Sequence[int]) -> int:
+        """The place in coverage_labels of an instance of `name` with argument values `values`."""
+        base = self.coverage_labels.index(self._labels_of(name)[0])
+        by = self.coverage_by[name]
+        if by is None:
+            return base
+        at = list(self.params[name]).index(by)
+        return base + list(self.params[name][by].domain(self)).index(values[at])
+
+    @cached_property
+    def _labelled_actions(self) -> list[tuple[str, Callable, list[tuple[tuple[int, ...], Args, int]]]]:
+        return [(name, fn, [(values, args, self.coverage_label(name, values)) for values, args in instances])
+                for name, fn, instances in self._live_actions]
+
     def successors(self, state: State) -> list[tuple[str, Args, State]]:
         """Every enabled action instance, in deterministic order: actions by
         name, each one's arguments in their domains' order."""
+        return [(name, args, nxt) for name, args, nxt, _label in self.labelled_successors(state)]
+
+    def labelled_successors(self, state: State) -> list[tuple[str, Args, State, int]]:
+        """successors(), each with its place in coverage_labels."""
         out = []
-        for name, fn, instances in self._live_actions:
-            for values, args in instances:
+        for name, fn, instances in self._labelled_actions:
+            for values, args, label in instances:
                 nxt = fn(self, state, *values)
                 if nxt is not None:
-                    out.append((name, dict(args), nxt))
+                    out.append((name, dict(args), nxt, label))
         return out
 
     def instances(self, name: str, state: State) -> list[tuple[Args, State]]:
@@ -268,6 +334,18 @@ class Spec:
         """The invariants (of `names`, default the checked ones) that fail."""
         names = self.checked_invariants() if names is None else names
         return [n for n in names if not self.invariants[n](self, state)]
+
+    @cached_property
+    def goals_of(self) -> dict[str, list[tuple[str, Callable]]]:
+        """action -> the goals about its steps."""
+        return {a: [(g, fn) for g, fn in self.goals.items() if not self.goal_actions[g] or a in self.goal_actions[g]]
+                for a in self.actions}
+
+    def reached_goals(self, name: str, before: State, after: State, reached: dict[str, bool]) -> None:
+        """Mark in `reached` the goals a step of action `name` satisfies."""
+        for goal_name, holds in self.goals_of[name]:
+            if not reached[goal_name] and holds(self, before, after):
+                reached[goal_name] = True
 
     @cached_property
     def _checks(self) -> list[tuple[str, Callable]]:

@@ -28,7 +28,7 @@ def test_check_json_holds():
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["verdict"] == "holds" and out["invariant"] is None and out["trace"] == []
-    assert out["distinct_states"] == 7768 and out["depth"] == 17
+    assert out["distinct_states"] == 8302 and out["depth"] == 17
     assert out["generated_states"] == 1 + sum(out["coverage"].values())
     assert out["config"]["variant"] == "kip966" and out["config"]["max_records"] == 1
     assert set(out) >= {"elapsed_s", "coverage", "config"}
@@ -42,7 +42,7 @@ def test_a_new_users_first_small_check_answers_interpreted_without_a_warning(tmp
     r = subprocess.run([sys.executable, "-c", "import cli; cli.main()", "check", *SMALL],
                        capture_output=True, text=True, env=env, cwd=ROOT)
     assert r.returncode == 0, r.stderr
-    assert "holds: 11 invariants hold" in r.stdout and "distinct states: 7,768" in r.stdout
+    assert "holds: 13 invariants hold" in r.stdout and "distinct states: 8,302" in r.stdout
     assert "warning" not in r.stderr and "Traceback" not in r.stderr
     assert "compiling the kernel of Kip966 for 3 processes (once: later runs load it); the" in r.stderr
 

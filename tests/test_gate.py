@@ -21,13 +21,13 @@ max_fences = 0
 name = "kip966"
 config = { variant = "kip966" }
 expect = "holds"
-states = 7768
+states = 8302
 
 [[entry]]
 name = "legacy"
 config = { variant = "legacy", max_records = 2, max_fences = 1 }
 expect = "violated: NoAckedLoss"
-states = 15970
+states = 16590
 budget_s = 600
 
 [[entry]]
@@ -49,7 +49,7 @@ def test_a_gate_whose_expectations_hold_exits_0(tmp_path):
     assert r.exit_code == 0, r.output
     rows = json.loads(r.stdout)
     assert [(x["name"], x["status"], x["distinct_states"]) for x in rows] == [
-        ("kip966", "passed", 7768), ("legacy", "passed", 15970), ("no HWM rule", "passed", rows[2]["distinct_states"])]
+        ("kip966", "passed", 8302), ("legacy", "passed", 16590), ("no HWM rule", "passed", rows[2]["distinct_states"])]
     suite = ET.parse(junit).getroot()
     assert suite.get("tests") == "3" and suite.get("failures") == "0"
 
@@ -71,21 +71,21 @@ def test_one_changed_expectation_fails_one_testcase_with_the_trace(tmp_path):
 
 
 def test_a_pinned_count_mismatch_names_both_numbers(tmp_path):
-    _path, r = gate(tmp_path, GATE.replace("states = 7768", "states = 7700"), "--json")
+    _path, r = gate(tmp_path, GATE.replace("states = 8302", "states = 7700"), "--json")
     assert r.exit_code == 1
     failures = {x["name"]: x["failures"] for x in json.loads(r.stdout)}
-    assert failures["kip966"] == ["distinct states: pinned 7,700, got 7,768"]
+    assert failures["kip966"] == ["distinct states: pinned 7,700, got 8,302"]
 
 
 def test_update_baseline_rewrites_only_the_counts(tmp_path):
-    text = GATE.replace("states = 7768", "states = 7700")
+    text = GATE.replace("states = 8302", "states = 7700")
     path, r = gate(tmp_path, text, "--update-baseline")
     assert r.exit_code == 0, r.output
-    assert "baseline kip966: states 7700 -> 7768" in r.stderr
+    assert "baseline kip966: states 7700 -> 8302" in r.stderr
     assert "baseline no HWM rule: states unpinned -> " in r.stderr
     new = path.read_text()
-    assert "states = 7768" in new and new.count("states = ") == 3
-    assert [e.states for e in read_gate(str(path), load)][:2] == [7768, 15970]
+    assert "states = 8302" in new and new.count("states = ") == 3
+    assert [e.states for e in read_gate(str(path), load)][:2] == [8302, 16590]
 
 
 def test_fail_fast_skips_the_rest(tmp_path):
@@ -99,7 +99,7 @@ def test_fail_fast_skips_the_rest(tmp_path):
     (('variant = "legacy"', 'variant = "nope"'), "entry 2 (legacy): config key 'variant': \"nope\" is not allowed"),
     (('expect = "holds"', 'expect = "fine"'), "entry 1 (kip966): expect is 'fine'; allowed: \"holds\" or "),
     (('expect = "holds"\n', ''), "entry 1 (kip966): expect is required"),
-    (("states = 7768", "states = -1"), "entry 1 (kip966): states is -1; allowed: a positive integer"),
+    (("states = 8302", "states = -1"), "entry 1 (kip966): states is -1; allowed: a positive integer"),
     (("budget_s = 600", "budget_s = \"soon\""), "entry 2 (legacy): budget_s is 'soon'"),
     (("[[entry]]\nname = \"kip966\"", "[[entry]]\nnme = \"kip966\""), "entry 1: needs name"),
 ])

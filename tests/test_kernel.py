@@ -52,12 +52,12 @@ def test_compiled_successors_are_the_interpreted_ones_on_every_state(variant):
     states = reachable(spec)
     rows = np.array([kernel.pack(s) for s in states])
     got = expand(kernel, rows, 0, len(rows))
-    names = list(spec.actions)
-    want = [(i, j, name, t) for i, s in enumerate(states) for j, (name, _a, t) in enumerate(spec.successors(s))]
+    want = [(i, j, label, t) for i, s in enumerate(states)
+            for j, (_name, _a, t, label) in enumerate(spec.labelled_successors(s))]
     assert len(got) == len(want) > len(states)
-    for k, (i, j, name, t) in enumerate(want):
-        assert (got.parents[k], got.index[k], names[got.action[k]]) == (i, j, name)
-        assert kernel.unpack(got.words[k]) == t, (k, name)
+    for k, (i, j, label, t) in enumerate(want):
+        assert (got.parents[k], got.index[k], got.action[k]) == (i, j, label)
+        assert kernel.unpack(got.words[k]) == t, (k, label)
 
 
 @pytest.mark.parametrize("variant", ["kip966", "legacy", "kafka-4", "no-unclean-detection"])

@@ -51,7 +51,7 @@ def test_spark_with_symmetry_keeps_the_reduced_count_and_the_shortest_trace():
     spec.enable_symmetry()
     expected = summary(run(spec, engine="fast", workers=2))
     assert summary(run(spec, engine="spark", master="local[2]")) == expected
-    assert expected[2] < 15970 and len(expected[6]) == 8
+    assert expected[2] < 16590 and len(expected[6]) == 8
 
 
 def test_a_violating_initial_state_is_found_at_depth_1_on_spark():
@@ -70,7 +70,7 @@ def test_the_cli_runs_spark_and_reports_the_legacy_counterexample(tmp_path):
     assert p.returncode == 1, p.stderr
     got = json.loads(p.stdout)
     assert (got["verdict"], got["invariant"], got["distinct_states"], len(got["trace"]) - 1) == \
-        ("violated", "NoAckedLoss", 15970, 7)
+        ("violated", "NoAckedLoss", 16590, 7)
     assert (got["engine"], got["master"], got["partitions"]) == ("spark", "local[2]", 4)
     assert json.loads(out.read_text())["invariant"] == "NoAckedLoss"
     assert p.stderr == ""           # Spark's JVM and log4j chatter stay out of the terminal
@@ -239,7 +239,7 @@ def test_with_a_checkpoint_dir_a_lost_executor_is_replaced_and_the_check_complet
     assert killed and check.returncode == 0, err
     got = json.loads(out)
     assert (got["verdict"], got["distinct_states"], got["generated_states"], got["depth"]) == \
-        ("holds", 100617, 283877, 21)
+        ("holds", 108175, 303859, 21)
     app, = set(apps.iterdir()) - before
     assert len(list(app.iterdir())) == 2            # executor 0, killed, and executor 1 that finished the check
     assert list((tmp_path / "ckpt").iterdir()) == []     # this run's checkpoints are removed at the end

@@ -72,10 +72,14 @@ class Candidates:
 
 
 def expand(kernel, frontier: np.ndarray, lo: int, hi: int, stop: Callable[[], bool] = lambda: False,
-           done: Callable[[int], None] = lambda n: None, chunk: int = 1 << 14) -> Candidates:
+           done: Callable[[int], None] = lambda n: None, chunk: int = 1 << 14,
+           reached: np.ndarray | None = None) -> Candidates:
     """The successors of frontier rows lo..hi-1, in order, in one buffer
     the kernel fills a chunk of rows at a time (doubled when full: the rows
-    not yet expanded are resumed)."""
+    not yet expanded are resumed); the goals their steps reach are marked
+    in `reached` (uint8, one a goal of the spec)."""
+    if reached is None:
+        reached = np.zeros(kernel.goal_count, np.uint8)
     out = Candidates.empty(kernel.words, kernel.key_words, max(1024, 4 * (hi - lo)))
     k = 0
     row = lo
@@ -83,7 +87,7 @@ def expand(kernel, frontier: np.ndarray, lo: int, hi: int, stop: Callable[[], bo
         if stop():
             raise KeyboardInterrupt
         rows, k, status = kernel.module.expand(kernel.params, kernel.tables, frontier, row, min(hi, row + chunk),
-                                               out.words, out.keys, out.parents, out.index, out.action, k)
+                                               out.words, out.keys, out.parents, out.index, out.action, k, reached)
         if status < -1:
             raise kernel.field_error(-2 - status)
         if status == -1:

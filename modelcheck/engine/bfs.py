@@ -24,7 +24,10 @@ def check(spec: Spec, *, store: VisitedStore | None = None,
     """Explore every reachable state of `spec`; stop at the first violation."""
     started = time.perf_counter()
     store = DictStore() if store is None else store
-    coverage = {name: 0 for name in spec.actions}
+    coverage = dict.fromkeys(spec.coverage_labels, 0)
+    labels = spec.coverage_labels
+    reached = dict.fromkeys(spec.goals, False)
+    seeking = bool(reached)
     generated = 0
     frontier: list[tuple[int, object]] = []
 
@@ -37,8 +40,8 @@ def check(spec: Spec, *, store: VisitedStore | None = None,
         info = {"state_keys": "fingerprint", "fingerprint_bits": 64,
                 "collision_probability": collision_probability(len(store), generated)}
         return CheckResult("holds" if invariant is None else "violated", invariant,
-                           len(store), generated, depth,
-                           time.perf_counter() - started, coverage, trace, run_info=info)
+                           len(store), generated, depth, time.perf_counter() - started, coverage, trace,
+                           goals=reached if invariant is None else {}, run_info=info)
 
     for state in spec.init_states():
         generated += 1
@@ -53,9 +56,12 @@ def check(spec: Spec, *, store: VisitedStore | None = None,
     while frontier:
         level: list[tuple[int, object]] = []
         for done, (parent_fp, state) in enumerate(frontier):
-            for name, _args, nxt in spec.successors(state):
+            for name, _args, nxt, label in spec.labelled_successors(state):
                 generated += 1
-                coverage[name] += 1
+                coverage[labels[label]] += 1
+                if seeking:
+                    spec.reached_goals(name, state, nxt, reached)
+                    seeking = not all(reached.values())
                 fp = fingerprint(spec.canonical(nxt))
                 if store.put(fp, parent_fp):
                     bad = spec.first_violation(nxt)

@@ -53,7 +53,8 @@ class Search:
         self.started = time.perf_counter()
         self.shards = [Visited(kernel.key_words) for _ in range(workers)]
         self.links: list[np.ndarray] = []       # links[d]: (parent, index) of each state of level d
-        self.coverage = np.zeros(len(spec.actions), dtype=np.int64)
+        self.coverage = np.zeros(kernel.action_count, dtype=np.int64)
+        self.reached = np.zeros(kernel.goal_count, dtype=np.uint8)       # goals some step reached
         self.distinct = self.generated = 0
         self.frontier_peak = 0
         self.expanded = 0                        # rows of the current level expanded so far
@@ -82,11 +83,15 @@ class Search:
         self.frontier_peak = max(self.frontier_peak, frontier.nbytes)
         self.expanded = 0
         cuts = np.linspace(0, len(frontier), self.workers + 1).astype(int).tolist()
+        reached = [self.reached.copy() for _ in range(self.workers)]
 
         def part(t: int) -> Candidates:
-            return batch.expand(self.kernel, frontier, cuts[t], cuts[t + 1], self.stop.is_set, self._done)
+            return batch.expand(self.kernel, frontier, cuts[t], cuts[t + 1], self.stop.is_set, self._done,
+                                reached=reached[t])
 
         parts = self.wait([self.pool.submit(part, t) for t in range(self.workers)], depth, len(frontier))
+        for r in reached:
+            self.reached |= r
         return Candidates.concat(parts, self.kernel.words, self.kernel.key_words)
 
     def _done(self, rows: int) -> None:
@@ -174,6 +179,7 @@ class Search:
     def result(self, verdict: str, invariant: str | None, depth: int, trace: list) -> CheckResult:
         memory = {"visited_bytes": sum(s.nbytes for s in self.shards),
                   "links_bytes": sum(x.nbytes for x in self.links), "frontier_bytes_peak": self.frontier_peak}
-        return CheckResult(verdict, invariant, self.distinct, self.generated, depth,
-                           time.perf_counter() - self.started, dict(zip(self.spec.actions, self.coverage.tolist())),
-                           trace, memory, run_info(self.kernel, self.distinct, self.generated))
+        goals = {} if trace else dict(zip(self.spec.goals, self.reached.astype(bool).tolist()))
+        return CheckResult(verdict, invariant, self.distinct, self.generated, depth, time.perf_counter() - self.started,
+                           dict(zip(self.spec.coverage_labels, self.coverage.tolist())), trace, goals, memory,
+                           run_info(self.kernel, self.distinct, self.generated))

@@ -52,7 +52,7 @@ from ..spec import Spec
 
 BUILTINS = {"min", "max", "range", "len", "int", "bool", "abs"}
 OPS = {ops.replace_at: "replace_at", ops.popcount: "popcount", ops.lowest_bit: "lowest_bit"}
-GENERATOR_VERSION = "1"     # bump when the generated code changes shape
+GENERATOR_VERSION = "2"     # bump when the generated code changes shape
 MAX_SUCCESSORS = 1 << 16    # a successor's index under its parent is a uint16
 
 
@@ -345,12 +345,13 @@ def plan_layout(spec: Spec) -> tuple[list[Slot], int, int]:
 # One glue module per (spec class, number of processes): what a config
 # changes (each field's bits, the argument domains, which actions can fire,
 # which invariants are checked, symmetry, how keys are made) is the table
-# tuple C = (L, D, DN, LIVE, CHECKED, FLAGS) passed at run time, so a new
+# tuple C = (L, D, DN, LIVE, CHECKED, FLAGS, LABEL) passed at run time, so a new
 # config of a variant already compiled compiles nothing.
 #   L[slot] = (word, shift, mask, lo): where each element of each field lives
 #   D[param, :DN[param]]: the values of each argument of each action
 #   LIVE[action]: whether the config can enable it; CHECKED: invariants to check
 #   FLAGS = (words a row, key mode, symmetric)
+#   LABEL[action]: its first coverage label (one more a value of a coverage_by argument)
 
 # how a packed representative becomes a key: exact in one word or two (a
 # bijection), or a fingerprint of 64 or 128 bits (two independent hashes)
@@ -393,7 +394,7 @@ def key_of(P, C, s, row, scratch, out):
     return 0
 
 @jit
-def expand(P, C, frontier, lo, hi, words, keys, parents, index, action, k):
+def expand(P, C, frontier, lo, hi, words, keys, parents, index, action, k, reached):
     \"\"\"Successors of frontier rows lo..hi-1 into the buffers from position k: (rows
     expanded, the new k, status: 0 done, -1 buffers full, -2 - field for a field out of
     its range).\"\"\"
@@ -402,7 +403,7 @@ def expand(P, C, frontier, lo, hi, words, keys, parents, index, action, k):
     cap = len(words)
     for i in range(lo, hi):
         end = successors(P, C, unpack_into(C[0], frontier[i], v), i, words, keys, parents, index, action, k, cap,
-                         scratch)
+                         scratch, reached)
         if end < 0:
             return i - lo, k, end
         k = end
@@ -455,12 +456,17 @@ def _glue_source(spec: Spec, flat: Flattener, spec_module: str) -> str:
     lines.insert(lines.index(f"SLOTS = {len(values)}") + 1,
                  f"FIELD_OF = {tuple(names.index(v.split('.')[1].split('[')[0]) for v in values)!r}")
     # the successors of one state, in the interpreted spec's order
-    lines += ["@jit", "def successors(P, C, s, row, words, keys, parents, index, action, k, cap, scratch):",
+    lines += ["@jit", "def successors(P, C, s, row, words, keys, parents, index, action, k, cap, scratch, reached):",
               '    """Append the successors of s (frontier row `row`) from position k; the new k,',
-              '    -1 when the buffers are full, or -2 - field for a field out of range."""',
-              "    D, DN, LIVE = C[1], C[2], C[3]", "    j = 0"]
+              '    -1 when the buffers are full, or -2 - field for a field out of range; mark in',
+              '    `reached` the goals its steps reach."""',
+              "    D, DN, LIVE, LABEL = C[1], C[2], C[3], C[6]", "    j = 0"]
     param = 0
+    goals = list(cls.goals)
     for number, (name, fn) in enumerate(cls.actions.items()):
+        # the coverage label: the action's first, plus the place of its coverage_by argument's value
+        split = list(cls.params[name]).index(cls.coverage_by[name]) if cls.coverage_by[name] else None
+        label = f"LABEL[{number}]" + ("" if split is None else f" + x{split}")
         lines.append(f"    if LIVE[{number}]:")
         indent, variables = "        ", []
         for d in range(len(cls.params[name])):
@@ -474,8 +480,11 @@ def _glue_source(spec: Spec, flat: Flattener, spec_module: str) -> str:
                   f"{indent}    bad = pack(C[0], t, words[k])",
                   f"{indent}    if not bad:", f"{indent}        bad = key_of(P, C, t, words[k], scratch, keys[k])",
                   f"{indent}    if bad:", f"{indent}        return -2 - bad",
-                  f"{indent}    parents[k] = row", f"{indent}    index[k] = j", f"{indent}    action[k] = {number}",
+                  f"{indent}    parents[k] = row", f"{indent}    index[k] = j", f"{indent}    action[k] = {label}",
                   f"{indent}    k += 1", f"{indent}    j += 1"]
+        for g, goal_fn in spec.goals_of[name]:
+            lines += [f"{indent}    if reached[{goals.index(g)}] == 0 and {flat.method(goal_fn.__name__, g)}(P, s, t):",
+                      f"{indent}        reached[{goals.index(g)}] = 1"]
     lines += ["    return k", ""]
     lines += ["@jit", "def check(P, C, rows, lo, hi):",
               '    """The first row in lo..hi-1 that violates a checked invariant, and its place in',
@@ -499,7 +508,8 @@ class Kernel:
         import numpy as np
         cls = type(spec)
         self.fields = spec.layout()
-        self.action_count = len(cls.actions)
+        self.action_count = len(spec.coverage_labels)      # what the kernel's action codes count
+        self.goal_count = len(cls.goals)
         self.spec_name = cls.__name__
         slots, self.words, self.bits = plan_layout(spec)
         self.exact = self.bits <= 128          # the visited set holds the packed states themselves
@@ -517,7 +527,7 @@ class Kernel:
         # enables, so that the flattened module (and its cached machine code)
         # serves every config of the variant; numba compiles only what is called
         flat = Flattener(spec)
-        flat.run([(fn.__name__, None) for fn in [*cls.actions.values(), *cls.invariants.values()]]
+        flat.run([(fn.__name__, None) for fn in [*cls.actions.values(), *cls.invariants.values(), *cls.goals.values()]]
                  + [("representative", None)])
         self.params = tuple(getattr(spec, a) for a in flat.attrs)
         self.source = {"spec": flat.source()}
@@ -532,7 +542,8 @@ class Kernel:
             np.array([len(d) for d in domains] or [0], dtype=np.int64),
             np.array([a not in dormant for a in cls.actions], dtype=np.uint8),
             np.array([invariants.index(n) for n in spec.checked_invariants()], dtype=np.int64),
-            np.array([self.words, mode, spec.symmetric], dtype=np.int64))
+            np.array([self.words, mode, spec.symmetric], dtype=np.int64),
+            np.array([spec.coverage_labels.index(spec._labels_of(a)[0]) for a in cls.actions] or [0], dtype=np.int64))
         self.cache_dir = cache_dir
         self.module = self._load()
 
@@ -595,7 +606,7 @@ class Kernel:
         m = 1 << 12
         self.module.expand(self.params, self.tables, rows, 0, 1, np.empty((m, self.words), np.uint64),
                            np.empty((m, self.key_words), np.uint64), np.empty(m, np.int64), np.empty(m, np.uint16),
-                           np.empty(m, np.uint8), 0)
+                           np.empty(m, np.uint8), 0, np.zeros(max(1, self.goal_count), np.uint8))
 
 
 def kernel_for(spec: Spec, note: Callable[[str], None] = lambda text: None, compile: bool = True,

@@ -93,7 +93,8 @@ def _expand(kernel_bc: Any, shards: int, index: int, items: Iterator) -> Iterato
     parts = _parts(index, items)
     visited: Visited = parts["V"][0]
     rows, paths = parts["F"][0]
-    cand = expand_rows(kernel, rows, 0, len(rows))
+    reached = np.zeros(kernel.goal_count, np.uint8)
+    cand = expand_rows(kernel, rows, 0, len(rows), reached=reached)
     child = _child_paths(paths, cand.parents, cand.index)
     homes = shard_of(cand.keys, shards)
     for home in range(shards):
@@ -103,7 +104,7 @@ def _expand(kernel_bc: Any, shards: int, index: int, items: Iterator) -> Iterato
         sel = sel[first_occurrences(cand.keys[sel])]        # candidates stay in path order
         if len(sel):
             yield home, ("C", (cand.words[sel], cand.keys[sel], child[sel]))
-    yield index, ("N", np.bincount(cand.action, minlength=kernel.action_count).astype(np.int64))
+    yield index, ("N", (np.bincount(cand.action, minlength=kernel.action_count).astype(np.int64), reached))
 
 
 def _settle(kernel_bc: Any, index: int, items: Iterator) -> Iterator:
@@ -125,10 +126,13 @@ def _settle(kernel_bc: Any, index: int, items: Iterator) -> Iterator:
     row, which = kernel.check(rows, 0, len(rows))
     if row >= 0:
         violation = (paths[row:row + 1].view(np.uint8).tobytes(), which, rows[row])
-    coverage = sum(found.get("N", []), np.zeros(kernel.action_count, dtype=np.int64))
+    coverage = sum((n[0] for n in found.get("N", [])), np.zeros(kernel.action_count, dtype=np.int64))
+    reached = np.zeros(kernel.goal_count, np.uint8)
+    for _counts, r in found.get("N", []):
+        reached |= r
     yield index, ("V", visited)
     yield index, ("F", (rows, paths))
-    yield index, ("S", (len(rows), coverage, violation))
+    yield index, ("S", (len(rows), coverage, violation, reached))
 
 
 def _only(tag: str, items: Iterator) -> Iterator:
@@ -193,8 +197,9 @@ def _explore(sc: Any, spec: Spec, kernel: Kernel, shards: int, started: float,
     # local-checkpointed: lineage cut at no cost, but a lost executor's
     # blocks are gone, and the check fails.
     reliable = sc.getCheckpointDir() is not None
-    actions = list(spec.actions)
+    actions = spec.coverage_labels
     coverage = np.zeros(len(actions), dtype=np.int64)
+    reached = np.zeros(kernel.goal_count, np.uint8)          # goals some step reached
     inits = spec.init_states()
     if len(inits) > 1 << (8 * KEY_BYTES):
         raise OverflowError(f"more than {1 << 8 * KEY_BYTES} initial states")
@@ -221,7 +226,7 @@ def _explore(sc: Any, spec: Spec, kernel: Kernel, shards: int, started: float,
             elif depth % RELIABLE_EVERY == RELIABLE_EVERY - 1:
                 merged.checkpoint()
             stats = merged.mapPartitions(partial(_payloads, "S")).collect()
-            violations = [v for _n, _c, v in stats if v is not None]
+            violations = [v for _n, _c, v, _r in stats if v is not None]
             if violations:
                 path, which, row = min(violations, key=lambda v: v[0])
                 distinct += merged.mapPartitions(partial(_count_before, path)).sum() + 1
@@ -240,10 +245,12 @@ def _explore(sc: Any, spec: Spec, kernel: Kernel, shards: int, started: float,
                                    time.perf_counter() - started, dict(zip(actions, coverage.tolist())), trace,
                                    run_info=run_info(kernel, distinct, generated))
             if depth:
-                counts = sum(c for _n, c, _v in stats)
+                counts = sum(c for _n, c, _v, _r in stats)
+                for _n, _c, _v, r in stats:
+                    reached |= r
                 generated += int(counts.sum())
                 coverage += counts
-            new = sum(n for n, _c, _v in stats)
+            new = sum(n for n, _c, _v, _r in stats)
             if previous is not None:
                 previous.unpersist()
             if not new:
@@ -256,7 +263,8 @@ def _explore(sc: Any, spec: Spec, kernel: Kernel, shards: int, started: float,
             candidates = merged.mapPartitionsWithIndex(partial(_expand, kernel_bc, shards)).partitionBy(shards, _owner)
             previous = merged
         return CheckResult("holds", None, distinct, generated, depth, time.perf_counter() - started,
-                           dict(zip(actions, coverage.tolist())), [], run_info=run_info(kernel, distinct, generated))
+                           dict(zip(actions, coverage.tolist())), [], run_info=run_info(kernel, distinct, generated),
+                           goals=dict(zip(spec.goals, reached.astype(bool).tolist())))
     finally:
         for rdd in [previous, merged]:
             if rdd is not None:

@@ -17,7 +17,7 @@ from modelcheck.ops import lowest_bit
 from modelcheck.spec import Param, SymmetryError, action
 
 from .protocol import ADMIN_TYPE, PREFERRED, PREFERRED_REPLICA, UNCLEAN, Kip966
-from .types import NO_LEADER, RECOVERING, State, bit, size
+from .types import NO_LEADER, State, bit, size
 
 # PartitionChangeBuilder's election types
 ELECTION_ONLINE, ELECTION_PREFERRED, ELECTION_UNCLEAN = range(3)
@@ -32,7 +32,7 @@ class Kafka4(Kip966):
 
     variant = "kafka-4"
     admin_types = (PREFERRED, UNCLEAN)          # ElectLeaders: ElectionType PREFERRED / UNCLEAN
-    omit = frozenset({"UncleanRecovery"})       # no unclean recovery manager in 4.0
+    omit = frozenset({"UncleanRecovery", *Kip966.RECOVERY_MANAGER})    # no unclean recovery manager in 4.0
 
     def enable_symmetry(self) -> None:
         raise SymmetryError("--symmetry: kafka-4 elects the first valid replica in assignment order "
@@ -58,12 +58,12 @@ class Kafka4(Kip966):
             elr = (s.elr | s.isr) & ~target_isr & ~unclean_shutdown
         # tryElection
         leader, unclean = self.elect_in_build(s, target_isr, elr, election)
-        isr, recovery = target_isr, s.leader_recovery
+        isr = target_isr
         if leader != s.leader:
             if leader != NO_LEADER and elr & bit(leader):     # an ELR election is clean
                 isr, elr = bit(leader), elr & ~bit(leader)
             if unclean:
-                isr, recovery = bit(leader), RECOVERING
+                isr = bit(leader)
         # maybeUpdateRecordElr: an unclean election wipes the ELR
         if unclean:
             elr = 0
@@ -75,13 +75,9 @@ class Kafka4(Kip966):
                 lkelr = bit(s.leader)
         elif leader != NO_LEADER:
             lkelr = 0
-        t = s._replace(isr=isr, elr=elr, last_known_elr=lkelr)
-        if leader == s.leader:
-            return t
         # a leader change bumps the leader epoch; the recovery state changes
         # only if the election was unclean (targetLeaderRecoveryState)
-        return self.no_proposal(t)._replace(leader=leader, leader_epoch=s.leader_epoch + 1,
-                                            leader_recovery=recovery)
+        return self.recorded(s, self.set_leader(s._replace(isr=isr, elr=elr, last_known_elr=lkelr), leader, unclean))
 
     def valid_in_build(self, s: State, isr: int, elr: int, r: int) -> bool:
         """A replica electAnyLeader may take: in the target ISR, or in the ELR
@@ -146,7 +142,7 @@ class Kafka4(Kip966):
         recomputed, and nothing is re-elected."""
         return s._replace(elr=0, last_known_elr=0)
 
-    @action("AdminElectLeaders", type=ADMIN_TYPE, leader=BUILT_LEADER)
+    @action("AdminElectLeaders", coverage_by="type", type=ADMIN_TYPE, leader=BUILT_LEADER)
     def admin_elect_leaders(self, s: State, kind: int, leader: int) -> State | None:
         """electLeader(ElectLeadersRequest): ELECTION_NOT_NEEDED when PREFERRED
         and the preferred replica leads, or UNCLEAN and there is a leader;

@@ -13,7 +13,7 @@ import marshal
 from typing import Any
 
 from modelcheck.ops import lowest_bit, popcount, replace_at
-from modelcheck.spec import Field, Param, Spec, SymmetryError, action, invariant
+from modelcheck.spec import Field, Param, Spec, SymmetryError, action, goal, invariant
 
 from . import logs, rules
 from .presentation import KafkaPresentation
@@ -60,6 +60,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
             setattr(self, bound, config[bound])
         self.acks_modes = tuple(ACKS_NAMES.index(a) for a in sorted(config["acks"]))
         self.unclean_leader_election = config["unclean_leader_election"]
+        self.fence_cuts_data_plane = config["fence_cuts_data_plane"]
         # KIP-966 compatibility: unclean.leader.election.enable=true maps to
         # the Aggressive recovery strategy.
         self.strategy = STRATEGY_AGGRESSIVE if self.unclean_leader_election else \
@@ -80,7 +81,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
             broker_epoch=(1,) * n, min_isr=self.config["min_isr"],
             status=(RUNNING,) * n, clean_shutdown_epoch=(NO_EPOCH,) * n,
             log=(logs.EMPTY,) * n, hwm=(0,) * n, pending_isr=NO_PROPOSAL, pending_epochs=self.zeros,
-            acked=0, acks_all=0, exposed=logs.EMPTY, produced=0, unclean_shutdowns=0,
+            pending_stale=0, acked=0, acks_all=0, exposed=logs.EMPTY, produced=0, unclean_shutdowns=0,
             clean_shutdowns=0, fences=0, isr_shrinks=0, min_isr_changes=0, admin_elections=0)]
 
     def layout(self) -> list[Field]:
@@ -96,7 +97,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
                 Field("broker_epoch", 1, 1 + restarts, n), Field("min_isr", 1, max(n, self.config["min_isr"])),
                 Field("status", 0, 2, n), Field("clean_shutdown_epoch", -1, 1 + restarts, n),
                 Field("log", 0, log, n), Field("hwm", 0, r, n), Field("pending_isr", -1, sets),
-                Field("pending_epochs", 0, 1 + restarts, n), Field("acked", 0, records),
+                Field("pending_epochs", 0, 1 + restarts, n), Field("pending_stale", 0, 1), Field("acked", 0, records),
                 Field("acks_all", 0, records), Field("exposed", 0, log), Field("produced", 0, r),
                 Field("unclean_shutdowns", 0, self.max_unclean_shutdowns),
                 Field("clean_shutdowns", 0, self.max_clean_shutdowns), Field("fences", 0, self.max_fences),
@@ -108,6 +109,10 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
 
     def describe(self, state: State) -> dict[str, Any]:
         return describe(state)
+
+    # the unclean recovery manager's properties and goals (a variant without it omits them)
+    RECOVERY_MANAGER = ("RecoveryKeepsLastKnownElrData", "NoneNeverElectsUnclean", "RecoveryElects",
+                        "BalancedRecoveryWaitsForLastKnownElr")
 
     # actions whose first guard is `counter >= config[bound]`, the counter
     # starting at 0 and never decreasing: never enabled when the bound is 0
@@ -153,7 +158,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     def change_isr(self, s: State, proposal: int) -> State:
         """Apply a proposed ISR with the KIP-966 ELR update rule."""
         isr, elr, clean_lkelr = rules.update_elr(s.isr, s.elr, proposal, self.eff_min_isr(s))
-        return s._replace(isr=isr, elr=elr, last_known_elr=0 if clean_lkelr else s.last_known_elr)
+        return self.recorded(s, s._replace(isr=isr, elr=elr, last_known_elr=0 if clean_lkelr else s.last_known_elr))
 
     def hwm_may_advance(self, s: State) -> bool:
         """KIP-966: the HWM advances only while the committed ISR (not the
@@ -170,14 +175,14 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     def unclean_registration(self, s: State, b: int) -> State:
         """The controller has detected that `b` shut down uncleanly: KIP-966
         removes it from ISR and ELR; an ELR member goes to LastKnownELR."""
-        return s._replace(isr=s.isr & ~bit(b), elr=s.elr & ~bit(b),
-                          last_known_elr=s.last_known_elr | (s.elr & bit(b)))
+        return self.recorded(s, s._replace(isr=s.isr & ~bit(b), elr=s.elr & ~bit(b),
+                                           last_known_elr=s.last_known_elr | (s.elr & bit(b))))
 
     def min_isr_changed(self, s: State) -> State:
         """KIP-966: "When updating the config min.insync.replicas, if the new
         min ISR <= current ISR, the ELR will be removed" (LastKnownELR too: the
         ISR has reached min ISR)."""
-        return s._replace(elr=0, last_known_elr=0) if self.eff_min_isr(s) <= size(s.isr) else s
+        return self.recorded(s, s._replace(elr=0, last_known_elr=0)) if self.eff_min_isr(s) <= size(s.isr) else s
 
     def candidates(self, s: State) -> tuple[int, bool]:
         """Whom the controller may elect on its own in leaderless state `s`,
@@ -220,15 +225,29 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
 
     # ---- shared effects -----------------------------------------------------------
     def no_proposal(self, s: State) -> State:
-        return s._replace(pending_isr=NO_PROPOSAL, pending_epochs=self.zeros)
+        return s._replace(pending_isr=NO_PROPOSAL, pending_epochs=self.zeros, pending_stale=0)
 
-    def set_leader(self, s: State, leader: int, recovery: int) -> State:
+    def recorded(self, s: State, t: State) -> State:
+        """`t`, a PartitionChangeRecord applied to `s`: if it changed the
+        partition, the partition epoch moved on, and an AlterPartition in
+        flight (made at the old one) is stale (Kafka: INVALID_UPDATE_VERSION).
+        Only that equality matters, so the epoch itself is not kept."""
+        if t.pending_isr == NO_PROPOSAL or (t.leader, t.leader_epoch, t.isr, t.elr, t.last_known_elr,
+                                            t.last_known_leader, t.leader_recovery) == \
+                (s.leader, s.leader_epoch, s.isr, s.elr, s.last_known_elr, s.last_known_leader, s.leader_recovery):
+            return t
+        return t._replace(pending_stale=1)
+
+    def set_leader(self, s: State, leader: int, unclean: bool) -> State:
         """A leader change: one PartitionChangeRecord, one epoch bump; the old
-        leader's in-flight AlterPartition is fenced by the epoch."""
+        leader's in-flight AlterPartition is fenced by the epoch. An unclean
+        election sets RECOVERING; any other change carries the recovery
+        state through: only the leader ends it (KIP-704, CompleteRecovery)."""
         if leader == s.leader:
             return s
         return self.no_proposal(s)._replace(
-            leader=leader, leader_epoch=s.leader_epoch + 1, leader_recovery=recovery,
+            leader=leader, leader_epoch=s.leader_epoch + 1,
+            leader_recovery=RECOVERING if unclean else s.leader_recovery,
             last_known_leader=NO_LEADER if leader != NO_LEADER else s.last_known_leader)
 
     def elect(self, s: State, c: int, unclean: bool) -> State:
@@ -236,17 +255,17 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         becomes {c}; an unclean choice also empties the ELR and is RECOVERING
         (KIP-704)."""
         if unclean:
-            return self.set_leader(s._replace(isr=bit(c), elr=0), c, RECOVERING)
+            return self.set_leader(s._replace(isr=bit(c), elr=0), c, True)
         if not s.isr & bit(c):
             s = self.change_isr(s._replace(elr=s.elr & ~bit(c)), bit(c))
-        return self.set_leader(s, c, RECOVERED)
+        return self.set_leader(s, c, False)
 
     def reelect(self, s: State, leader: int) -> State | None:
         """The election in the record that left the partition leaderless:
         `leader` must be a candidate, or NO_LEADER when there is none."""
         choices, unclean = self.candidates(s)
         if leader == NO_LEADER:
-            return None if choices else self.set_leader(s, NO_LEADER, RECOVERED)
+            return None if choices else self.set_leader(s, NO_LEADER, False)
         return self.elect(s, leader, unclean) if choices >> leader & 1 else None
 
     def remove_broker(self, s: State, b: int, leader: int) -> State | None:
@@ -277,10 +296,13 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
 
     @action("Fetch", broker=BROKER)
     def fetch(self, s: State, b: int) -> State | None:
-        """A running, unfenced follower fetches: truncate a divergent suffix,
-        else copy the next entry; hwm := min(leader hwm, own log end)."""
+        """A running follower fetches (a fenced one too unless fencing cuts
+        it off from the leader, fence_cuts_data_plane): truncate a divergent
+        suffix, else copy the next entry; hwm := min(leader hwm, own log end)."""
         ld = s.leader
-        if ld == NO_LEADER or b == ld or not self.running(s, ld) or not self.running(s, b) or s.fenced & bit(b):
+        if ld == NO_LEADER or b == ld or not self.running(s, ld) or not self.running(s, b):
+            return None
+        if self.fence_cuts_data_plane and s.fenced & bit(b):
             return None
         own, lead_log = s.log[b], s.log[ld]
         k = logs.common_prefix_len(own, lead_log)
@@ -368,14 +390,14 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
 
     @action("CommitAlterPartition")
     def commit_alter_partition(self, s: State) -> State | None:
-        """The controller validates the proposal (members unfenced and
-        registered with the epoch the leader saw, leader in it, not
-        RECOVERING with more than one member) and applies it with the ELR
-        update, or rejects it."""
+        """The controller validates the proposal (made at the current
+        partition epoch, members unfenced and registered with the epoch the
+        leader saw, leader in it, not RECOVERING with more than one member)
+        and applies it with the ELR update, or rejects it."""
         if s.pending_isr == NO_PROPOSAL or s.leader == NO_LEADER:
             return None
         p = s.pending_isr
-        valid = (p & bit(s.leader) != 0 and not p & s.fenced and self.epochs_current(s)
+        valid = (not s.pending_stale and p & bit(s.leader) != 0 and not p & s.fenced and self.epochs_current(s)
                  and not (s.leader_recovery == RECOVERING and size(p) > 1))
         t = self.no_proposal(s)
         return self.change_isr(t, p) if valid else t
@@ -465,10 +487,10 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         transactions, then tells the controller it is RECOVERED)."""
         if s.leader == NO_LEADER or s.leader_recovery != RECOVERING or not self.running(s, s.leader):
             return None
-        return s._replace(leader_recovery=RECOVERED)
+        return self.recorded(s, s._replace(leader_recovery=RECOVERED))
 
     # ---- operators --------------------------------------------------------------
-    @action("AdminElectLeaders", type=ADMIN_TYPE, leader=ELECTED, desired=ELECTED)
+    @action("AdminElectLeaders", coverage_by="type", type=ADMIN_TYPE, leader=ELECTED, desired=ELECTED)
     def admin_elect_leaders(self, s: State, kind: int, leader: int, desired: int) -> State | None:
         """KIP-460 / KIP-966 admin elections (bounded by max_admin_elections):
         PREFERRED only if the leader is not the preferred replica, the others
@@ -573,8 +595,11 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     @invariant("RecoveringIsrSingleton")
     def recovering_isr_singleton(self, s: State) -> bool:
         """KIP-704: "if the 'is unclean' field is true then the ISR is
-        guaranteed to have a size of 1"."""
-        return s.leader_recovery == RECOVERED or (s.leader != NO_LEADER and s.isr == bit(s.leader))
+        guaranteed to have a size of 1": the leader alone, or, while the
+        RECOVERING partition is leaderless, at most one member."""
+        if s.leader_recovery == RECOVERED:
+            return True
+        return s.isr == bit(s.leader) if s.leader != NO_LEADER else size(s.isr) <= 1
 
     @invariant("NoAckedLoss")
     def no_acked_loss(self, s: State) -> bool:
@@ -589,8 +614,89 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
                 held |= logs.records(s.log[b])
         return not s.acked & ~held
 
+    @invariant("RecoveryKeepsLastKnownElrData")
+    def recovery_keeps_last_known_elr_data(self, s: State) -> bool:
+        """KIP-966 unclean recovery: Balanced elects once "all the
+        LastKnownELR members have replied", so any replica it may elect holds
+        every acknowledged record a LastKnownELR member still holds (electing
+        after a fixed number of replies "does not give enough protection").
+        Checked on every replica the configured strategy may elect here."""
+        winners = self.recovery_winners(s, self.strategy)
+        if not winners or not s.acked:
+            return True
+        kept = 0
+        for m in range(self.n):
+            if s.last_known_elr >> m & 1:
+                kept |= logs.records(s.log[m])
+        for w in range(self.n):
+            if winners >> w & 1 and kept & s.acked & ~logs.records(s.log[w]):
+                return False
+        return True
+
+    @invariant("NoneNeverElectsUnclean")
+    def none_never_elects_unclean(self, s: State) -> bool:
+        """KIP-966: with unclean.recovery.strategy=None "the controller will
+        not attempt to elect a leader. Waiting for the user operations": no
+        election outside ISR and ELR (which makes the partition RECOVERING)
+        unless an operator ran one."""
+        return self.strategy != STRATEGY_NONE or s.leader_recovery == RECOVERED or s.admin_elections > 0
+
     @invariant("ConsistentRead")
     def consistent_read(self, s: State) -> bool:
         """A serving leader's log holds everything consumers may have read."""
         ld = s.leader
         return ld == NO_LEADER or not self.running(s, ld) or logs.is_prefix(s.exposed, s.log[ld])
+
+    # ---- reachability goals: what a "holds" must have exercised -------------------
+    @goal("ElrMemberElected")
+    def elr_member_elected(self, s: State, t: State) -> bool:
+        """An ELR member becomes leader (KIP-966: "If there are unfenced ELR
+        members, choose an ELR member")."""
+        return t.leader != NO_LEADER and t.leader != s.leader and s.elr >> t.leader & 1 == 1
+
+    @goal("RecoveryElects", "UncleanRecovery")
+    def recovery_elects(self, s: State, t: State) -> bool:
+        """The unclean recovery manager elects a leader (with the configured strategy)."""
+        return t.leader != NO_LEADER
+
+    @goal("BalancedRecoveryWaitsForLastKnownElr", "UncleanRecovery")
+    def balanced_recovery_waits(self, s: State, t: State) -> bool:
+        """A Balanced recovery elects with a LastKnownELR member among the
+        replies: the case the strategy exists for."""
+        return self.strategy == STRATEGY_BALANCED and s.last_known_elr != 0
+
+    @goal("RecoveryCompletes", "CompleteRecovery")
+    def recovery_completes(self, s: State, t: State) -> bool:
+        """A RECOVERING leader finishes its recovery (KIP-704)."""
+        return True
+
+    @goal("RecoveringSurvivesReelection")
+    def recovering_survives_reelection(self, s: State, t: State) -> bool:
+        """A leaderless RECOVERING partition elects a leader cleanly and stays
+        RECOVERING (KIP-704: only the leader ends the recovery)."""
+        return s.leader == NO_LEADER and s.leader_recovery == RECOVERING and t.leader != NO_LEADER \
+            and t.leader_recovery == RECOVERING and t.leader_epoch == s.leader_epoch + 1 and s.isr | s.elr != 0
+
+    @goal("CleanShutdownRegistersClean", "StartBroker")
+    def clean_shutdown_registers_clean(self, s: State, t: State) -> bool:
+        """A broker that shut down cleanly re-registers as clean (KIP-966:
+        the epoch in its CleanShutdownFile matches its registration)."""
+        for b in range(self.n):
+            if s.status[b] == OFFLINE_CLEAN and t.status[b] == RUNNING:
+                return self.registration_is_clean(s, b)
+        return False
+
+    @goal("UncleanShutdownDetected", "StartBroker")
+    def unclean_shutdown_detected(self, s: State, t: State) -> bool:
+        """A broker that crashed re-registers and the controller detects the
+        unclean shutdown (KIP-966: the epochs mismatch)."""
+        for b in range(self.n):
+            if s.status[b] == OFFLINE_DIRTY and t.status[b] == RUNNING:
+                return not self.registration_is_clean(s, b)
+        return False
+
+    @goal("StaleAlterPartitionRejected", "CommitAlterPartition")
+    def stale_alter_partition_rejected(self, s: State, t: State) -> bool:
+        """The controller rejects an AlterPartition made at an old partition
+        epoch (Kafka: INVALID_UPDATE_VERSION)."""
+        return s.pending_stale == 1

@@ -29,6 +29,8 @@ def schema() -> list[Key]:
         Key("unclean_leader_election", False, is_bool, "true or false", "unclean.leader.election.enable"),
         Key("unclean_recovery_strategy", "balanced", one_of("none", "balanced", "aggressive"),
             "none | balanced | aggressive", "unclean.recovery.strategy"),
+        Key("fence_cuts_data_plane", True, is_bool, "true or false",
+            "a fenced broker stops fetching from the leader (false: only the controller lost it)"),
         Key("acks", ["1", "all"], subset_of("1", "all"), 'a non-empty subset of ["1", "all"]',
             "produce modes clients use"),
         Key("invariants", None, lambda v: isinstance(v, list) and bool(v) and all(isinstance(x, str) for x in v),

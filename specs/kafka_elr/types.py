@@ -43,6 +43,7 @@ class State(NamedTuple):
     hwm: tuple[int, ...]
     pending_isr: int                    # the proposed ISR, or NO_PROPOSAL
     pending_epochs: tuple[int, ...]     # each proposed member's broker epoch then (0: not proposed)
+    pending_stale: int                  # 1: the partition changed since the proposal (its partition epoch is behind)
     # ghosts (for invariants) and bound counters; all part of the identity,
     # since each can change a later verdict (see docs/model.md)
     acked: int
@@ -146,6 +147,7 @@ def describe(s: State) -> dict:
         "log": [entries(lg) for lg in s.log],
         "hwm": list(s.hwm),
         "pending_isr": None if s.pending_isr == NO_PROPOSAL else members(s.pending_isr),
+        "pending_stale": bool(s.pending_stale),
         "acked": members(s.acked),
         "acks_all": members(s.acks_all),
         "exposed": entries(s.exposed),

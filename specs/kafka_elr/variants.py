@@ -18,10 +18,10 @@ class Legacy(Kip966):
     variant = "legacy"
     admin_types = (PREFERRED, UNCLEAN)      # KIP-460 only
     omit = frozenset({"UncleanRecovery", "ElrDisjointIsr", "ElrOnlyUnderMinIsr",
-                      "ElrHasDataToHwm", "ElectableAtLeastMinIsr"})
+                      "ElrHasDataToHwm", "ElectableAtLeastMinIsr", *Kip966.RECOVERY_MANAGER, "ElrMemberElected"})
 
     def change_isr(self, s: State, proposal: int) -> State:
-        return s._replace(isr=proposal if proposal else s.isr)
+        return self.recorded(s, s._replace(isr=proposal if proposal else s.isr))
 
     def hwm_may_advance(self, s: State) -> bool:
         return True
@@ -47,7 +47,7 @@ class ElrOnly(Kip966):
 
     variant = "kip966-elr-only"
     admin_types = (PREFERRED, UNCLEAN)      # no LONGEST_LOG_* or DESIGNATION without the recovery manager
-    omit = frozenset({"UncleanRecovery"})
+    omit = frozenset({"UncleanRecovery", *Kip966.RECOVERY_MANAGER})
 
     def candidates(self, s: State) -> tuple[int, bool]:
         clean = rules.clean_candidates(s.isr, s.elr, s.fenced)

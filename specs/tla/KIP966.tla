@@ -33,12 +33,14 @@ CONSTANTS
     UncleanLeaderElection,    \* BOOLEAN
     UncleanRecoveryStrategy,  \* "none", "balanced" or "aggressive"
     Acks,                     \* a non-empty subset of {"1", "all"}
+    FenceCutsDataPlane,       \* BOOLEAN: a fenced broker stops fetching
     NoProposal                \* a model value: no AlterPartition in flight
 
 ASSUME N \in Nat /\ N >= 1
 ASSUME MinIsr \in Nat /\ MinIsr >= 1
 ASSUME Variant \in {"kip966", "legacy"}
 ASSUME UncleanLeaderElection \in BOOLEAN
+ASSUME FenceCutsDataPlane \in BOOLEAN
 ASSUME UncleanRecoveryStrategy \in {"none", "balanced", "aggressive"}
 ASSUME Acks /= {} /\ Acks \subseteq {"1", "all"}
 
@@ -52,7 +54,7 @@ VARIABLES
     leader, leader_epoch, isr, elr, last_known_elr, last_known_leader,
     leader_recovery, fenced, broker_epoch, min_isr,
     \* brokers
-    status, clean_shutdown_epoch, log, hwm, pending_isr,
+    status, clean_shutdown_epoch, log, hwm, pending_isr, pending_stale,
     \* ghosts and bound counters (part of the state's identity, as in Python)
     acked, acks_all, exposed,
     produced, unclean_shutdowns, clean_shutdowns, fences, isr_shrinks,
@@ -60,7 +62,7 @@ VARIABLES
 
 vars == <<leader, leader_epoch, isr, elr, last_known_elr, last_known_leader,
           leader_recovery, fenced, broker_epoch, min_isr,
-          status, clean_shutdown_epoch, log, hwm, pending_isr,
+          status, clean_shutdown_epoch, log, hwm, pending_isr, pending_stale,
           acked, acks_all, exposed,
           produced, unclean_shutdowns, clean_shutdowns, fences, isr_shrinks,
           min_isr_changes, admin_elections>>
@@ -71,7 +73,7 @@ St == [leader |-> leader, leader_epoch |-> leader_epoch, isr |-> isr, elr |-> el
        leader_recovery |-> leader_recovery, fenced |-> fenced,
        broker_epoch |-> broker_epoch, min_isr |-> min_isr,
        status |-> status, clean_shutdown_epoch |-> clean_shutdown_epoch,
-       log |-> log, hwm |-> hwm, pending_isr |-> pending_isr,
+       log |-> log, hwm |-> hwm, pending_isr |-> pending_isr, pending_stale |-> pending_stale,
        acked |-> acked, acks_all |-> acks_all, exposed |-> exposed,
        produced |-> produced, unclean_shutdowns |-> unclean_shutdowns,
        clean_shutdowns |-> clean_shutdowns, fences |-> fences,
@@ -95,6 +97,7 @@ Go(t) ==
     /\ log' = t.log
     /\ hwm' = t.hwm
     /\ pending_isr' = t.pending_isr
+    /\ pending_stale' = t.pending_stale
     /\ acked' = t.acked
     /\ acks_all' = t.acks_all
     /\ exposed' = t.exposed
@@ -167,12 +170,21 @@ LostUnregistered(s) == {b \in Brokers : s.status[b] = "OFFLINE_DIRTY"}
 -----------------------------------------------------------------------------
 (* Policy hooks: IF Legacy THEN class Legacy's ELSE class Kip966's *)
 
+\* A PartitionChangeRecord t applied to s: if it changed the partition, an
+\* AlterPartition in flight was made at an older partition epoch (stale).
+Recorded(s, t) ==
+    IF \/ t.pending_isr = NoProposal
+       \/ <<t.leader, t.leader_epoch, t.isr, t.elr, t.last_known_elr, t.last_known_leader, t.leader_recovery>>
+          = <<s.leader, s.leader_epoch, s.isr, s.elr, s.last_known_elr, s.last_known_leader, s.leader_recovery>>
+    THEN t
+    ELSE [t EXCEPT !.pending_stale = TRUE]
+
 ChangeIsr(s, proposed) ==
     IF Legacy
-    THEN [s EXCEPT !.isr = IF proposed = {} THEN s.isr ELSE proposed]
+    THEN Recorded(s, [s EXCEPT !.isr = IF proposed = {} THEN s.isr ELSE proposed])
     ELSE LET u == UpdateElr(s.isr, s.elr, proposed, EffMinIsr(s))
-         IN  [s EXCEPT !.isr = u.isr, !.elr = u.elr,
-                       !.last_known_elr = IF u.clean THEN {} ELSE s.last_known_elr]
+         IN  Recorded(s, [s EXCEPT !.isr = u.isr, !.elr = u.elr,
+                                   !.last_known_elr = IF u.clean THEN {} ELSE s.last_known_elr])
 
 HwmMayAdvance(s) == Legacy \/ Size(s.isr) >= EffMinIsr(s)
 
@@ -182,26 +194,28 @@ RegistrationIsClean(s, b) ==
     Legacy \/ RegistrationIsCleanRule(s.clean_shutdown_epoch[b], s.broker_epoch[b])
 
 UncleanRegistration(s, b) ==
-    [s EXCEPT !.isr = s.isr \ {b}, !.elr = s.elr \ {b},
-              !.last_known_elr = s.last_known_elr \cup (s.elr \cap {b})]
+    Recorded(s, [s EXCEPT !.isr = s.isr \ {b}, !.elr = s.elr \ {b},
+                          !.last_known_elr = s.last_known_elr \cup (s.elr \cap {b})])
 
 MinIsrChanged(s) ==
-    IF EffMinIsr(s) <= Size(s.isr) THEN [s EXCEPT !.elr = {}, !.last_known_elr = {}] ELSE s
+    IF EffMinIsr(s) <= Size(s.isr) THEN Recorded(s, [s EXCEPT !.elr = {}, !.last_known_elr = {}]) ELSE s
 
 -----------------------------------------------------------------------------
 (* Shared effects *)
 
-SetLeader(s, ld, recovery) ==
+\* An unclean election sets RECOVERING; other changes carry it (KIP-704).
+SetLeader(s, ld, unclean) ==
     IF ld = s.leader THEN s
     ELSE [s EXCEPT !.leader = ld, !.leader_epoch = s.leader_epoch + 1,
-                   !.pending_isr = NoProposal, !.leader_recovery = recovery,
+                   !.pending_isr = NoProposal, !.pending_stale = FALSE,
+                   !.leader_recovery = IF unclean THEN "RECOVERING" ELSE s.leader_recovery,
                    !.last_known_leader = IF ld /= NoLeader THEN NoLeader ELSE s.last_known_leader]
 
 Elect(s, c, unclean) ==
     LET t == IF unclean THEN [s EXCEPT !.isr = {c}, !.elr = {}]
              ELSE IF c \notin s.isr THEN ChangeIsr([s EXCEPT !.elr = s.elr \ {c}], {c})
              ELSE s
-    IN  SetLeader(t, c, IF unclean THEN "RECOVERING" ELSE "RECOVERED")
+    IN  SetLeader(t, c, unclean)
 
 \* The states of the elections the controller makes on its own.
 Elections(s) ==
@@ -216,14 +230,15 @@ BalancedWinners(s, answered) ==
     IF ~(s.last_known_elr \subseteq answered) THEN {}
     ELSE {w \in answered : \A m \in s.last_known_elr : RankGeq(s.log[w], s.log[m])}
 
-RecoveryChoices(s, strategy) ==
-    IF \/ s.leader /= NoLeader \/ strategy = "none"
+RecoveryWinners(s, strategy) ==
+    IF \/ Legacy \/ s.leader /= NoLeader \/ strategy = "none"
        \/ CleanCandidates(s.isr, s.elr, s.fenced) /= {}
        \/ s.isr /= {} \/ (s.elr /= {} /\ strategy /= "aggressive")
     THEN {}
     ELSE LET answered == {b \in Brokers : Running(s, b) /\ Unfenced(s, b)}
-             winners == IF strategy = "balanced" THEN BalancedWinners(s, answered) ELSE answered
-         IN  {Elect(s, w, TRUE) : w \in winners}
+         IN  IF strategy = "balanced" THEN BalancedWinners(s, answered) ELSE answered
+
+RecoveryChoices(s, strategy) == {Elect(s, w, TRUE) : w \in RecoveryWinners(s, strategy)}
 
 RemoveBroker(s, b) ==
     LET s1 == [s EXCEPT !.fenced = s.fenced \cup {b}]
@@ -233,7 +248,7 @@ RemoveBroker(s, b) ==
               ELSE s1
         choices == Elections(s2)
     IN  IF s2.leader /= b THEN {s2}
-        ELSE IF choices = {} THEN {SetLeader(s2, NoLeader, "RECOVERED")}
+        ELSE IF choices = {} THEN {SetLeader(s2, NoLeader, FALSE)}
         ELSE choices
 
 -----------------------------------------------------------------------------
@@ -254,7 +269,7 @@ FetchNext(s) ==
         New(b) == LET own == s.log[b]
                       k == CommonPrefixLen(own, lead)
                   IN  IF k < Len(own) THEN Prefix(own, k) ELSE Prefix(lead, Len(own) + 1)
-        Followers == {b \in Brokers : b /= ld /\ Running(s, b) /\ Unfenced(s, b)}
+        Followers == {b \in Brokers : b /= ld /\ Running(s, b) /\ (Unfenced(s, b) \/ ~FenceCutsDataPlane)}
     IN  IF ld = NoLeader \/ ~Running(s, ld) THEN {}
         ELSE {t \in {[s EXCEPT !.log[b] = New(b), !.hwm[b] = Min(s.hwm[ld], Len(New(b)))]
                      : b \in Followers} : t /= s}
@@ -299,8 +314,9 @@ ExpandIsrNext(s) ==
 
 CommitAlterPartitionNext(s) ==
     LET p == PendingSet(s)
-        t == [s EXCEPT !.pending_isr = NoProposal]
-        valid == /\ s.leader \in p
+        t == [s EXCEPT !.pending_isr = NoProposal, !.pending_stale = FALSE]
+        valid == /\ ~s.pending_stale
+                 /\ s.leader \in p
                  /\ p \cap s.fenced = {}
                  /\ \A b \in p : s.broker_epoch[b] = s.pending_isr[b]
                  /\ ~(s.leader_recovery = "RECOVERING" /\ Size(p) > 1)
@@ -353,7 +369,7 @@ UncleanRecoveryNext(s) == IF Legacy THEN {} ELSE RecoveryChoices(s, Strategy)
 
 CompleteRecoveryNext(s) ==
     IF s.leader /= NoLeader /\ s.leader_recovery = "RECOVERING" /\ Running(s, s.leader)
-    THEN {[s EXCEPT !.leader_recovery = "RECOVERED"]}
+    THEN {Recorded(s, [s EXCEPT !.leader_recovery = "RECOVERED"])}
     ELSE {}
 
 -----------------------------------------------------------------------------
@@ -404,6 +420,7 @@ Init ==
     /\ log = [b \in Brokers |-> <<>>]
     /\ hwm = [b \in Brokers |-> 0]
     /\ pending_isr = NoProposal
+    /\ pending_stale = FALSE
     /\ acked = {}
     /\ acks_all = {}
     /\ exposed = <<>>
@@ -462,6 +479,7 @@ TypeOK ==
     /\ isr \subseteq Brokers /\ elr \subseteq Brokers
     /\ last_known_elr \subseteq Brokers /\ fenced \subseteq Brokers
     /\ PendingSet(St) \subseteq Brokers
+    /\ pending_stale \in BOOLEAN
     /\ leader_recovery \in {"RECOVERED", "RECOVERING"}
     /\ min_isr >= 1
     /\ DOMAIN status = Brokers /\ DOMAIN broker_epoch = Brokers
@@ -492,7 +510,16 @@ LogMatching ==
             IN  \A x \in (k + 1) .. Min(Len(a), Len(b)) : a[x] /= b[x]
 
 RecoveringIsrSingleton ==
-    leader_recovery = "RECOVERED" \/ (leader /= NoLeader /\ isr = {leader})
+    \/ leader_recovery = "RECOVERED"
+    \/ leader /= NoLeader /\ isr = {leader}
+    \/ leader = NoLeader /\ Size(isr) <= 1
+
+RecoveryKeepsLastKnownElrData ==
+    LET kept == UNION {Records(log[m]) : m \in last_known_elr} \cap acked
+    IN  \A w \in RecoveryWinners(St, Strategy) : kept \subseteq Records(log[w])
+
+NoneNeverElectsUnclean ==
+    Strategy /= "none" \/ leader_recovery = "RECOVERED" \/ admin_elections > 0
 
 NoAckedLoss ==
     LET holders == isr \cup elr \cup (IF leader /= NoLeader THEN {leader} ELSE {})
