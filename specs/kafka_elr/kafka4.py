@@ -17,7 +17,7 @@ from modelcheck.ops import lowest_bit
 from modelcheck.spec import Param, SymmetryError, action
 
 from .protocol import ADMIN_TYPE, PREFERRED, PREFERRED_REPLICA, UNCLEAN, Kip966
-from .types import NO_LEADER, State, bit, size
+from .types import NO_LEADER, RECOVERED, State, bit, size
 
 # PartitionChangeBuilder's election types
 ELECTION_ONLINE, ELECTION_PREFERRED, ELECTION_UNCLEAN = range(3)
@@ -32,7 +32,8 @@ class Kafka4(Kip966):
 
     variant = "kafka-4"
     admin_types = (PREFERRED, UNCLEAN)          # ElectLeaders: ElectionType PREFERRED / UNCLEAN
-    omit = frozenset({"UncleanRecovery", *Kip966.RECOVERY_MANAGER})    # no unclean recovery manager in 4.0
+    # no unclean recovery manager in 4.0, and no separate end of recovery (reported_recovery)
+    omit = frozenset({"UncleanRecovery", "CompleteRecovery", "RecoveryCompletes", *Kip966.RECOVERY_MANAGER})
 
     def enable_symmetry(self) -> None:
         raise SymmetryError("--symmetry: kafka-4 elects the first valid replica in assignment order "
@@ -42,6 +43,12 @@ class Kafka4(Kip966):
         """ReplicationControlManager's isAcceptableLeader: registered, unfenced,
         not in controlled shutdown (our CleanShutdown fences at once)."""
         return r != NO_LEADER and self.unfenced(s, r)
+
+    def reported_recovery(self, s: State) -> int:
+        """Partition.makeLeader marks a RECOVERING leader RECOVERED at once (4.0
+        has no recovery to run), and its next AlterPartition carries RECOVERED,
+        which the controller validates and writes: the ISR may grow at once."""
+        return RECOVERED
 
     def online_election(self) -> int:
         """The election ReplicationControlManager asks for on broker and ISR
@@ -140,7 +147,7 @@ class Kafka4(Kip966):
         """ConfigurationControlManager appends a ClearElrRecord for every
         min.insync.replicas change: ELR and LastKnownELR are wiped, not
         recomputed, and nothing is re-elected."""
-        return s._replace(elr=0, last_known_elr=0)
+        return self.recorded(s, s._replace(elr=0, last_known_elr=0))
 
     @action("AdminElectLeaders", coverage_by="type", type=ADMIN_TYPE, leader=BUILT_LEADER)
     def admin_elect_leaders(self, s: State, kind: int, leader: int) -> State | None:

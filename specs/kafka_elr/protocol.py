@@ -160,6 +160,11 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         isr, elr, clean_lkelr = rules.update_elr(s.isr, s.elr, proposal, self.eff_min_isr(s))
         return self.recorded(s, s._replace(isr=isr, elr=elr, last_known_elr=0 if clean_lkelr else s.last_known_elr))
 
+    def reported_recovery(self, s: State) -> int:
+        """The recovery state the leader's AlterPartition carries: its own,
+        until it completes recovery (KIP-704, CompleteRecovery)."""
+        return s.leader_recovery
+
     def hwm_may_advance(self, s: State) -> bool:
         """KIP-966: the HWM advances only while the committed ISR (not the
         maximal ISR) has at least min ISR members."""
@@ -372,7 +377,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     def expand_isr(self, s: State, group: int) -> State | None:
         """The leader proposes to add caught-up followers. A RECOVERING leader
         does not grow the ISR (KIP-704)."""
-        if not self.may_propose(s) or s.leader_recovery == RECOVERING or group & ~self.caught_up(s):
+        if not self.may_propose(s) or self.reported_recovery(s) == RECOVERING or group & ~self.caught_up(s):
             return None
         return self.propose(s, s.isr | group)
 
@@ -397,10 +402,11 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         if s.pending_isr == NO_PROPOSAL or s.leader == NO_LEADER:
             return None
         p = s.pending_isr
+        recovery = self.reported_recovery(s)
         valid = (not s.pending_stale and p & bit(s.leader) != 0 and not p & s.fenced and self.epochs_current(s)
-                 and not (s.leader_recovery == RECOVERING and size(p) > 1))
+                 and not (recovery == RECOVERING and size(p) > 1))
         t = self.no_proposal(s)
-        return self.change_isr(t, p) if valid else t
+        return self.change_isr(t._replace(leader_recovery=recovery), p) if valid else t
 
     def epochs_current(self, s: State) -> bool:
         """Every proposed member is still registered with the epoch the leader saw."""
