@@ -178,7 +178,13 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
     brokers, min_isr, max_records, max_unclean_shutdowns,
     max_clean_shutdowns, max_fences, max_isr_shrinks, max_min_isr_changes,
     max_admin_elections, variant, unclean_leader_election,
-    unclean_recovery_strategy (none | balanced | aggressive), acks, invariants
+    unclean_recovery_strategy (none | balanced | aggressive),
+    fence_cuts_data_plane (true | false), acks, invariants
+
+    After the verdict: coverage (transitions per action, AdminElectLeaders
+    per election type), the actions that never fired, and the spec's
+    reachability goals reached or not: a holds says nothing about what
+    never happened.
 
     \b
     variants: kip966 (default), legacy, kip966-elr-only, kafka-4,
@@ -365,7 +371,10 @@ def matrix(matrix_file: str | None, as_json: bool, out: str | None, jobs: int, o
     Without MATRIX.toml the shipped specs/matrix.toml runs: every variant at
     N=3/min_isr=2 with one and two unclean shutdowns, and N=4/min_isr=3.
     A cell may pin `expect = "holds"` or `"violated: NAME"`, and set
-    `symmetry = true` (check's --symmetry).
+    `symmetry = true` (check's --symmetry). `exercises = [ACTION, ...]` and
+    `goals = [GOAL, ...]` name what its claim needs to have happened: a cell
+    that holds while one of those actions never fired, or a goal was never
+    reached, is marked VACUOUS (the "never fired" column lists the rest).
 
     Exit status: 0 every cell is as pinned, 1 one differs, 2 bad input.
     """
@@ -393,15 +402,17 @@ def matrix(matrix_file: str | None, as_json: bool, out: str | None, jobs: int, o
             "name": r.cell.name, "verdict": "holds" if r.invariant is None else "violated", "invariant": r.invariant,
             "trace_length": r.trace_len, "distinct_states": r.distinct, "generated_states": r.generated,
             "depth": r.depth, "elapsed_s": round(r.elapsed_s, 3), "config": r.config, "symmetry": r.cell.symmetry,
-            "expected": r.cell.expect, "as_expected": r.as_expected, "story": r.story} for r in rows]))
+            "expected": r.cell.expect, "as_expected": r.as_expected, "never_fired": r.never_fired,
+            "goals": r.goals, "vacuous": r.vacuous, "story": r.story} for r in rows]))
     else:
         table = Table(header_style="bold")
         for col in ("cell", "verdict", "trace", "distinct", "depth", "time s", "pinned"):
             table.add_column(col, justify="right" if col in ("trace", "distinct", "depth", "time s") else "left")
         for r in rows:
-            pinned = {None: "", True: "ok", False: f"DIFFERS ({r.cell.expect})"}[r.as_expected]
+            pinned = {None: "", True: "ok", False: f"DIFFERS ({r.cell.expect})"}[r.as_expected] + \
+                (f" VACUOUS ({'; '.join(r.vacuous)})" if r.vacuous else "")
             table.add_row(r.cell.name, r.verdict, str(r.trace_len or ""), f"{r.distinct:,}", str(r.depth),
-                          f"{r.elapsed_s:.1f}", Text(pinned, style="bold red" if r.as_expected is False else ""))
+                          f"{r.elapsed_s:.1f}", Text(pinned, style="bold red" if r.as_expected is False or r.vacuous else ""))
         stdout_console().print(table)
     sys.exit(EXIT_VIOLATED if any(r.as_expected is False for r in rows) else EXIT_HOLDS)
 
@@ -426,18 +437,22 @@ def gate(gate_file: str, junit: str | None, as_json: bool, trace_dir: str | None
 
     Each [[entry]] of GATE.toml has a name, a config table, `expect =
     "holds"` or `"violated: INVARIANT"`, and optionally `states = N` (the
-    pinned distinct-state count) and `budget_s = S` (a time budget):
+    pinned distinct-state count), `budget_s = S` (a time budget), and what
+    a holds must have exercised: `exercises = [ACTION, ...]` (actions that
+    fired) and `goals = [GOAL, ...]` (reachability goals reached):
 
     \b
     [[entry]]
     name = "kip966, one record"
     config = { variant = "kip966", max_records = 1 }
     expect = "holds"
-    states = 100617
+    states = 108175
+    exercises = ["UncleanShutdown", "StartBroker"]
+    goals = ["ElrMemberElected", "UncleanShutdownDetected"]
     budget_s = 60
 
-    Exit status: 0 every entry passes, 1 one fails (verdict, count or
-    budget), 2 bad gate file.
+    Exit status: 0 every entry passes, 1 one fails (verdict, count, a
+    vacuous holds or budget), 2 bad gate file.
     """
     from modelcheck import gate as gt
     try:

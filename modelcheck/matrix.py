@@ -142,7 +142,7 @@ def check_pins(entry: dict[str, Any], spec: Any, where: str) -> None:
             raise ConfigError(f"{where}: {key} is {value!r}; allowed: a list of names")
         unknown = [x for x in value if x not in known]
         if unknown:
-            raise ConfigError(f"{where}: {key}: {unknown[0]!r} is not a {what} of this variant "
+            raise ConfigError(f"{where}: {key}: {unknown[0]!r} is not {'an' if what[0] in 'aeiou' else 'a'} {what} of this variant "
                               f"(allowed: {', '.join(dict.fromkeys(known))})")
 
 

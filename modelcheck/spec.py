@@ -341,11 +341,14 @@ class Spec:
         return {a: [(g, fn) for g, fn in self.goals.items() if not self.goal_actions[g] or a in self.goal_actions[g]]
                 for a in self.actions}
 
-    def reached_goals(self, name: str, before: State, after: State, reached: dict[str, bool]) -> None:
-        """Mark in `reached` the goals a step of action `name` satisfies."""
+    def reached_goals(self, name: str, before: State, after: State, reached: dict[str, bool]) -> bool:
+        """Mark in `reached` the goals a step of action `name` satisfies;
+        whether it reached one not reached before."""
+        new = False
         for goal_name, holds in self.goals_of[name]:
             if not reached[goal_name] and holds(self, before, after):
-                reached[goal_name] = True
+                reached[goal_name] = new = True
+        return new
 
     @cached_property
     def _checks(self) -> list[tuple[str, Callable]]:

@@ -17,3 +17,13 @@ class LeaderlessKip966(Kip966):
     @invariant("Leaderless")
     def leaderless(self, s):
         return s.leader == NO_LEADER
+
+
+class BalancedIgnoringLastKnownElr(Kip966):
+    """A Balanced recovery that forgets LastKnownELR: it elects the best of
+    whoever answered, without waiting for the LastKnownELR members (what
+    RecoveryKeepsLastKnownElrData must catch)."""
+
+    def balanced_winners(self, s, answered):
+        return self.everyone & answered if s.last_known_elr & ~answered else \
+            Kip966.balanced_winners(self, s, answered)

@@ -17,13 +17,16 @@ from specs.kafka_elr import VARIANTS, load
 from specs.kafka_elr.types import permute
 
 CONFIGS = [
-    {"max_records": 1, "max_fences": 0},                       # holds, 7,768 states
+    {"max_records": 1, "max_fences": 0},                       # holds, 8,302 states
     {"brokers": 2, "min_isr": 2},                               # holds, 41,381 states
     {"brokers": 4, "min_isr": 3, "max_records": 1, "max_fences": 0, "max_isr_shrinks": 0},
     {"variant": "legacy"},                                      # NoAckedLoss, 7 steps
     {"variant": "hwm-on-maximal-isr"},                          # ElrHasDataToHwm, 6 steps
     {"variant": "kafka-4", "max_unclean_shutdowns": 2, "invariants": ["LeaderUnfenced"]},
     {"min_isr": 5, "max_records": 0, "invariants": ["ElectableAtLeastMinIsr"]},   # holds: min(5, N)
+    # the Balanced unclean recovery runs (min ISR unclean shutdowns), judged on its choice
+    {"max_records": 1, "max_fences": 0, "max_unclean_shutdowns": 2,
+     "invariants": ["LeaderInIsr", "RecoveringIsrSingleton", "RecoveryKeepsLastKnownElrData"]},
 ] + [  # every variant, with every action its config can enable
     {"variant": v, "max_records": 1, "max_unclean_shutdowns": 2, "max_clean_shutdowns": 1,
      "max_min_isr_changes": 1, "max_admin_elections": 1, "max_fences": 0}
@@ -31,7 +34,7 @@ CONFIGS = [
 
 
 def summary(r):
-    return (r.verdict, r.invariant, r.distinct_states, r.generated_states, r.depth, r.coverage,
+    return (r.verdict, r.invariant, r.distinct_states, r.generated_states, r.depth, r.coverage, r.goals,
             [(s.action, s.args) for s in r.trace])
 
 
@@ -81,7 +84,7 @@ def test_the_legacy_default_counterexample_is_the_same_on_every_engine():
 def test_a_violating_initial_state_is_reported_at_depth_1():
     spec = LeaderlessKip966(load({"max_records": 1}).config)
     reference = summary(run(spec, engine="bfs"))
-    assert reference == ("violated", "Leaderless", 1, 1, 1, dict.fromkeys(spec.coverage_labels, 0), [(None, {})])
+    assert reference == ("violated", "Leaderless", 1, 1, 1, dict.fromkeys(spec.coverage_labels, 0), {}, [(None, {})])
     assert summary(run(spec, engine="fast", workers=1)) == reference
     assert summary(run(spec, engine="fast", workers=2)) == reference
 

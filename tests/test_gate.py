@@ -109,3 +109,12 @@ def test_bad_gate_files_exit_2_with_one_line(tmp_path, change, message):
     _path, r = gate(tmp_path, text)
     assert r.exit_code == 2 and r.stdout == ""
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: ") and message in r.stderr, r.stderr
+
+
+def test_a_vacuous_holds_fails_its_entry(tmp_path):
+    text = GATE.replace('states = 8302', 'states = 8302\nexercises = ["UncleanRecovery", "Fetch"]\n'
+                                         'goals = ["ElrMemberElected", "RecoveryCompletes"]')
+    _path, r = gate(tmp_path, text, "--json")
+    assert r.exit_code == 1
+    failures = {x["name"]: x["failures"] for x in json.loads(r.stdout)}
+    assert failures["kip966"] == ["vacuous: UncleanRecovery never fired", "vacuous: goal RecoveryCompletes not reached"]

@@ -94,3 +94,38 @@ def test_the_shipped_matrix_covers_every_variant_with_one_and_two_unclean_shutdo
     at = {(c.config["variant"], c.config.get("max_unclean_shutdowns", 1)) for c in cells
           if c.config["brokers"] == 3 and c.config["min_isr"] == 2}
     assert {(v, k) for v in VARIANTS for k in (1, 2)} <= at
+
+
+def test_a_cell_that_holds_without_firing_what_its_claim_is_about_is_vacuous(tmp_path):
+    text = """
+title = "t"
+[defaults]
+max_records = 1
+max_fences = 0
+[[cell]]
+name = "recovery"
+config = { variant = "kip966" }
+expect = "holds"
+exercises = ["UncleanRecovery", "UncleanShutdown"]
+goals = ["RecoveryElects", "ElrMemberElected"]
+"""
+    out = tmp_path / "v.md"
+    r = run(tmp_path, text, "--json", "--out", str(out))
+    assert r.exit_code == 0, r.stderr     # a report, not a gate: it marks, the gate fails
+    row, = json.loads(r.stdout)
+    assert row["vacuous"] == ["UncleanRecovery never fired", "goal RecoveryElects not reached"]
+    assert "UncleanRecovery" in row["never_fired"] and "UncleanShutdown" not in row["never_fired"]
+    assert row["goals"]["ElrMemberElected"] is True
+    page = out.read_text()
+    assert "**VACUOUS** (UncleanRecovery never fired; goal RecoveryElects not reached)" in page
+    assert "goals RecoveryElects NOT reached, ElrMemberElected reached" in page
+
+
+@pytest.mark.parametrize("line, message", [
+    ('exercises = ["Teleport"]', "exercises: 'Teleport' is not an action of this variant"),
+    ('goals = ["Nirvana"]', "goals: 'Nirvana' is not a goal of this variant"),
+    ('goals = "RecoveryElects"', "goals is 'RecoveryElects'; allowed: a list of names"),
+])
+def test_exercises_and_goals_must_name_what_the_variant_has(tmp_path, line, message):
+    r = run(tmp_path, CELLS.replace('claim = "the last', line + '\nclaim = "the last'))
+    assert r.exit_code == 2 and message in r.stderr, r.stderr

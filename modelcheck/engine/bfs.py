@@ -27,7 +27,7 @@ def check(spec: Spec, *, store: VisitedStore | None = None,
     coverage = dict.fromkeys(spec.coverage_labels, 0)
     labels = spec.coverage_labels
     reached = dict.fromkeys(spec.goals, False)
-    seeking = bool(reached)
+    open_goals = dict(spec.goals_of)        # action -> its goals not reached yet
     generated = 0
     frontier: list[tuple[int, object]] = []
 
@@ -59,9 +59,8 @@ def check(spec: Spec, *, store: VisitedStore | None = None,
             for name, _args, nxt, label in spec.labelled_successors(state):
                 generated += 1
                 coverage[labels[label]] += 1
-                if seeking:
-                    spec.reached_goals(name, state, nxt, reached)
-                    seeking = not all(reached.values())
+                if open_goals[name] and spec.reached_goals(name, state, nxt, reached):
+                    open_goals = {a: [(g, fn) for g, fn in goals if not reached[g]] for a, goals in open_goals.items()}
                 fp = fingerprint(spec.canonical(nxt))
                 if store.put(fp, parent_fp):
                     bad = spec.first_violation(nxt)
