@@ -1,6 +1,7 @@
 """Breadth-first exploration, level by level.
 
-Invariants are checked on new states only (as TLC). Because every state of
+Invariants are checked on new states only (as TLC); reachability goals
+on every step, until each is reached. Because every state of
 depth d is found before any of depth d+1, the first violation found has a
 shortest trace; the trace is rebuilt from parent fingerprints and
 re-validated by replay before it is returned.
