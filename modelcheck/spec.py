@@ -285,19 +285,24 @@ class Spec:
         `Name(value)` (its domain here, in order)."""
         labels = []
         for name in self.actions:
-            labels += self._labels_of(name)
+            labels += self.labels_of(name)
         return labels
 
-    def _labels_of(self, name: str) -> list[str]:
+    def labels_of(self, name: str) -> list[str]:
+        """Action `name`'s coverage labels, in order."""
         by = self.coverage_by[name]
         if by is None:
             return [name]
         p = self.params[name][by]
         return [f"{name}({v if p.show is None else p.show(v)})" for v in p.domain(self)]
 
+    def first_label(self, name: str) -> int:
+        """The place in coverage_labels of action `name`'s first label."""
+        return self.coverage_labels.index(self.labels_of(name)[0])
+
     def coverage_label(self, name: str, values: Sequence[int]) -> int:
         """The place in coverage_labels of an instance of `name` with argument values `values`."""
-        base = self.coverage_labels.index(self._labels_of(name)[0])
+        base = self.first_label(name)
         by = self.coverage_by[name]
         if by is None:
             return base

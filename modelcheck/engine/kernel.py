@@ -543,7 +543,7 @@ class Kernel:
             np.array([a not in dormant for a in cls.actions], dtype=np.uint8),
             np.array([invariants.index(n) for n in spec.checked_invariants()], dtype=np.int64),
             np.array([self.words, mode, spec.symmetric], dtype=np.int64),
-            np.array([spec.coverage_labels.index(spec._labels_of(a)[0]) for a in cls.actions] or [0], dtype=np.int64))
+            np.array([spec.first_label(a) for a in cls.actions] or [0], dtype=np.int64))
         self.cache_dir = cache_dir
         self.module = self._load()
 
