@@ -289,7 +289,10 @@ class Spec:
         return labels
 
     def labels_of(self, name: str) -> list[str]:
-        """Action `name`'s coverage labels, in order."""
+        """Action `name`'s coverage labels, in order: none if it has no
+        instance here (an argument's domain is empty in this config)."""
+        if not self._instances[name]:
+            return []
         by = self.coverage_by[name]
         if by is None:
             return [name]
@@ -297,8 +300,10 @@ class Spec:
         return [f"{name}({v if p.show is None else p.show(v)})" for v in p.domain(self)]
 
     def first_label(self, name: str) -> int:
-        """The place in coverage_labels of action `name`'s first label."""
-        return self.coverage_labels.index(self.labels_of(name)[0])
+        """The place in coverage_labels of action `name`'s first label (0 for
+        an action without instances: it never fires)."""
+        labels = self.labels_of(name)
+        return self.coverage_labels.index(labels[0]) if labels else 0
 
     def coverage_label(self, name: str, values: Sequence[int]) -> int:
         """The place in coverage_labels of an instance of `name` with argument values `values`."""

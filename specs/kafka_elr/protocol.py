@@ -41,6 +41,11 @@ KEEP = Param(lambda spec: range(spec.max_records + 1))
 ACKS = Param(lambda spec: spec.acks_modes, show=ACKS_NAMES.__getitem__)
 ADMIN_TYPE = Param(lambda spec: spec.admin_types, show=ADMIN_TYPES.__getitem__)
 MIN_ISR = Param(lambda spec: range(1, spec.n + 1))
+# the broker acting as leader (metadata = "propagated": whoever believes it
+# leads); absent under "atomic", where it is the controller's leader
+AT = Param(lambda spec: spec.brokers if spec.propagated else (NO_LEADER,), absent=NO_LEADER)
+# a broker receiving metadata: none under "atomic"
+RECEIVER = Param(lambda spec: spec.brokers if spec.propagated else ())
 
 
 class Kip966(KafkaStory, KafkaPresentation, Spec):
@@ -61,6 +66,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         self.acks_modes = tuple(ACKS_NAMES.index(a) for a in sorted(config["acks"]))
         self.unclean_leader_election = config["unclean_leader_election"]
         self.fence_cuts_data_plane = config["fence_cuts_data_plane"]
+        self.propagated = config["metadata"] == "propagated"
         # KIP-966 compatibility: unclean.leader.election.enable=true maps to
         # the Aggressive recovery strategy.
         self.strategy = STRATEGY_AGGRESSIVE if self.unclean_leader_election else \
@@ -74,14 +80,18 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
 
     # ---- engine interface ---------------------------------------------------
     def init_states(self) -> list[State]:
-        n = self.n
+        n, m = self.n, self.config["min_isr"]
+        views = self.propagated     # every broker has seen the initial metadata; "atomic" keeps them constant
         return [State(
             leader=PREFERRED_REPLICA, leader_epoch=0, isr=self.everyone, elr=0, last_known_elr=0,
             last_known_leader=NO_LEADER, leader_recovery=RECOVERED, fenced=0,
             broker_epoch=(1,) * n, min_isr=self.config["min_isr"],
             status=(RUNNING,) * n, clean_shutdown_epoch=(NO_EPOCH,) * n,
             log=(logs.EMPTY,) * n, hwm=(0,) * n, pending_isr=NO_PROPOSAL, pending_epochs=self.zeros,
-            pending_stale=0, acked=0, acks_all=0, exposed=logs.EMPTY, produced=0, unclean_shutdowns=0,
+            pending_stale=0, pending_from=NO_LEADER,
+            seen_leader=(PREFERRED_REPLICA if views else NO_LEADER,) * n, seen_epoch=self.zeros,
+            seen_isr=tuple(self.everyone if views and b == PREFERRED_REPLICA else 0 for b in range(n)),
+            seen_min_isr=tuple(m if views and b == PREFERRED_REPLICA else 0 for b in range(n)), acked=0, acks_all=0, exposed=logs.EMPTY, produced=0, unclean_shutdowns=0,
             clean_shutdowns=0, fences=0, isr_shrinks=0, min_isr_changes=0, admin_elections=0)]
 
     def layout(self) -> list[Field]:
@@ -97,18 +107,35 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
                 Field("broker_epoch", 1, 1 + restarts, n), Field("min_isr", 1, max(n, self.config["min_isr"])),
                 Field("status", 0, 2, n), Field("clean_shutdown_epoch", -1, 1 + restarts, n),
                 Field("log", 0, log, n), Field("hwm", 0, r, n), Field("pending_isr", -1, sets),
-                Field("pending_epochs", 0, 1 + restarts, n), Field("pending_stale", 0, 1), Field("acked", 0, records),
+                Field("pending_epochs", 0, 1 + restarts, n), Field("pending_stale", 0, 1),
+                *self.view_layout(sets), Field("acked", 0, records),
                 Field("acks_all", 0, records), Field("exposed", 0, log), Field("produced", 0, r),
                 Field("unclean_shutdowns", 0, self.max_unclean_shutdowns),
                 Field("clean_shutdowns", 0, self.max_clean_shutdowns), Field("fences", 0, self.max_fences),
                 Field("isr_shrinks", 0, self.max_isr_shrinks), Field("min_isr_changes", 0, self.max_min_isr_changes),
                 Field("admin_elections", 0, self.max_admin_elections)]
 
+    def view_layout(self, sets: int) -> list[Field]:
+        """The brokers' views: constant under "atomic" (no bits)."""
+        n = self.n
+        if not self.propagated:
+            return [Field("pending_from", -1, -1), Field("seen_leader", -1, -1, n), Field("seen_epoch", 0, 0, n),
+                    Field("seen_isr", 0, 0, n), Field("seen_min_isr", 0, 0, n)]
+        return [Field("pending_from", -1, n - 1), Field("seen_leader", -1, n - 1, n),
+                Field("seen_epoch", 0, logs.MAX_EPOCH, n), Field("seen_isr", 0, sets, n),
+                Field("seen_min_isr", 0, max(n, self.config["min_isr"]), n)]
+
     def checked_invariants(self) -> list[str]:
         return self._checked
 
+    VIEW_FIELDS = ("pending_from", "seen_leader", "seen_epoch", "seen_isr", "seen_min_isr")
+
     def describe(self, state: State) -> dict[str, Any]:
-        return describe(state)
+        named = describe(state)
+        if not self.propagated:     # every broker sees the controller's state: no views to show
+            for name in self.VIEW_FIELDS:
+                del named[name]
+        return named
 
     # the unclean recovery manager's properties and goals (a variant without it omits them)
     RECOVERY_MANAGER = ("RecoveryKeepsLastKnownElrData", "NoneNeverElectsUnclean", "RecoveryElects",
@@ -121,7 +148,8 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
                "AdminElectLeaders": "max_admin_elections"}
 
     def never_enabled(self) -> frozenset[str]:
-        return frozenset(a for a, bound in self.BOUNDED.items() if not self.config[bound])
+        dormant = {a for a, bound in self.BOUNDED.items() if not self.config[bound]}
+        return frozenset(dormant if self.propagated else dormant | {"MetadataUpdate"})
 
     # States are tuples of ints and tuples of ints: marshal (format 2, which
     # has no back-references, so equal states give equal bytes) encodes them
@@ -154,6 +182,65 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     def unfenced(self, s: State, b: int) -> bool:
         return not s.fenced >> b & 1
 
+    # ---- what a broker acts on: the controller's state under metadata =
+    # "atomic", the metadata last delivered to it under "propagated" ----------
+    def acting_leader(self, s: State, at: int) -> int:
+        """The broker acting as leader in an instance with argument `at`:
+        the controller's leader ("atomic"), or `at` if it believes it leads."""
+        if not self.propagated:
+            return s.leader
+        return at if s.seen_leader[at] == at else NO_LEADER
+
+    def leader_seen_by(self, s: State, b: int) -> int:
+        return s.seen_leader[b] if self.propagated else s.leader
+
+    def epoch_seen_by(self, s: State, b: int) -> int:
+        return s.seen_epoch[b] if self.propagated else s.leader_epoch
+
+    def isr_seen_by(self, s: State, ld: int) -> int:
+        """The ISR leader `ld` acts on (its committed ISR)."""
+        return s.seen_isr[ld] if self.propagated else s.isr
+
+    def min_isr_seen_by(self, s: State, ld: int) -> int:
+        """The effective min ISR leader `ld` acts on."""
+        return min(s.seen_min_isr[ld], self.n) if self.propagated else self.eff_min_isr(s)
+
+    def proposed_by(self, s: State, ld: int) -> int:
+        """The members of `ld`'s own AlterPartition in flight (0 if none)."""
+        return proposed(s) if not self.propagated or s.pending_from == ld else 0
+
+    def follows(self, s: State, b: int, ld: int) -> bool:
+        """Follower b fetches from leader `ld` in `ld`'s epoch, so `ld` knows
+        its log end (Partition.makeLeader resets what a new leader knows of
+        each follower: only a fetch in its epoch tells it)."""
+        return not self.propagated or (s.seen_leader[b] == ld and s.seen_epoch[b] == s.seen_epoch[ld])
+
+    def view_is_current(self, s: State, ld: int) -> bool:
+        """`ld` has seen the partition as the controller has it now (so an
+        AlterPartition it makes carries the current partition epoch; the
+        fields it does not see cannot change what it proposes)."""
+        return not self.propagated or (s.seen_leader[ld] == s.leader and s.seen_epoch[ld] == s.leader_epoch
+                                       and s.seen_isr[ld] == s.isr)
+
+    def delivered(self, s: State, b: int, with_min_isr: bool) -> State:
+        """`s` once broker b has the controller's latest partition metadata
+        (and, `with_min_isr`, the latest min.insync.replicas: an
+        AlterPartition response carries only the partition)."""
+        leads = s.leader == b
+        min_isr = (s.min_isr if with_min_isr else s.seen_min_isr[b]) if leads else 0
+        return s._replace(seen_leader=replace_at(s.seen_leader, b, s.leader),
+                          seen_epoch=replace_at(s.seen_epoch, b, s.leader_epoch),
+                          seen_isr=replace_at(s.seen_isr, b, s.isr if leads else 0),
+                          seen_min_isr=replace_at(s.seen_min_isr, b, min_isr))
+
+    def forgotten(self, s: State, b: int) -> State:
+        """`s` with broker b's view dropped (it stopped; it catches up when it starts)."""
+        if not self.propagated:
+            return s
+        return s._replace(seen_leader=replace_at(s.seen_leader, b, NO_LEADER),
+                          seen_epoch=replace_at(s.seen_epoch, b, 0), seen_isr=replace_at(s.seen_isr, b, 0),
+                          seen_min_isr=replace_at(s.seen_min_isr, b, 0))
+
     # ---- policy hooks that variants redefine --------------------------------
     def change_isr(self, s: State, proposal: int) -> State:
         """Apply a proposed ISR with the KIP-966 ELR update rule."""
@@ -165,14 +252,14 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         until it completes recovery (KIP-704, CompleteRecovery)."""
         return s.leader_recovery
 
-    def hwm_may_advance(self, s: State) -> bool:
+    def hwm_may_advance(self, s: State, ld: int) -> bool:
         """KIP-966: the HWM advances only while the committed ISR (not the
         maximal ISR) has at least min ISR members."""
-        return size(s.isr) >= self.eff_min_isr(s)
+        return size(self.isr_seen_by(s, ld)) >= self.min_isr_seen_by(s, ld)
 
-    def hwm_quorum(self, s: State) -> int:
+    def hwm_quorum(self, s: State, ld: int) -> int:
         """Replicas whose logs bound the HWM: the maximal ISR."""
-        return s.isr | proposed(s)
+        return self.isr_seen_by(s, ld) | self.proposed_by(s, ld)
 
     def registration_is_clean(self, s: State, b: int) -> bool:
         return rules.registration_is_clean(s.clean_shutdown_epoch[b], s.broker_epoch[b])
@@ -230,7 +317,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
 
     # ---- shared effects -----------------------------------------------------------
     def no_proposal(self, s: State) -> State:
-        return s._replace(pending_isr=NO_PROPOSAL, pending_epochs=self.zeros, pending_stale=0)
+        return s._replace(pending_isr=NO_PROPOSAL, pending_epochs=self.zeros, pending_stale=0, pending_from=NO_LEADER)
 
     def recorded(self, s: State, t: State) -> State:
         """`t`, a PartitionChangeRecord applied to `s`: if it changed the
@@ -287,27 +374,34 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         return s if s.leader != b else self.reelect(s, leader)
 
     # ---- clients and the leader: data plane -----------------------------------
-    @action("Produce", acks=ACKS)
-    def produce(self, s: State, acks: int) -> State | None:
-        """A client produces to the leader (running, unfenced)."""
-        ld = s.leader
+    @action("Produce", acks=ACKS, at=AT)
+    def produce(self, s: State, acks: int, at: int) -> State | None:
+        """A client produces to the leader (running; under "propagated", any
+        broker that believes it leads, in the epoch it knows)."""
+        ld = self.acting_leader(s, at)
         if ld == NO_LEADER or not self.running(s, ld) or s.produced >= self.max_records:
             return None
-        if acks == ACKS_ALL and size(s.isr) < self.eff_min_isr(s):
+        if acks == ACKS_ALL and size(self.isr_seen_by(s, ld)) < self.min_isr_seen_by(s, ld):
             return None     # NOT_ENOUGH_REPLICAS
         record = s.produced + 1
-        return s._replace(log=replace_at(s.log, ld, logs.append(s.log[ld], logs.entry(s.leader_epoch, record))),
+        entry = logs.entry(self.epoch_seen_by(s, ld), record)
+        return s._replace(log=replace_at(s.log, ld, logs.append(s.log[ld], entry)),
                           produced=record, acks_all=s.acks_all | bit(record) if acks == ACKS_ALL else s.acks_all)
 
     @action("Fetch", broker=BROKER)
     def fetch(self, s: State, b: int) -> State | None:
         """A running follower fetches (a fenced one too unless fencing cuts
         it off from the leader, fence_cuts_data_plane): truncate a divergent
-        suffix, else copy the next entry; hwm := min(leader hwm, own log end)."""
-        ld = s.leader
+        suffix, else copy the next entry; hwm := min(leader hwm, own log end).
+        Under "propagated" it fetches from the leader it knows, which answers
+        only at its own leader epoch (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
+        NOT_LEADER_OR_FOLLOWER otherwise)."""
+        ld = self.leader_seen_by(s, b)
         if ld == NO_LEADER or b == ld or not self.running(s, ld) or not self.running(s, b):
             return None
-        if self.fence_cuts_data_plane and s.fenced & bit(b):
+        if self.fence_cuts_data_plane and s.fenced & (bit(b) | bit(ld)):
+            return None
+        if self.acting_leader(s, ld) != ld or self.epoch_seen_by(s, b) != self.epoch_seen_by(s, ld):
             return None
         own, lead_log = s.log[b], s.log[ld]
         k = logs.common_prefix_len(own, lead_log)
@@ -317,79 +411,94 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
             return None
         return s._replace(log=replace_at(s.log, b, new), hwm=replace_at(s.hwm, b, hwm))
 
-    @action("AdvanceHwm")
-    def advance_hwm(self, s: State) -> State | None:
+    @action("AdvanceHwm", at=AT)
+    def advance_hwm(self, s: State, at: int) -> State | None:
         """The leader raises its HWM to the smallest matching log end over the
         maximal ISR; acks=all records below it become acked."""
-        ld = s.leader
-        if ld == NO_LEADER or not self.running(s, ld) or not self.hwm_may_advance(s):
+        ld = self.acting_leader(s, at)
+        if ld == NO_LEADER or not self.running(s, ld) or not self.hwm_may_advance(s, ld):
             return None
         lead_log = s.log[ld]
-        quorum = self.hwm_quorum(s)
+        quorum = self.hwm_quorum(s, ld)
         new = logs.length(lead_log)
         for b in range(self.n):
             if quorum >> b & 1 and b != ld:
+                if not self.follows(s, b, ld):
+                    return None     # it has not fetched in this epoch: its log end is unknown
                 new = min(new, logs.common_prefix_len(s.log[b], lead_log))
         if new <= s.hwm[ld]:
             return None
-        return s._replace(hwm=replace_at(s.hwm, ld, new), acked=s.acked | self.newly_acked(s, new),
+        return s._replace(hwm=replace_at(s.hwm, ld, new), acked=s.acked | self.newly_acked(s, ld, new),
                           exposed=logs.prefix(lead_log, new) if new > logs.length(s.exposed) else s.exposed)
 
-    def newly_acked(self, s: State, new_hwm: int) -> int:
+    def newly_acked(self, s: State, ld: int, new_hwm: int) -> int:
         """acks=all records this leader appended that the HWM now passes, if
         the ISR has min ISR members then (KIP-966: respond "when the message
         is persisted in all the ISR members' local log and the size of the ISR
         member is larger than min ISR"). Otherwise, and for records of older
         epochs, the producer gets an error instead of an ack."""
-        if size(s.isr) < self.eff_min_isr(s):
+        if size(self.isr_seen_by(s, ld)) < self.min_isr_seen_by(s, ld):
             return 0
         covered = 0
-        for i in range(s.hwm[s.leader], new_hwm):
-            e = logs.at(s.log[s.leader], i)
-            if logs.epoch_of(e) == s.leader_epoch:
+        epoch = self.epoch_seen_by(s, ld)
+        for i in range(s.hwm[ld], new_hwm):
+            e = logs.at(s.log[ld], i)
+            if logs.epoch_of(e) == epoch:
                 covered |= bit(logs.record_of(e))
         return covered & s.acks_all
 
     # ---- the leader: AlterPartition -------------------------------------------
-    def may_propose(self, s: State) -> bool:
-        return s.leader != NO_LEADER and self.running(s, s.leader) and s.pending_isr == NO_PROPOSAL
+    def may_propose(self, s: State, ld: int) -> bool:
+        """`ld` leads (as far as it knows), runs, and no AlterPartition is in
+        flight (one at a time: a stale leader's is rejected anyway)."""
+        return ld != NO_LEADER and self.running(s, ld) and s.pending_isr == NO_PROPOSAL
 
-    def propose(self, s: State, isr: int) -> State:
-        """An AlterPartition request: each member with its broker epoch
-        (KIP-903), so that the controller can refuse a replica that has
-        restarted since."""
+    def propose(self, s: State, ld: int, isr: int) -> State:
+        """An AlterPartition request from `ld`: each member with its broker
+        epoch (KIP-903), so that the controller can refuse a replica that has
+        restarted since; made from a stale view, it carries an old partition
+        epoch and is rejected."""
         epochs = self.zeros
         for b in range(self.n):
             if isr >> b & 1:
                 epochs = replace_at(epochs, b, s.broker_epoch[b])
-        return s._replace(pending_isr=isr, pending_epochs=epochs)
+        t = s._replace(pending_isr=isr, pending_epochs=epochs)
+        if not self.propagated:
+            return t
+        return t._replace(pending_from=ld, pending_stale=0 if self.view_is_current(s, ld) else 1)
 
-    @action("ShrinkIsr", brokers=BROKER_SET)
-    def shrink_isr(self, s: State, group: int) -> State | None:
+    @action("ShrinkIsr", brokers=BROKER_SET, at=AT)
+    def shrink_isr(self, s: State, group: int, at: int) -> State | None:
         """The leader proposes to drop slow followers (any may be slow)."""
-        if not self.may_propose(s) or s.isr_shrinks >= self.max_isr_shrinks:
+        ld = self.acting_leader(s, at)
+        if not self.may_propose(s, ld) or s.isr_shrinks >= self.max_isr_shrinks:
             return None
-        if group & ~(s.isr & ~bit(s.leader)):
+        isr = self.isr_seen_by(s, ld)
+        if group & ~(isr & ~bit(ld)):
             return None
-        return self.propose(s._replace(isr_shrinks=s.isr_shrinks + 1), s.isr & ~group)
+        return self.propose(s._replace(isr_shrinks=s.isr_shrinks + 1), ld, isr & ~group)
 
-    @action("ExpandIsr", brokers=BROKER_SET)
-    def expand_isr(self, s: State, group: int) -> State | None:
+    @action("ExpandIsr", brokers=BROKER_SET, at=AT)
+    def expand_isr(self, s: State, group: int, at: int) -> State | None:
         """The leader proposes to add caught-up followers. A RECOVERING leader
         does not grow the ISR (KIP-704)."""
-        if not self.may_propose(s) or self.reported_recovery(s) == RECOVERING or group & ~self.caught_up(s):
+        ld = self.acting_leader(s, at)
+        if not self.may_propose(s, ld) or self.reported_recovery(s) == RECOVERING \
+                or group & ~self.caught_up(s, ld):
             return None
-        return self.propose(s, s.isr | group)
+        return self.propose(s, ld, self.isr_seen_by(s, ld) | group)
 
-    def caught_up(self, s: State) -> int:
+    def caught_up(self, s: State, ld: int) -> int:
         """Running, unfenced followers outside the ISR whose log matches the
-        leader's up to at least its HWM and its epoch start offset."""
-        lead_log = s.log[s.leader]
-        floor = max(s.hwm[s.leader], rules.epoch_start_offset(lead_log, s.leader_epoch))
-        outside = running_mask(s) & ~s.fenced & ~s.isr
+        leader's up to at least its HWM and its epoch start offset (a fenced
+        one would be rejected, with no other effect)."""
+        lead_log = s.log[ld]
+        floor = max(s.hwm[ld], rules.epoch_start_offset(lead_log, self.epoch_seen_by(s, ld)))
+        outside = running_mask(s) & ~s.fenced & ~self.isr_seen_by(s, ld)
         found = 0
         for b in range(self.n):
-            if outside >> b & 1 and logs.length(s.log[b]) >= floor and logs.is_prefix(s.log[b], lead_log):
+            if outside >> b & 1 and logs.length(s.log[b]) >= floor and logs.is_prefix(s.log[b], lead_log) \
+                    and self.follows(s, b, ld):
                 found |= bit(b)
         return found
 
@@ -406,7 +515,11 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         valid = (not s.pending_stale and p & bit(s.leader) != 0 and not p & s.fenced and self.epochs_current(s)
                  and not (recovery == RECOVERING and size(p) > 1))
         t = self.no_proposal(s)
-        return self.change_isr(t._replace(leader_recovery=recovery), p) if valid else t
+        if not valid:
+            return t
+        t = self.change_isr(t._replace(leader_recovery=recovery), p)
+        # the AlterPartition response: the leader adopts the partition it carries
+        return self.delivered(t, s.pending_from, False) if self.propagated else t
 
     def epochs_current(self, s: State) -> bool:
         """Every proposed member is still registered with the epoch the leader saw."""
@@ -446,6 +559,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         if s.unclean_shutdowns >= self.max_unclean_shutdowns or not self.running(s, b) \
                 or keep > logs.length(s.log[b]):
             return None
+        s = self.forgotten(s, b)
         return s._replace(status=replace_at(s.status, b, OFFLINE_DIRTY),
                           log=replace_at(s.log, b, logs.prefix(s.log[b], keep)),
                           hwm=replace_at(s.hwm, b, min(s.hwm[b], keep)),
@@ -458,7 +572,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         CleanShutdownFile, leadership moves, it leaves the ISR."""
         if s.clean_shutdowns >= self.max_clean_shutdowns or not self.running(s, b) or s.fenced & bit(b):
             return None
-        t = s._replace(status=replace_at(s.status, b, OFFLINE_CLEAN),
+        t = self.forgotten(s, b)._replace(status=replace_at(s.status, b, OFFLINE_CLEAN),
                        clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, s.broker_epoch[b]),
                        clean_shutdowns=s.clean_shutdowns + 1)
         return self.remove_broker(t, b, leader)
@@ -474,7 +588,10 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         t = s._replace(status=replace_at(s.status, b, RUNNING),
                        broker_epoch=replace_at(s.broker_epoch, b, s.broker_epoch[b] + 1),
                        clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, NO_EPOCH))
-        return t if self.registration_is_clean(s, b) else self.unclean_registration(t, b)
+        if not self.registration_is_clean(s, b):
+            t = self.unclean_registration(t, b)
+        # it serves only once its metadata has caught up (BrokerServer waits for it)
+        return self.delivered(t, b, True) if self.propagated else t
 
     @action("ElectLeader", leader=LEADER)
     def elect_leader(self, s: State, leader: int) -> State | None:
@@ -491,9 +608,24 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     def complete_recovery(self, s: State) -> State | None:
         """A RECOVERING leader finishes recovery (KIP-704: aborts open
         transactions, then tells the controller it is RECOVERED)."""
-        if s.leader == NO_LEADER or s.leader_recovery != RECOVERING or not self.running(s, s.leader):
-            return None
+        ld = s.leader
+        if ld == NO_LEADER or s.leader_recovery != RECOVERING or not self.running(s, ld) \
+                or self.epoch_seen_by(s, ld) != s.leader_epoch or self.leader_seen_by(s, ld) != ld:
+            return None     # under "propagated", only once it knows it leads
         return self.recorded(s, s._replace(leader_recovery=RECOVERED))
+
+    @action("MetadataUpdate", broker=RECEIVER)
+    def metadata_update(self, s: State, b: int) -> State | None:
+        """Metadata = "propagated": a running broker catches up with the
+        metadata log (the partition's latest record and min.insync.replicas),
+        fenced or not; a no-op if nothing it acts on changed."""
+        if not self.running(s, b):
+            return None
+        t = self.delivered(s, b, True)
+        if t.seen_leader[b] == s.seen_leader[b] and t.seen_epoch[b] == s.seen_epoch[b] \
+                and t.seen_isr[b] == s.seen_isr[b] and t.seen_min_isr[b] == s.seen_min_isr[b]:
+            return None
+        return t
 
     # ---- operators --------------------------------------------------------------
     @action("AdminElectLeaders", coverage_by="type", type=ADMIN_TYPE, leader=ELECTED, desired=ELECTED)
@@ -699,6 +831,34 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         for b in range(self.n):
             if s.status[b] == OFFLINE_DIRTY and t.status[b] == RUNNING:
                 return not self.registration_is_clean(s, b)
+        return False
+
+    @goal("DeposedLeaderAppends", "Produce")
+    def deposed_leader_appends(self, s: State, t: State) -> bool:
+        """Metadata = "propagated": a broker the controller no longer has as
+        leader still takes a produce request on its stale view."""
+        for b in range(self.n):
+            if t.log[b] != s.log[b]:
+                return b != s.leader
+        return False
+
+    @goal("FollowerFetchesFromDeposedLeader", "Fetch")
+    def follower_fetches_from_deposed_leader(self, s: State, t: State) -> bool:
+        """Metadata = "propagated": a follower replicates from a leader the
+        controller has deposed (both still at its old epoch)."""
+        for b in range(self.n):
+            if t.log[b] != s.log[b] or t.hwm[b] != s.hwm[b]:
+                return self.leader_seen_by(s, b) != s.leader
+        return False
+
+    @goal("LeaderActsOnStaleMinIsr", "AdvanceHwm")
+    def leader_acts_on_stale_min_isr(self, s: State, t: State) -> bool:
+        """Metadata = "propagated": a leader advances the HWM judging the ISR
+        against a min.insync.replicas the controller has since changed
+        (KAFKA-16540: brokers and controller disagree on min ISR)."""
+        for b in range(self.n):
+            if t.hwm[b] != s.hwm[b]:
+                return self.min_isr_seen_by(s, b) != self.eff_min_isr(s)
         return False
 
     @goal("StaleAlterPartitionRejected", "CommitAlterPartition")

@@ -31,6 +31,9 @@ def schema() -> list[Key]:
             "none | balanced | aggressive", "unclean.recovery.strategy"),
         Key("fence_cuts_data_plane", True, is_bool, "true or false",
             "a fenced broker stops fetching from the leader (false: only the controller lost it)"),
+        Key("metadata", "atomic", one_of("atomic", "propagated"), "atomic | propagated",
+            "atomic: brokers see each controller decision at once; propagated: each acts on the metadata "
+            "last delivered to it (MetadataUpdate)"),
         Key("acks", ["1", "all"], subset_of("1", "all"), 'a non-empty subset of ["1", "all"]',
             "produce modes clients use"),
         Key("invariants", None, lambda v: isinstance(v, list) and bool(v) and all(isinstance(x, str) for x in v),

@@ -44,6 +44,15 @@ class State(NamedTuple):
     pending_isr: int                    # the proposed ISR, or NO_PROPOSAL
     pending_epochs: tuple[int, ...]     # each proposed member's broker epoch then (0: not proposed)
     pending_stale: int                  # 1: the partition changed since the proposal (its partition epoch is behind)
+    pending_from: int                   # the broker that proposed it (metadata = "propagated"; else NO_LEADER)
+    # each broker's view: the metadata last delivered to it (metadata =
+    # "propagated"; constant under "atomic", where every broker sees the
+    # controller's state). ISR and min ISR only matter to a broker that sees
+    # itself as leader, so they are 0 for the others (one state, not many).
+    seen_leader: tuple[int, ...]
+    seen_epoch: tuple[int, ...]
+    seen_isr: tuple[int, ...]
+    seen_min_isr: tuple[int, ...]
     # ghosts (for invariants) and bound counters; all part of the identity,
     # since each can change a later verdict (see docs/model.md)
     acked: int
@@ -148,6 +157,11 @@ def describe(s: State) -> dict:
         "hwm": list(s.hwm),
         "pending_isr": None if s.pending_isr == NO_PROPOSAL else members(s.pending_isr),
         "pending_stale": bool(s.pending_stale),
+        "pending_from": s.pending_from,
+        "seen_leader": list(s.seen_leader),
+        "seen_epoch": list(s.seen_epoch),
+        "seen_isr": [members(m) for m in s.seen_isr],
+        "seen_min_isr": list(s.seen_min_isr),
         "acked": members(s.acked),
         "acks_all": members(s.acks_all),
         "exposed": entries(s.exposed),
@@ -183,6 +197,22 @@ def renamed_per_broker(t: tuple[int, ...], to: tuple[int, ...]) -> tuple[int, ..
     return out
 
 
+def renamed_ids_per_broker(t: tuple[int, ...], to: tuple[int, ...]) -> tuple[int, ...]:
+    """A per-broker tuple of broker ids: indices and values renamed."""
+    out = t
+    for b in range(len(to)):
+        out = replace_at(out, to[b], renamed_id(t[b], to))
+    return out
+
+
+def renamed_masks_per_broker(t: tuple[int, ...], to: tuple[int, ...]) -> tuple[int, ...]:
+    """A per-broker tuple of broker sets: indices and members renamed."""
+    out = t
+    for b in range(len(to)):
+        out = replace_at(out, to[b], renamed_mask(t[b], to))
+    return out
+
+
 def permute(s: State, to: tuple[int, ...]) -> State:
     """`s` with broker b renamed to[b] everywhere a broker id appears (records
     and epochs are not broker ids and stay)."""
@@ -194,15 +224,20 @@ def permute(s: State, to: tuple[int, ...]) -> State:
         clean_shutdown_epoch=renamed_per_broker(s.clean_shutdown_epoch, to),
         log=renamed_per_broker(s.log, to), hwm=renamed_per_broker(s.hwm, to),
         pending_isr=s.pending_isr if s.pending_isr == NO_PROPOSAL else renamed_mask(s.pending_isr, to),
-        pending_epochs=renamed_per_broker(s.pending_epochs, to))
+        pending_epochs=renamed_per_broker(s.pending_epochs, to), pending_from=renamed_id(s.pending_from, to),
+        seen_leader=renamed_ids_per_broker(s.seen_leader, to), seen_epoch=renamed_per_broker(s.seen_epoch, to),
+        seen_isr=renamed_masks_per_broker(s.seen_isr, to), seen_min_isr=renamed_per_broker(s.seen_min_isr, to))
 
 
 def view(s: State, b: int) -> tuple[int, ...]:
     """Everything the state says about broker b, without its id (its
-    membership of the proposal is its epoch there, 0 if none)."""
+    membership of the proposal is its epoch there, 0 if none; its own view
+    by how its leader relates to it and to the controller's)."""
     return (s.status[b], s.clean_shutdown_epoch[b], s.broker_epoch[b], s.hwm[b], s.log[b], s.isr >> b & 1,
             s.elr >> b & 1, s.last_known_elr >> b & 1, s.fenced >> b & 1, int(s.leader == b),
-            int(s.last_known_leader == b), s.pending_epochs[b])
+            int(s.last_known_leader == b), s.pending_epochs[b], int(s.pending_from == b),
+            int(s.seen_leader[b] == b), int(s.seen_leader[b] == s.leader), s.seen_epoch[b],
+            popcount(s.seen_isr[b]), s.seen_min_isr[b])
 
 
 def sorted_renaming(s: State, identity: tuple[int, ...]) -> tuple[int, ...]:

@@ -7,7 +7,7 @@ from modelcheck.ops import popcount
 from . import rules
 from .kafka4 import Kafka4
 from .protocol import PREFERRED, UNCLEAN, Kip966
-from .types import NO_LEADER, State, bit, proposed, size
+from .types import NO_LEADER, State, bit, size
 
 
 class Legacy(Kip966):
@@ -23,7 +23,7 @@ class Legacy(Kip966):
     def change_isr(self, s: State, proposal: int) -> State:
         return self.recorded(s, s._replace(isr=proposal if proposal else s.isr))
 
-    def hwm_may_advance(self, s: State) -> bool:
+    def hwm_may_advance(self, s: State, ld: int) -> bool:
         return True
 
     def registration_is_clean(self, s: State, b: int) -> bool:
@@ -69,7 +69,7 @@ class HwmIgnoresMinIsr(Kip966):
 
     variant = "hwm-ignores-min-isr"
 
-    def hwm_may_advance(self, s: State) -> bool:
+    def hwm_may_advance(self, s: State, ld: int) -> bool:
         return True
 
 
@@ -80,8 +80,8 @@ class HwmOnMaximalIsr(Kip966):
 
     variant = "hwm-on-maximal-isr"
 
-    def hwm_may_advance(self, s: State) -> bool:
-        return size(s.isr | proposed(s)) >= self.eff_min_isr(s)
+    def hwm_may_advance(self, s: State, ld: int) -> bool:
+        return size(self.isr_seen_by(s, ld) | self.proposed_by(s, ld)) >= self.min_isr_seen_by(s, ld)
 
 
 class BalancedFixedResponses(Kip966):
