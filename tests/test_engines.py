@@ -23,6 +23,9 @@ CONFIGS = [
     {"variant": "legacy"},                                      # NoAckedLoss, 7 steps
     {"variant": "hwm-on-maximal-isr"},                          # ElrHasDataToHwm, 6 steps
     {"variant": "kafka-4", "max_unclean_shutdowns": 2, "invariants": ["LeaderUnfenced"]},
+    {"max_records": 1, "max_fences": 0, "metadata": "propagated"},                  # holds, 14,530 states
+    {"variant": "kafka-4", "max_records": 1, "max_unclean_shutdowns": 0, "max_min_isr_changes": 1,
+     "metadata": "propagated", "invariants": ["ElrHasDataToHwm"]},                  # KAFKA-16540, 6 steps
     {"min_isr": 5, "max_records": 0, "invariants": ["ElectableAtLeastMinIsr"]},   # holds: min(5, N)
     # the Balanced unclean recovery runs (min ISR unclean shutdowns), judged on its choice
     {"max_records": 1, "max_fences": 0, "max_unclean_shutdowns": 2,
@@ -149,6 +152,24 @@ def test_symmetry_explores_exactly_one_state_per_class():
     for engine, workers in (("bfs", 1), ("fast", 1), ("fast", 2)):
         r = run(sym_spec, engine=engine, workers=workers)
         assert r.holds and r.distinct_states == len(classes) < len(seen)
+
+
+def test_symmetry_is_exact_with_propagated_metadata():
+    """Brokers' views name brokers (the leader they follow, the ISR a leader
+    sees): the sorted form still keeps one state per class."""
+    spec = load({"max_records": 0, "metadata": "propagated"})
+    seen, todo = {spec.encode(s): s for s in spec.init_states()}, list(spec.init_states())
+    while todo:
+        for _name, _args, nxt in spec.successors(todo.pop()):
+            if spec.encode(nxt) not in seen:
+                seen[spec.encode(nxt)] = nxt
+                todo.append(nxt)
+    classes = {class_of(spec, s) for s in seen.values()}
+    sym_spec = load({"max_records": 0, "metadata": "propagated"})
+    sym_spec.enable_symmetry()
+    reduced = [run(sym_spec, engine=e, workers=w) for e, w in (("bfs", 1), ("fast", 2))]
+    assert summary(reduced[0]) == summary(reduced[1])
+    assert len(seen) == 12782 and reduced[0].distinct_states == len(classes) == 6406
 
 
 @pytest.mark.parametrize("config", [{"variant": "legacy"}, {"max_records": 1, "max_unclean_shutdowns": 2},
