@@ -271,7 +271,8 @@ def print_result(spec: Any, result: CheckResult, expected: str | None, verdict: 
         out.print(f"[bold red]violated: {result.invariant}[/] after {len(result.trace) - 1} steps "
                   f"(a shortest counterexample, re-validated by replay)")
         out.print(trace_table(spec, result.trace))
-        out.print(f"[bold]{result.invariant}[/]: {spec.explain(result.invariant, last)}")
+        # Text, not markup: an explanation quotes logs as "[r1@0]"
+        out.print(Text.assemble((result.invariant, "bold"), ": ", spec.explain(result.invariant, last)))
         if trace_out:
             out.print(Text(f"trace written to {trace_out}; view it with: modelcheck trace show "
                            f"{shlex.quote(trace_out)}"))

@@ -47,6 +47,13 @@ def test_a_new_users_first_small_check_answers_interpreted_without_a_warning(tmp
     assert "compiling the kernel of Kip966 for 3 processes (once: later runs load it); the" in r.stderr
 
 
+def test_the_explanation_of_a_violation_prints_the_logs_it_quotes():
+    """Logs read "[r1@0]", which rich would take for markup and drop."""
+    r = invoke("check", "--set", "variant=hwm-on-maximal-isr")
+    assert r.exit_code == 1
+    assert "ElrHasDataToHwm: ELR member(s) [2] lack data below the high watermark ([r1@0])" in r.stdout
+
+
 def test_check_json_violation_has_the_trace_from_the_initial_state():
     r = invoke("check", "--set", "variant=legacy", "--json")
     assert r.exit_code == 1

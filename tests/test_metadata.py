@@ -13,6 +13,8 @@ from modelcheck.config import ConfigError, read_file
 from modelcheck.engine import run
 from modelcheck.replay import parse_steps, replay, split_scenario
 from specs.kafka_elr import load
+from specs.kafka_elr.story import phrase
+from specs.kafka_elr.types import describe
 
 SCENARIOS = Path(__file__).parent.parent / "specs" / "scenarios"
 PROPAGATED = {"metadata": "propagated", "fence_cuts_data_plane": False}
@@ -116,3 +118,16 @@ def test_propagated_holds_with_deposed_leaders_serving():
     assert {g for g, reached in r.goals.items() if reached} >= {
         "DeposedLeaderAppends", "FollowerFetchesFromDeposedLeader", "ElrMemberElected", "StaleAlterPartitionRejected"}
     assert not r.goals["LeaderActsOnStaleMinIsr"]      # no min ISR change in this config
+
+
+def test_stories_name_the_deposed_leader_a_step_acts_on():
+    spec = load(PROPAGATED)
+    states = [spec.describe(spec.init_states()[0])] + [r.state for r in steps(PROPAGATED, [
+        {"action": "FenceBroker", "broker": 0, "leader": 1}, {"action": "Produce", "acks": "1", "at": 0},
+        {"action": "Fetch", "broker": 2}])]
+    assert phrase("Produce", {"acks": "1", "at": 0}, states[1], states[2]) == \
+        "leader 0 (deposed: the controller's leader is 1) appends r1 (acks=1)"
+    assert phrase("Fetch", {"broker": 2}, states[2], states[3]) == "broker 2 fetches from deposed leader 0 and holds [r1]"
+    # under atomic metadata the views are constant (-1): a follower fetches from the leader
+    a = describe(load({}).init_states()[0])
+    assert phrase("Fetch", {"broker": 1}, a, a) == "broker 1 fetches and holds nothing"

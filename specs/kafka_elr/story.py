@@ -20,22 +20,40 @@ def _set(xs: list) -> str:
     return "{" + ",".join(map(str, xs)) + "}"
 
 
+def _acting(args: dict[str, Any], a: dict[str, Any], judges_min_isr: bool) -> str:
+    """The leader that acts, and, under propagated metadata, how its view
+    is stale (its min ISR where the step judges the ISR against it)."""
+    at = args.get("at")
+    if at is None:
+        return f"leader {a['leader']}"
+    stale = [f"deposed: the controller's leader is {a['leader'] if a['leader'] != -1 else 'none'}"] \
+        if at != a["leader"] else []
+    if judges_min_isr and a["seen_min_isr"][at] != a["min_isr"]:
+        stale.append(f"still seeing min.insync.replicas {a['seen_min_isr'][at]}")
+    return f"leader {at}" + (f" ({', '.join(stale)})" if stale else "")
+
+
 def phrase(action: str, args: dict[str, Any], a: dict[str, Any], b: dict[str, Any]) -> str:
     """What one step did, from the states before (`a`) and after (`b`)."""
     who = args.get("broker")
+    leader = _acting(args, a, action == "AdvanceHwm" or args.get("acks") == "all")
     elected = f" and broker {b['leader']} is elected (epoch {b['leader_epoch']})" if b["leader"] != a["leader"] and \
         b["leader"] != -1 else (" and the partition is left leaderless" if b["leader"] != a["leader"] else "")
     if action == "Produce":
-        return f"leader {a['leader']} appends r{b['produced']} (acks={args['acks']})"
+        return f"{leader} appends r{b['produced']} (acks={args['acks']})"
     if action == "Fetch":
-        return f"broker {who} fetches and holds {_records(b['log'][who])}"
+        # under atomic metadata no broker has a view (all -1): it fetches from the leader
+        source = a["seen_leader"][who] if a["seen_leader"][who] != -1 else a["leader"]
+        deposed = f" from deposed leader {source}" if source != a["leader"] else ""
+        return f"broker {who} fetches{deposed} and holds {_records(b['log'][who])}"
     if action == "AdvanceHwm":
         newly = [r for r in b["acked"] if r not in a["acked"]]
         acked = f", acknowledging {', '.join(f'r{r}' for r in newly)}" if newly else ""
-        return f"leader {a['leader']} raises the HWM to {b['hwm'][a['leader']]}{acked}"
+        at = args.get("at", a["leader"])
+        return f"{leader} raises the HWM to {b['hwm'][at]}{acked}"
     if action in ("ShrinkIsr", "ExpandIsr"):
         verb = "drop" if action == "ShrinkIsr" else "add"
-        return f"leader {a['leader']} proposes to {verb} {_set(args['brokers'])}"
+        return f"{leader} proposes to {verb} {_set(args['brokers'])}"
     if action == "CommitAlterPartition":
         if b["isr"] == a["isr"] and b["elr"] == a["elr"]:
             return "the controller rejects the ISR proposal"
@@ -58,6 +76,8 @@ def phrase(action: str, args: dict[str, Any], a: dict[str, Any], b: dict[str, An
                 f"log {_records(b['log'][b['leader']])})" if b["leader"] != -1 else f"{how} no leader")
     if action == "CompleteRecovery":
         return f"leader {b['leader']} completes its recovery"
+    if action == "MetadataUpdate":
+        return f"broker {who} receives the latest metadata (leader {b['leader']}, epoch {b['leader_epoch']})"
     if action == "AlterMinIsr":
         return f"min.insync.replicas becomes {args['min_isr']} (ELR {_set(b['elr'])})"
     return action
