@@ -34,6 +34,7 @@ CONSTANTS
     UncleanRecoveryStrategy,  \* "none", "balanced" or "aggressive"
     Acks,                     \* a non-empty subset of {"1", "all"}
     FenceCutsDataPlane,       \* BOOLEAN: a fenced broker stops fetching
+    Metadata,                 \* "atomic" or "propagated": brokers act on their own views
     NoProposal                \* a model value: no AlterPartition in flight
 
 ASSUME N \in Nat /\ N >= 1
@@ -41,6 +42,7 @@ ASSUME MinIsr \in Nat /\ MinIsr >= 1
 ASSUME Variant \in {"kip966", "legacy"}
 ASSUME UncleanLeaderElection \in BOOLEAN
 ASSUME FenceCutsDataPlane \in BOOLEAN
+ASSUME Metadata \in {"atomic", "propagated"}
 ASSUME UncleanRecoveryStrategy \in {"none", "balanced", "aggressive"}
 ASSUME Acks /= {} /\ Acks \subseteq {"1", "all"}
 
@@ -55,6 +57,8 @@ VARIABLES
     leader_recovery, fenced, broker_epoch, min_isr,
     \* brokers
     status, clean_shutdown_epoch, log, hwm, pending_isr, pending_stale,
+    \* each broker's view (Metadata = "propagated"; constant under "atomic")
+    pending_from, seen_leader, seen_epoch, seen_isr, seen_min_isr,
     \* ghosts and bound counters (part of the state's identity, as in Python)
     acked, acks_all, exposed,
     produced, unclean_shutdowns, clean_shutdowns, fences, isr_shrinks,
@@ -63,6 +67,7 @@ VARIABLES
 vars == <<leader, leader_epoch, isr, elr, last_known_elr, last_known_leader,
           leader_recovery, fenced, broker_epoch, min_isr,
           status, clean_shutdown_epoch, log, hwm, pending_isr, pending_stale,
+          pending_from, seen_leader, seen_epoch, seen_isr, seen_min_isr,
           acked, acks_all, exposed,
           produced, unclean_shutdowns, clean_shutdowns, fences, isr_shrinks,
           min_isr_changes, admin_elections>>
@@ -74,6 +79,8 @@ St == [leader |-> leader, leader_epoch |-> leader_epoch, isr |-> isr, elr |-> el
        broker_epoch |-> broker_epoch, min_isr |-> min_isr,
        status |-> status, clean_shutdown_epoch |-> clean_shutdown_epoch,
        log |-> log, hwm |-> hwm, pending_isr |-> pending_isr, pending_stale |-> pending_stale,
+       pending_from |-> pending_from, seen_leader |-> seen_leader, seen_epoch |-> seen_epoch,
+       seen_isr |-> seen_isr, seen_min_isr |-> seen_min_isr,
        acked |-> acked, acks_all |-> acks_all, exposed |-> exposed,
        produced |-> produced, unclean_shutdowns |-> unclean_shutdowns,
        clean_shutdowns |-> clean_shutdowns, fences |-> fences,
@@ -98,6 +105,11 @@ Go(t) ==
     /\ hwm' = t.hwm
     /\ pending_isr' = t.pending_isr
     /\ pending_stale' = t.pending_stale
+    /\ pending_from' = t.pending_from
+    /\ seen_leader' = t.seen_leader
+    /\ seen_epoch' = t.seen_epoch
+    /\ seen_isr' = t.seen_isr
+    /\ seen_min_isr' = t.seen_min_isr
     /\ acked' = t.acked
     /\ acks_all' = t.acks_all
     /\ exposed' = t.exposed
@@ -168,6 +180,32 @@ PendingSet(s) == IF s.pending_isr = NoProposal THEN {} ELSE DOMAIN s.pending_isr
 LostUnregistered(s) == {b \in Brokers : s.status[b] = "OFFLINE_DIRTY"}
 
 -----------------------------------------------------------------------------
+(* What a broker acts on: the controller's state under Metadata = "atomic", *)
+(* the metadata last delivered to it under "propagated".                    *)
+
+Propagated == Metadata = "propagated"
+\* the values of an action's `at` argument (Python: absent under atomic)
+AtDomain == IF Propagated THEN Brokers ELSE {NoLeader}
+ActingLeader(s, at) ==
+    IF ~Propagated THEN s.leader ELSE IF s.seen_leader[at] = at THEN at ELSE NoLeader
+LeaderSeenBy(s, b) == IF Propagated THEN s.seen_leader[b] ELSE s.leader
+EpochSeenBy(s, b) == IF Propagated THEN s.seen_epoch[b] ELSE s.leader_epoch
+IsrSeenBy(s, ld) == IF Propagated THEN s.seen_isr[ld] ELSE s.isr
+MinIsrSeenBy(s, ld) == IF Propagated THEN Min(s.seen_min_isr[ld], N) ELSE EffMinIsr(s)
+ProposedBy(s, ld) == IF ~Propagated \/ s.pending_from = ld THEN PendingSet(s) ELSE {}
+Follows(s, b, ld) == ~Propagated \/ (s.seen_leader[b] = ld /\ s.seen_epoch[b] = s.seen_epoch[ld])
+ViewIsCurrent(s, ld) ==
+    ~Propagated \/ (s.seen_leader[ld] = s.leader /\ s.seen_epoch[ld] = s.leader_epoch /\ s.seen_isr[ld] = s.isr)
+Delivered(s, b, with_min_isr) ==
+    LET leads == s.leader = b
+    IN  [s EXCEPT !.seen_leader[b] = s.leader, !.seen_epoch[b] = s.leader_epoch,
+                  !.seen_isr[b] = IF leads THEN s.isr ELSE {},
+                  !.seen_min_isr[b] = IF ~leads THEN 0 ELSE IF with_min_isr THEN s.min_isr ELSE s.seen_min_isr[b]]
+Forgotten(s, b) ==
+    IF ~Propagated THEN s
+    ELSE [s EXCEPT !.seen_leader[b] = NoLeader, !.seen_epoch[b] = 0, !.seen_isr[b] = {}, !.seen_min_isr[b] = 0]
+
+-----------------------------------------------------------------------------
 (* Policy hooks: IF Legacy THEN class Legacy's ELSE class Kip966's *)
 
 \* A PartitionChangeRecord t applied to s: if it changed the partition, an
@@ -186,9 +224,9 @@ ChangeIsr(s, proposed) ==
          IN  Recorded(s, [s EXCEPT !.isr = u.isr, !.elr = u.elr,
                                    !.last_known_elr = IF u.clean THEN {} ELSE s.last_known_elr])
 
-HwmMayAdvance(s) == Legacy \/ Size(s.isr) >= EffMinIsr(s)
+HwmMayAdvance(s, ld) == Legacy \/ Size(IsrSeenBy(s, ld)) >= MinIsrSeenBy(s, ld)
 
-HwmQuorum(s) == s.isr \cup PendingSet(s)
+HwmQuorum(s, ld) == IsrSeenBy(s, ld) \cup ProposedBy(s, ld)
 
 RegistrationIsClean(s, b) ==
     Legacy \/ RegistrationIsCleanRule(s.clean_shutdown_epoch[b], s.broker_epoch[b])
@@ -207,7 +245,7 @@ MinIsrChanged(s) ==
 SetLeader(s, ld, unclean) ==
     IF ld = s.leader THEN s
     ELSE [s EXCEPT !.leader = ld, !.leader_epoch = s.leader_epoch + 1,
-                   !.pending_isr = NoProposal, !.pending_stale = FALSE,
+                   !.pending_isr = NoProposal, !.pending_stale = FALSE, !.pending_from = NoLeader,
                    !.leader_recovery = IF unclean THEN "RECOVERING" ELSE s.leader_recovery,
                    !.last_known_leader = IF ld /= NoLeader THEN NoLeader ELSE s.last_known_leader]
 
@@ -254,74 +292,92 @@ RemoveBroker(s, b) ==
 -----------------------------------------------------------------------------
 (* Clients and the leader: data plane *)
 
-ProduceNext(s) ==
-    LET ld == s.leader
-        record == s.produced + 1
+ProduceAt(s, ld) ==
+    LET record == s.produced + 1
     IN  IF ld = NoLeader \/ ~Running(s, ld) \/ s.produced >= MaxRecords THEN {}
-        ELSE {[s EXCEPT !.log[ld] = Append(s.log[ld], <<s.leader_epoch, record>>),
+        ELSE {[s EXCEPT !.log[ld] = Append(s.log[ld], <<EpochSeenBy(s, ld), record>>),
                         !.produced = record,
                         !.acks_all = IF a = "all" THEN s.acks_all \cup {record} ELSE s.acks_all]
-              : a \in {x \in Acks : ~(x = "all" /\ Size(s.isr) < EffMinIsr(s))}}
+              : a \in {x \in Acks : ~(x = "all" /\ Size(IsrSeenBy(s, ld)) < MinIsrSeenBy(s, ld))}}
 
-FetchNext(s) ==
-    LET ld == s.leader
+ProduceNext(s) == UNION {ProduceAt(s, ActingLeader(s, at)) : at \in AtDomain}
+
+\* b fetches from the leader it knows, which answers only at its own epoch
+Fetches(s, b) ==
+    LET ld == LeaderSeenBy(s, b)
+    IN  /\ ld /= NoLeader /\ b /= ld /\ Running(s, ld) /\ Running(s, b)
+        /\ ~(FenceCutsDataPlane /\ (b \in s.fenced \/ ld \in s.fenced))
+        /\ ActingLeader(s, ld) = ld /\ EpochSeenBy(s, b) = EpochSeenBy(s, ld)
+
+FetchBy(s, b) ==
+    LET ld == LeaderSeenBy(s, b)
         lead == s.log[ld]
-        New(b) == LET own == s.log[b]
-                      k == CommonPrefixLen(own, lead)
-                  IN  IF k < Len(own) THEN Prefix(own, k) ELSE Prefix(lead, Len(own) + 1)
-        Followers == {b \in Brokers : b /= ld /\ Running(s, b) /\ (Unfenced(s, b) \/ ~FenceCutsDataPlane)}
-    IN  IF ld = NoLeader \/ ~Running(s, ld) THEN {}
-        ELSE {t \in {[s EXCEPT !.log[b] = New(b), !.hwm[b] = Min(s.hwm[ld], Len(New(b)))]
-                     : b \in Followers} : t /= s}
+        own == s.log[b]
+        k == CommonPrefixLen(own, lead)
+        new == IF k < Len(own) THEN Prefix(own, k) ELSE Prefix(lead, Len(own) + 1)
+    IN  [s EXCEPT !.log[b] = new, !.hwm[b] = Min(s.hwm[ld], Len(new))]
 
-NewlyAcked(s, new_hwm) ==
-    LET ld == s.leader
-        lg == s.log[ld]
-    IN  IF Size(s.isr) < EffMinIsr(s) THEN {}
-        ELSE {lg[i][2] : i \in {j \in (s.hwm[ld] + 1) .. new_hwm : lg[j][1] = s.leader_epoch}}
+FetchNext(s) == {t \in {FetchBy(s, b) : b \in {x \in Brokers : Fetches(s, x)}} : t /= s}
+
+NewlyAcked(s, ld, new_hwm) ==
+    LET lg == s.log[ld]
+    IN  IF Size(IsrSeenBy(s, ld)) < MinIsrSeenBy(s, ld) THEN {}
+        ELSE {lg[i][2] : i \in {j \in (s.hwm[ld] + 1) .. new_hwm : lg[j][1] = EpochSeenBy(s, ld)}}
              \cap s.acks_all
 
-AdvanceHwmNext(s) ==
-    LET ld == s.leader
-        lead == s.log[ld]
-        new == SetMin({Len(lead)} \cup {CommonPrefixLen(s.log[b], lead) : b \in HwmQuorum(s) \ {ld}})
-    IN  IF ld = NoLeader \/ ~Running(s, ld) \/ ~HwmMayAdvance(s) THEN {}
-        ELSE IF new <= s.hwm[ld] THEN {}
-        ELSE {[s EXCEPT !.hwm[ld] = new, !.acked = s.acked \cup NewlyAcked(s, new),
-                        !.exposed = IF new > Len(s.exposed) THEN Prefix(lead, new) ELSE s.exposed]}
+AdvanceHwmAt(s, ld) ==
+    IF ld = NoLeader \/ ~Running(s, ld) \/ ~HwmMayAdvance(s, ld) THEN {}
+    ELSE IF \E b \in HwmQuorum(s, ld) \ {ld} : ~Follows(s, b, ld) THEN {}
+    ELSE LET lead == s.log[ld]
+             new == SetMin({Len(lead)} \cup {CommonPrefixLen(s.log[b], lead) : b \in HwmQuorum(s, ld) \ {ld}})
+         IN  IF new <= s.hwm[ld] THEN {}
+             ELSE {[s EXCEPT !.hwm[ld] = new, !.acked = s.acked \cup NewlyAcked(s, ld, new),
+                             !.exposed = IF new > Len(s.exposed) THEN Prefix(lead, new) ELSE s.exposed]}
+
+AdvanceHwmNext(s) == UNION {AdvanceHwmAt(s, ActingLeader(s, at)) : at \in AtDomain}
 
 -----------------------------------------------------------------------------
 (* The leader: AlterPartition *)
 
-ProposalOk(s) == s.leader /= NoLeader /\ Running(s, s.leader) /\ s.pending_isr = NoProposal
+ProposalOk(s, ld) == ld /= NoLeader /\ Running(s, ld) /\ s.pending_isr = NoProposal
 
-\* An AlterPartition request: each member with its broker epoch (KIP-903).
+\* An AlterPartition request: each member with its broker epoch (KIP-903);
+\* made from a stale view, it carries an old partition epoch.
 Proposal(s, members) == [b \in members |-> s.broker_epoch[b]]
+Propose(s, ld, members) ==
+    LET t == [s EXCEPT !.pending_isr = Proposal(s, members)]
+    IN  IF ~Propagated THEN t ELSE [t EXCEPT !.pending_from = ld, !.pending_stale = ~ViewIsCurrent(s, ld)]
 
-ShrinkIsrNext(s) ==
-    IF ~ProposalOk(s) \/ s.isr_shrinks >= MaxIsrShrinks THEN {}
-    ELSE {[s EXCEPT !.pending_isr = Proposal(s, s.isr \ group), !.isr_shrinks = s.isr_shrinks + 1]
-          : group \in SUBSET (s.isr \ {s.leader}) \ {{}}}
+ShrinkIsrAt(s, ld) ==
+    IF ~ProposalOk(s, ld) \/ s.isr_shrinks >= MaxIsrShrinks THEN {}
+    ELSE {Propose([s EXCEPT !.isr_shrinks = s.isr_shrinks + 1], ld, IsrSeenBy(s, ld) \ group)
+          : group \in SUBSET (IsrSeenBy(s, ld) \ {ld}) \ {{}}}
 
-ExpandIsrNext(s) ==
-    LET lead == s.log[s.leader]
-        floor == Max(s.hwm[s.leader], EpochStartOffset(lead, s.leader_epoch))
-        caught_up == {b \in Brokers : /\ b \notin s.isr /\ Running(s, b) /\ Unfenced(s, b)
-                                      /\ Len(s.log[b]) >= floor /\ IsPrefix(s.log[b], lead)}
-    IN  IF ~ProposalOk(s) \/ s.leader_recovery = "RECOVERING" THEN {}
-        ELSE {[s EXCEPT !.pending_isr = Proposal(s, s.isr \cup group)]
-              : group \in SUBSET caught_up \ {{}}}
+ShrinkIsrNext(s) == UNION {ShrinkIsrAt(s, ActingLeader(s, at)) : at \in AtDomain}
+
+ExpandIsrAt(s, ld) ==
+    IF ~ProposalOk(s, ld) \/ s.leader_recovery = "RECOVERING" THEN {}
+    ELSE LET lead == s.log[ld]
+             floor == Max(s.hwm[ld], EpochStartOffset(lead, EpochSeenBy(s, ld)))
+             caught_up == {b \in Brokers : /\ b \notin IsrSeenBy(s, ld) /\ Running(s, b) /\ Unfenced(s, b)
+                                           /\ Len(s.log[b]) >= floor /\ IsPrefix(s.log[b], lead)
+                                           /\ Follows(s, b, ld)}
+         IN  {Propose(s, ld, IsrSeenBy(s, ld) \cup group) : group \in SUBSET caught_up \ {{}}}
+
+ExpandIsrNext(s) == UNION {ExpandIsrAt(s, ActingLeader(s, at)) : at \in AtDomain}
 
 CommitAlterPartitionNext(s) ==
     LET p == PendingSet(s)
-        t == [s EXCEPT !.pending_isr = NoProposal, !.pending_stale = FALSE]
+        t == [s EXCEPT !.pending_isr = NoProposal, !.pending_stale = FALSE, !.pending_from = NoLeader]
         valid == /\ ~s.pending_stale
                  /\ s.leader \in p
                  /\ p \cap s.fenced = {}
                  /\ \A b \in p : s.broker_epoch[b] = s.pending_isr[b]
                  /\ ~(s.leader_recovery = "RECOVERING" /\ Size(p) > 1)
     IN  IF s.pending_isr = NoProposal \/ s.leader = NoLeader THEN {}
-        ELSE {IF valid THEN ChangeIsr(t, p) ELSE t}
+        ELSE {IF ~valid THEN t
+              ELSE IF Propagated THEN Delivered(ChangeIsr(t, p), s.pending_from, FALSE)  \* the response
+              ELSE ChangeIsr(t, p)}
 
 -----------------------------------------------------------------------------
 (* Controller and broker lifecycle *)
@@ -341,7 +397,7 @@ UnfenceBrokerNext(s) ==
 
 UncleanShutdownNext(s) ==
     IF s.unclean_shutdowns >= MaxUncleanShutdowns THEN {}
-    ELSE UNION {{[s EXCEPT !.status[b] = "OFFLINE_DIRTY",
+    ELSE UNION {{[Forgotten(s, b) EXCEPT !.status[b] = "OFFLINE_DIRTY",
                            !.log[b] = Prefix(s.log[b], keep),
                            !.hwm[b] = Min(s.hwm[b], keep),
                            !.clean_shutdown_epoch[b] = NoEpoch,
@@ -351,7 +407,7 @@ UncleanShutdownNext(s) ==
 
 CleanShutdownNext(s) ==
     IF s.clean_shutdowns >= MaxCleanShutdowns THEN {}
-    ELSE UNION {RemoveBroker([s EXCEPT !.status[b] = "OFFLINE_CLEAN",
+    ELSE UNION {RemoveBroker([Forgotten(s, b) EXCEPT !.status[b] = "OFFLINE_CLEAN",
                                        !.clean_shutdown_epoch[b] = s.broker_epoch[b],
                                        !.clean_shutdowns = s.clean_shutdowns + 1], b)
                 : b \in {x \in Brokers : Running(s, x) /\ Unfenced(s, x)}}
@@ -360,7 +416,8 @@ StartBrokerNext(s) ==
     {LET t == [s EXCEPT !.status[b] = "RUNNING",
                         !.broker_epoch[b] = s.broker_epoch[b] + 1,
                         !.clean_shutdown_epoch[b] = NoEpoch]
-     IN  IF RegistrationIsClean(s, b) THEN t ELSE UncleanRegistration(t, b)
+         u == IF RegistrationIsClean(s, b) THEN t ELSE UncleanRegistration(t, b)
+     IN  IF Propagated THEN Delivered(u, b, TRUE) ELSE u
      : b \in {x \in Brokers : ~Running(s, x) /\ ~Unfenced(s, x)}}
 
 ElectLeaderNext(s) == IF s.leader /= NoLeader THEN {} ELSE Elections(s)
@@ -368,9 +425,15 @@ ElectLeaderNext(s) == IF s.leader /= NoLeader THEN {} ELSE Elections(s)
 UncleanRecoveryNext(s) == IF Legacy THEN {} ELSE RecoveryChoices(s, Strategy)
 
 CompleteRecoveryNext(s) ==
-    IF s.leader /= NoLeader /\ s.leader_recovery = "RECOVERING" /\ Running(s, s.leader)
+    IF /\ s.leader /= NoLeader /\ s.leader_recovery = "RECOVERING" /\ Running(s, s.leader)
+       /\ EpochSeenBy(s, s.leader) = s.leader_epoch /\ LeaderSeenBy(s, s.leader) = s.leader
     THEN {Recorded(s, [s EXCEPT !.leader_recovery = "RECOVERED"])}
     ELSE {}
+
+\* a running broker catches up with the metadata log (a no-op is no step)
+MetadataUpdateNext(s) ==
+    IF ~Propagated THEN {}
+    ELSE {t \in {Delivered(s, b, TRUE) : b \in {x \in Brokers : Running(s, x)}} : t /= s}
 
 -----------------------------------------------------------------------------
 (* Operators *)
@@ -421,6 +484,11 @@ Init ==
     /\ hwm = [b \in Brokers |-> 0]
     /\ pending_isr = NoProposal
     /\ pending_stale = FALSE
+    /\ pending_from = NoLeader
+    /\ seen_leader = [b \in Brokers |-> IF Propagated THEN Preferred ELSE NoLeader]
+    /\ seen_epoch = [b \in Brokers |-> 0]
+    /\ seen_isr = [b \in Brokers |-> IF Propagated /\ b = Preferred THEN Brokers ELSE {}]
+    /\ seen_min_isr = [b \in Brokers |-> IF Propagated /\ b = Preferred THEN MinIsr ELSE 0]
     /\ acked = {}
     /\ acks_all = {}
     /\ exposed = <<>>
@@ -448,6 +516,7 @@ UncleanRecovery == \E t \in UncleanRecoveryNext(St) : Go(t)
 CompleteRecovery == \E t \in CompleteRecoveryNext(St) : Go(t)
 AdminElectLeaders == \E t \in AdminElectLeadersNext(St) : Go(t)
 AlterMinIsr == \E t \in AlterMinIsrNext(St) : Go(t)
+MetadataUpdate == \E t \in MetadataUpdateNext(St) : Go(t)
 
 Next ==
     \/ AdminElectLeaders
@@ -460,6 +529,7 @@ Next ==
     \/ ExpandIsr
     \/ FenceBroker
     \/ Fetch
+    \/ MetadataUpdate
     \/ Produce
     \/ ShrinkIsr
     \/ StartBroker
