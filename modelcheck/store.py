@@ -8,7 +8,9 @@ visited set is engine/batch.py's.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Iterable, Protocol
+
+import numpy as np
 
 
 class VisitedStore(Protocol):
@@ -34,3 +36,21 @@ class DictStore:
 
     def __len__(self) -> int:
         return len(self._parent)
+
+    def forget(self, fps: Iterable[int]) -> None:
+        """Take back states put since a safe point (a level stopped half-way)."""
+        for fp in fps:
+            del self._parent[fp]
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(fingerprints, parents) for a checkpoint; an initial state is its own parent."""
+        fps = np.fromiter(self._parent, np.uint64, len(self._parent))
+        parents = np.fromiter((fp if up is None else up for fp, up in self._parent.items()), np.uint64,
+                              len(self._parent))
+        return fps, parents
+
+    @staticmethod
+    def from_arrays(fps: np.ndarray, parents: np.ndarray) -> "DictStore":
+        store = DictStore()
+        store._parent = {fp: (None if fp == up else up) for fp, up in zip(fps.tolist(), parents.tolist())}
+        return store

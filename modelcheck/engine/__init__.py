@@ -13,14 +13,21 @@ starts the compiled search as soon as the kernel is ready).
 MODELCHECK_KERNEL=compiled waits for the compile instead;
 =interpreted never compiles. Where the kernel cannot be had, `fast` runs
 the reference engine and says why in the result's run_info["kernel"];
-`spark` refuses (a cluster check must not quietly become a one-thread one)."""
+`spark` refuses (a cluster check must not quietly become a one-thread one).
+
+A `Control` (control.py) carries a stop request, checkpoints and a memory
+limit to the local engines. A check that writes checkpoints waits for the
+compile instead of racing, so that one engine writes them all; a resumed
+check runs the engine that wrote its checkpoint."""
 
 from __future__ import annotations
 
 import os
 
+from ..config import ConfigError
 from ..result import CheckResult
 from ..spec import Spec
+from .control import Control
 from .progress import Progress
 
 ENGINES = ("fast", "bfs", "spark")
@@ -28,29 +35,35 @@ ENGINES = ("fast", "bfs", "spark")
 
 def run(spec: Spec, *, engine: str = "fast", workers: int = 1, progress: Progress | None = None,
         master: str | None = None, partitions: int | None = None,
-        spark_settings: dict[str, str] | None = None, fingerprint_bits: int = 64) -> CheckResult:
+        spark_settings: dict[str, str] | None = None, fingerprint_bits: int = 64,
+        control: Control | None = None) -> CheckResult:
     """Check `spec` with the named engine (`workers` applies to fast;
     `master`, `partitions` and `spark_settings` to spark; `fingerprint_bits`
-    to both, where a packed state is too large to store whole)."""
+    to both, where a packed state is too large to store whole; `control` to
+    fast and bfs)."""
     from .bfs import check as reference
+    control = control or Control()
     if engine == "bfs":
-        return reference(spec, progress=progress)
+        return reference(spec, progress=progress, control=control)
     from .kernel import KernelUnavailable, kernel_for
     note = (lambda text: progress({"note": text})) if progress else (lambda text: None)
     if engine == "spark":
         from .spark_session import EngineUnavailable, require_spark
         require_spark()
-    wait = engine == "spark" or os.environ.get("MODELCHECK_KERNEL") == "compiled"
+    wait = engine == "spark" or os.environ.get("MODELCHECK_KERNEL") == "compiled" or bool(control.checkpoints)
     try:
         kernel = kernel_for(spec, note, compile=wait, fingerprint_bits=fingerprint_bits)
     except KernelUnavailable as e:
         if engine == "spark":
             raise EngineUnavailable(f"--engine spark runs the compiled kernel, and there is none here: {e}") from None
-        result = reference(spec, progress=progress)
+        if control.resume:
+            raise ConfigError(f"the checkpoint was written by the compiled engine, and there is no "
+                                    f"compiled kernel here: {e}") from None
+        result = reference(spec, progress=progress, control=control)
         result.run_info["kernel"] = f"interpreted: {e}"
         return result
     if kernel is None:
-        result, kernel = _race(spec, progress, note, fingerprint_bits)
+        result, kernel = _race(spec, progress, note, fingerprint_bits, control)
         if result is not None:
             return result
     if engine == "spark":
@@ -58,14 +71,15 @@ def run(spec: Spec, *, engine: str = "fast", workers: int = 1, progress: Progres
         return spark_check(spec, kernel, master=master, partitions=partitions, settings=spark_settings,
                            progress=progress)
     from .fast import check as fast_check
-    return fast_check(spec, kernel, workers=workers, progress=progress)
+    return fast_check(spec, kernel, workers=workers, progress=progress, control=control)
 
 
 class _KernelReady(Exception):
     pass
 
 
-def _race(spec: Spec, progress: Progress | None, note, fingerprint_bits: int) -> tuple[CheckResult | None, object]:
+def _race(spec: Spec, progress: Progress | None, note, fingerprint_bits: int,
+          control: Control) -> tuple[CheckResult | None, object]:
     """The reference engine here while the kernel compiles in a child: (the
     reference engine's result, None) if it finishes first, else (None, the
     kernel, loaded from the cache the child filled)."""
@@ -85,7 +99,7 @@ def _race(spec: Spec, progress: Progress | None, note, fingerprint_bits: int) ->
             progress(counts)
 
     try:
-        result = reference(spec, progress=watch)
+        result = reference(spec, progress=watch, control=control)
     except _KernelReady:
         note("the kernel is compiled: the compiled search starts")
         return None, kernel_for(spec, fingerprint_bits=fingerprint_bits)

@@ -71,21 +71,27 @@ class Candidates:
                             for f in ("words", "keys", "parents", "index", "action")))
 
 
+class Abandoned(Exception):
+    """An expansion stopped before its end (`stop()` became true): nothing
+    it made is kept, and nothing outside it has changed."""
+
+
 def expand(kernel, frontier: np.ndarray, lo: int, hi: int, stop: Callable[[], bool] = lambda: False,
            done: Callable[[int], None] = lambda n: None, chunk: int = 1 << 14,
-           reached: np.ndarray | None = None) -> Candidates:
+           reached: np.ndarray | None = None, per_row: float = 4.0) -> Candidates:
     """The successors of frontier rows lo..hi-1, in order, in one buffer
-    the kernel fills a chunk of rows at a time (doubled when full: the rows
-    not yet expanded are resumed); the goals their steps reach are marked
-    in `reached` (uint8, one a goal of the spec)."""
+    the kernel fills a chunk of rows at a time (sized for `per_row`
+    successors a row, doubled when full: the rows not yet expanded are
+    resumed); the goals their steps reach are marked in `reached` (uint8,
+    one a goal of the spec). Raises Abandoned once `stop()` is true."""
     if reached is None:
         reached = np.zeros(kernel.goal_count, np.uint8)
-    out = Candidates.empty(kernel.words, kernel.key_words, max(1024, 4 * (hi - lo)))
+    out = Candidates.empty(kernel.words, kernel.key_words, max(1024, int(per_row * (hi - lo))))
     k = 0
     row = lo
     while row < hi:
         if stop():
-            raise KeyboardInterrupt
+            raise Abandoned
         rows, k, status = kernel.module.expand(kernel.params, kernel.tables, frontier, row, min(hi, row + chunk),
                                                out.words, out.keys, out.parents, out.index, out.action, k, reached)
         if status < -1:
@@ -289,6 +295,21 @@ class Visited:
     @property
     def nbytes(self) -> int:
         return sum(b.nbytes for b in self.buckets)
+
+
+def reshard(buckets: list[np.ndarray], shards: int) -> list[Visited]:
+    """Visited sets for `shards` shards holding the keys of `buckets`
+    (bucket b: the keys whose top bits are b, from any number of shards of
+    any count, in any order): a checkpoint resumed on another number of
+    workers."""
+    out = [Visited(buckets[0].shape[1]) for _ in range(shards)]
+    for b, keys in enumerate(buckets):
+        owner = shard_of(keys, shards)
+        for s, visited in enumerate(out):
+            mine = keys[owner == s] if shards > 1 else keys
+            visited.buckets[b] = sort_keys(np.ascontiguousarray(mine))[1] if len(mine) else visited.buckets[b]
+            visited.count += len(mine)
+    return out
 
 
 def shard_of(keys: np.ndarray, shards: int) -> np.ndarray:

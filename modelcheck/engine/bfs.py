@@ -5,74 +5,153 @@ on every step, until each is reached. Because every state of
 depth d is found before any of depth d+1, the first violation found has a
 shortest trace; the trace is rebuilt from parent fingerprints and
 re-validated by replay before it is returned.
+
+Level boundaries are the safe points: a stop (a signal, the memory limit)
+met inside a level takes back what the level had added, so a checkpoint
+always holds whole levels.
 """
 
 from __future__ import annotations
 
+import pickle
 import time
+
+import numpy as np
+
 from ..fingerprint import fingerprint
 from ..result import CheckResult, collision_probability
 from ..spec import Spec
-from ..store import DictStore, VisitedStore
+from ..store import DictStore
 from ..trace import rebuild, validate
+from .control import Control, check_identity, identity, spec_source
 from .progress import Progress, progress_counts
 
 PROGRESS_EVERY = 4096  # states between progress reports inside a level
+POLL_EVERY = 256       # states between looks at stop requests and memory
 
 
-def check(spec: Spec, *, store: VisitedStore | None = None,
-          progress: Progress | None = None) -> CheckResult:
-    """Explore every reachable state of `spec`; stop at the first violation."""
-    started = time.perf_counter()
-    store = DictStore() if store is None else store
-    coverage = dict.fromkeys(spec.coverage_labels, 0)
-    labels = spec.coverage_labels
-    reached = dict.fromkeys(spec.goals, False)
-    open_goals = dict(spec.goals_of)        # action -> its goals not reached yet
-    generated = 0
-    frontier: list[tuple[int, object]] = []
+def check(spec: Spec, *, progress: Progress | None = None, control: Control | None = None) -> CheckResult:
+    """Explore every reachable state of `spec`; stop at the first violation
+    (or as `control` asks)."""
+    return Reference(spec, progress, control or Control()).run()
 
-    def result(invariant: str | None, depth: int, fp: int | None = None) -> CheckResult:
-        trace = []
-        if invariant is not None:
-            trace = rebuild(spec, store, fp)
-            validate(spec, trace, invariant)
-        # the store keys states by 64-bit fingerprints: TLC's collision estimate
-        info = {"state_keys": "fingerprint", "fingerprint_bits": 64,
-                "collision_probability": collision_probability(len(store), generated)}
-        return CheckResult("holds" if invariant is None else "violated", invariant,
-                           len(store), generated, depth, time.perf_counter() - started, coverage, trace,
-                           goals=reached if invariant is None else {}, run_info=info)
 
-    for state in spec.init_states():
-        generated += 1
-        fp = fingerprint(spec.canonical(state))
-        if store.put(fp, None):
-            bad = spec.first_violation(state)
-            if bad:
-                return result(bad, 1, fp)
-            frontier.append((fp, state))
+class Reference:
+    def __init__(self, spec: Spec, progress: Progress | None, control: Control):
+        self.spec, self.progress, self.control = spec, progress, control
+        self.started = time.perf_counter()
+        self.store = DictStore()
+        self.coverage = dict.fromkeys(spec.coverage_labels, 0)
+        self.reached = dict.fromkeys(spec.goals, False)
+        self.generated = 0
+        self.depth = 0
+        self.identity = identity(spec, "bfs", spec_source(spec)) if control.checkpoints else {}
 
-    depth = 1 if frontier else 0
-    while frontier:
-        level: list[tuple[int, object]] = []
+    def run(self) -> CheckResult:
+        with self.control.stop.polling():
+            frontier = self.restore() if self.control.resume else self.initial()
+            if isinstance(frontier, CheckResult):
+                return frontier
+            while frontier:
+                level = self.level(frontier)
+                if isinstance(level, CheckResult):
+                    return level
+                frontier = level
+                if frontier:
+                    self.depth += 1
+                self.report(len(frontier))
+        return self.result(None)
+
+    def initial(self) -> list | CheckResult:
+        frontier = []
+        for state in self.spec.init_states():
+            self.generated += 1
+            fp = fingerprint(self.spec.canonical(state))
+            if self.store.put(fp, None):
+                bad = self.spec.first_violation(state)
+                if bad:
+                    return self.result(bad, fp, 1)
+                frontier.append((fp, state))
+        self.depth = 1 if frontier else 0
+        return frontier
+
+    def level(self, frontier: list) -> list | CheckResult:
+        """The new states of the next level, or the result of a violation."""
+        spec, labels, coverage, reached = self.spec, self.spec.coverage_labels, self.coverage, self.reached
+        before = (self.generated, dict(coverage), dict(reached))
+        open_goals = {a: [(g, fn) for g, fn in goals if not reached[g]] for a, goals in spec.goals_of.items()}
+        level: list = []
         for done, (parent_fp, state) in enumerate(frontier):
+            if done % POLL_EVERY == 0:
+                self.safe_point(frontier, level, before)
             for name, _args, nxt, label in spec.labelled_successors(state):
-                generated += 1
+                self.generated += 1
                 coverage[labels[label]] += 1
                 if open_goals[name] and spec.reached_goals(name, state, nxt, reached):
                     open_goals = {a: [(g, fn) for g, fn in goals if not reached[g]] for a, goals in open_goals.items()}
                 fp = fingerprint(spec.canonical(nxt))
-                if store.put(fp, parent_fp):
+                if self.store.put(fp, parent_fp):
                     bad = spec.first_violation(nxt)
                     if bad:
-                        return result(bad, depth + 1, fp)
+                        return self.result(bad, fp, self.depth + 1)
                     level.append((fp, nxt))
-            if progress and done % PROGRESS_EVERY == PROGRESS_EVERY - 1:
-                progress(progress_counts(len(store), generated, depth, len(frontier) - done + len(level), started))
-        frontier = level
-        if frontier:
-            depth += 1
-        if progress:
-            progress(progress_counts(len(store), generated, depth, len(frontier), started))
-    return result(None, depth)
+            if done % PROGRESS_EVERY == PROGRESS_EVERY - 1:
+                self.report(len(frontier) - done + len(level))
+        return level
+
+    def report(self, queue: int) -> None:
+        if self.progress:
+            self.progress(progress_counts(len(self.store), self.generated, self.depth, queue, self.started))
+
+    # ---- safe points ----------------------------------------------------------------
+    def safe_point(self, frontier: list, level: list, before: tuple) -> None:
+        """Inside a level: on a stop request or past the memory limit, take
+        the level back to its start, checkpoint, and stop; at its start,
+        checkpoint when one is due."""
+        c = self.control
+        if not (c.stop or c.over_memory()):
+            if not level and c.checkpoints and c.checkpoints.due():
+                self.checkpoint(frontier)
+            return
+        self.store.forget(fp for fp, _state in level)
+        self.generated, coverage, reached = before
+        self.coverage.update(coverage)
+        self.reached.update(reached)
+        if c.checkpoints:
+            self.checkpoint(frontier)
+        counts = {"distinct": len(self.store), "generated": self.generated, "depth": self.depth,
+                  "elapsed_s": time.perf_counter() - self.started,
+                  "checkpoint": str(c.checkpoints.dir) if c.checkpoints else None}
+        raise c.stop.stopped(**counts) if c.stop else c.out_of_memory("the reference engine's states", **counts)
+
+    def checkpoint(self, frontier: list) -> None:
+        fps, parents = self.store.arrays()
+        state = {"identity": self.identity, "depth": self.depth, "generated": self.generated,
+                 "coverage": self.coverage, "reached": self.reached,
+                 "elapsed_s": time.perf_counter() - self.started}
+        self.control.checkpoints.save(state, {"fps": fps, "parents": parents, "frontier": np.frombuffer(
+            pickle.dumps(frontier, pickle.HIGHEST_PROTOCOL), np.uint8)})
+
+    def restore(self) -> list:
+        checkpoints = self.control.checkpoints
+        state, arrays = checkpoints.load()
+        check_identity(state["identity"], self.identity, str(checkpoints.dir))
+        self.store = DictStore.from_arrays(arrays["fps"], arrays["parents"])
+        self.depth, self.generated = state["depth"], state["generated"]
+        self.coverage.update(state["coverage"])
+        self.reached.update(state["reached"])
+        self.started = time.perf_counter() - state["elapsed_s"]
+        return pickle.loads(arrays["frontier"].tobytes())
+
+    # ---- the result -----------------------------------------------------------------
+    def result(self, invariant: str | None, fp: int | None = None, depth: int | None = None) -> CheckResult:
+        trace = []
+        if invariant is not None:
+            trace = rebuild(self.spec, self.store, fp)
+            validate(self.spec, trace, invariant)
+        # the store keys states by 64-bit fingerprints: TLC's collision estimate
+        info = {"state_keys": "fingerprint", "fingerprint_bits": 64,
+                "collision_probability": collision_probability(len(self.store), self.generated)}
+        return CheckResult("holds" if invariant is None else "violated", invariant, len(self.store), self.generated,
+                           self.depth if depth is None else depth, time.perf_counter() - self.started,
+                           self.coverage, trace, goals=self.reached if invariant is None else {}, run_info=info)

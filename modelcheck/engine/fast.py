@@ -3,16 +3,18 @@ compiled kernel, on W threads, reporting exactly what the reference engine
 (bfs.py) reports.
 
 A level is a frontier of packed rows in the order the reference engine
-meets those states. Each thread expands a contiguous slice of it (the
-kernel runs without the GIL), so the threads' successors, one slice after
-the other, are the reference engine's candidates in its own order. Each
-key belongs to one shard (high bits of the key, below the bucket's: TLC's
-MultiFPSet); a shard's thread inserts its candidates, in that order, into
-its visited set, so the first occurrence of a new state wins as in the
-reference engine. The winners, in candidate order, are the next frontier;
-invariants are checked on them in slices, and the first violation in that
-order is the one the reference engine meets first, with the same distinct
-and generated counts and coverage at that point.
+meets those states, expanded in segments of consecutive rows (one segment
+a level unless memory is short). Each thread expands a contiguous slice of
+a segment (the kernel runs without the GIL), so the threads' successors,
+one slice after the other, are the reference engine's candidates in its
+own order. Each key belongs to one shard (high bits of the key, below the
+bucket's: TLC's MultiFPSet); a shard's thread inserts its candidates, in
+that order, into its visited set, so the first occurrence of a new state
+wins as in the reference engine, whatever the segments. The winners, in
+candidate order, are the next frontier; invariants are checked on them in
+slices, and the first violation in that order is the one the reference
+engine meets first, with the same distinct and generated counts and
+coverage at that point.
 
 Nothing a level holds is a Python object a state: a row of words, a key
 (8 or 16 bytes), and a parent link of 6 bytes (the parent's row in the
@@ -20,6 +22,13 @@ previous level, the successor's index under it). A counterexample is
 rebuilt from the links by replaying successor indices through the
 interpreted spec, checked to arrive at the very state the kernel packed,
 and re-validated by replay (trace.validate).
+
+Between segments the search is at a safe point: what it has settled is
+intact. There it writes a checkpoint when one is due, stops when a
+signal asked it to, and sizes the next segment to the memory left; when
+that is short it first moves the frontier and the parent links to disk
+(spill.py), and stops with a checkpoint only when the visited set itself
+leaves no room.
 """
 
 from __future__ import annotations
@@ -27,29 +36,52 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from functools import cached_property
+
 import numpy as np
 
+from ..lifetime import Stopped
+from ..memory import anon_rss
 from ..result import CheckResult
 from ..spec import Spec
 from ..trace import replay_path
 from . import batch
-from .batch import LINK_DTYPE, Candidates, Visited, run_info
-from .progress import Progress, progress_counts
+from .batch import BUCKET_BITS, LINK_DTYPE, Abandoned, Candidates, Visited, reshard, run_info
+from .control import Control, check_identity, identity
 from .kernel import Kernel
+from .progress import Progress, progress_counts
+from .spill import on_disk, to_disk
+
+MIN_SEGMENT = 1 << 12       # frontier rows: a level is not split finer
+PEAK_PER_CANDIDATE = 3.0    # a candidate's bytes at a segment's peak, in its own sizes (buffer growth, joins, sorts)
 
 
-def check(spec: Spec, kernel: Kernel, *, workers: int = 1, progress: Progress | None = None) -> CheckResult:
+def check(spec: Spec, kernel: Kernel, *, workers: int = 1, progress: Progress | None = None,
+          control: Control | None = None) -> CheckResult:
     """Explore every reachable state of `spec` with its compiled `kernel` on
-    `workers` threads; stop at the first violation."""
+    `workers` threads; stop at the first violation (or as `control` asks)."""
     with ThreadPoolExecutor(workers) as pool:
-        return Search(spec, kernel, workers, pool, progress).run()
+        return Search(spec, kernel, workers, pool, progress, control or Control()).run()
+
+
+@dataclass
+class Cursor:
+    """Where a search stands: `depth` levels complete, expanding `frontier`
+    (the states of the last of them), whose first `done` rows are expanded
+    and their new states settled into `next_rows` and `next_links`."""
+    depth: int
+    frontier: np.ndarray
+    done: int = 0
+    next_rows: list[np.ndarray] = field(default_factory=list)
+    next_links: list[np.ndarray] = field(default_factory=list)
 
 
 class Search:
     def __init__(self, spec: Spec, kernel: Kernel, workers: int, pool: ThreadPoolExecutor,
-                 progress: Progress | None):
+                 progress: Progress | None, control: Control):
         self.spec, self.kernel, self.workers, self.pool = spec, kernel, workers, pool
-        self.progress = progress
+        self.progress, self.control = progress, control
         self.started = time.perf_counter()
         self.shards = [Visited(kernel.key_words) for _ in range(workers)]
         self.links: list[np.ndarray] = []       # links[d]: (parent, index) of each state of level d
@@ -57,50 +89,98 @@ class Search:
         self.reached = np.zeros(kernel.goal_count, dtype=np.uint8)       # goals some step reached
         self.distinct = self.generated = 0
         self.frontier_peak = 0
-        self.expanded = 0                        # rows of the current level expanded so far
-        self.stop = threading.Event()
+        self.expanded = 0                        # rows of the current segment expanded so far
+        self.halt = threading.Event()            # Ctrl-C where no signal handler turns it into a request
+        self.over = False                        # the memory limit was passed during an expansion
+        self.spilled = False                     # frontiers and links live on disk from now on
+        self.segments = 0
+        self.per_row = 4.0                       # successors a frontier row, the most a segment had
+        self.candidate_bytes = 8 * (kernel.words + kernel.key_words) + 8 + 2 + 1
 
     # ---- the search ---------------------------------------------------------------
     def run(self) -> CheckResult:
-        inits = self.spec.init_states()
-        rows = np.array([self.kernel.pack(s) for s in inits], dtype=np.uint64).reshape(len(inits), self.kernel.words)
-        level = Candidates(rows, self.kernel.keys(rows), np.arange(len(inits), dtype=np.int64),
-                           np.zeros(len(inits), np.uint16), np.zeros(len(inits), np.uint8))
-        depth = 0
-        while True:
-            frontier, bad = self.settle(level, depth)
-            if bad is not None:
-                return self.violated(level, depth, inits, *bad)
-            if not len(frontier):
-                break
-            depth += 1
-            self.report(depth, len(frontier))
-            level = self.expand(frontier, depth)
-        return self.result("holds", None, depth, [])
+        self.inits = self.spec.init_states()
+        with self.control.stop.polling():
+            cur = self.restore() if self.control.resume else self.initial()
+            if isinstance(cur, CheckResult):
+                return cur
+            while len(cur.frontier):
+                self.frontier_peak = max(self.frontier_peak, cur.frontier.nbytes)
+                self.report(cur.depth, len(cur.frontier) - cur.done)
+                while cur.done < len(cur.frontier):
+                    found = self.segment(cur)
+                    if found is not None:
+                        return found
+                cur = self.next_level(cur)
+        return self.result("holds", None, cur.depth, [])
 
-    def expand(self, frontier: np.ndarray, depth: int) -> Candidates:
-        """The successors of a frontier, in the reference engine's order."""
-        self.frontier_peak = max(self.frontier_peak, frontier.nbytes)
+    def initial(self) -> Cursor | CheckResult:
+        rows = np.array([self.kernel.pack(s) for s in self.inits], dtype=np.uint64).reshape(
+            len(self.inits), self.kernel.words)
+        level = Candidates(rows, self.kernel.keys(rows), np.arange(len(rows), dtype=np.int64),
+                           np.zeros(len(rows), np.uint16), np.zeros(len(rows), np.uint8))
+        cur = Cursor(0, rows[:0])
+        bad = self.settle(level, cur)
+        return self.violated(level, cur, *bad) if bad else self.next_level(cur)
+
+    def next_level(self, cur: Cursor) -> Cursor:
+        self.links.append(self.joined(cur.next_links, np.empty(0, LINK_DTYPE)))
+        rows = self.joined(cur.next_rows, np.empty((0, self.kernel.words), np.uint64))
+        return Cursor(cur.depth + (1 if len(rows) else 0), rows)
+
+    def segment(self, cur: Cursor) -> CheckResult | None:
+        """Expand and settle the next segment of the frontier (at a safe
+        point first); the result if it ends the search."""
+        self.safe_point(cur)
+        hi = self.segment_end(cur)
+        self.over = False
+        try:
+            level = self.expand(cur.frontier, cur.done, hi, cur.depth)
+        except Abandoned:
+            if not self.over:
+                return None         # a stop request: the next safe point acts on it
+            if hi - cur.done <= MIN_SEGMENT and self.spilled:
+                raise self.memory_stop(cur, "a segment of the frontier no longer fits") from None
+            self.per_row *= 2       # it did not fit: smaller segments from now on
+            self.spill(cur)
+            return None
+        self.segments += 1
+        self.per_row = max(self.per_row, len(level) / max(1, hi - cur.done))
+        bad = self.settle(level, cur)
+        if bad:
+            return self.violated(level, cur, *bad)
+        cur.done = hi
+        return None
+
+    def expand(self, frontier: np.ndarray, lo: int, hi: int, depth: int) -> Candidates:
+        """The successors of frontier rows lo..hi-1, in the reference engine's order."""
         self.expanded = 0
-        cuts = np.linspace(0, len(frontier), self.workers + 1).astype(int).tolist()
+        cuts = np.linspace(lo, hi, self.workers + 1).astype(int).tolist()
         reached = [self.reached.copy() for _ in range(self.workers)]
+        hint = self.per_row * 1.25
 
         def part(t: int) -> Candidates:
-            return batch.expand(self.kernel, frontier, cuts[t], cuts[t + 1], self.stop.is_set, self._done,
-                                reached=reached[t])
+            return batch.expand(self.kernel, frontier, cuts[t], cuts[t + 1], self.abandon, self._done,
+                                reached=reached[t], per_row=hint)
 
-        parts = self.wait([self.pool.submit(part, t) for t in range(self.workers)], depth, len(frontier))
+        parts = self.wait([self.pool.submit(part, t) for t in range(self.workers)], depth, len(frontier) - lo)
         for r in reached:
             self.reached |= r
         return Candidates.concat(parts, self.kernel.words, self.kernel.key_words)
 
+    def abandon(self) -> bool:
+        return bool(self.control.stop) or self.over or self.halt.is_set()
+
     def _done(self, rows: int) -> None:
         self.expanded += rows
+        if self.control.over_memory():
+            self.over = True
 
-    def settle(self, level: Candidates, depth: int) -> tuple[np.ndarray, tuple[int, int, int] | None]:
-        """Insert a level's candidates into the visited shards; the new states'
-        rows (the next frontier), their links kept, and the first violation
-        among them (candidate position, new states before it, invariant), if any."""
+    def settle(self, level: Candidates, cur: Cursor) -> tuple[int, int, int] | None:
+        """Insert a segment's candidates into the visited shards and add the
+        new states to the cursor's next level, their links kept; or the
+        first violation among them (candidate position, new states before
+        it, invariant), if any."""
         if self.workers == 1:
             winners = np.flatnonzero(self.shards[0].insert_new(level.keys))
         else:
@@ -114,15 +194,16 @@ class Search:
         rows = level.words[winners]
         first = self.first_violation(rows)
         if first is not None:
-            return rows, (int(winners[first[0]]), first[0], first[1])
+            return int(winners[first[0]]), first[0], first[1]
         links = np.empty(len(winners), dtype=LINK_DTYPE)
         links["parent"], links["index"] = level.parents[winners], level.index[winners]
-        self.links.append(links)
+        cur.next_links.append(self.kept(links))
+        cur.next_rows.append(self.kept(rows))
         self.distinct += len(winners)
         self.generated += len(level)
-        if depth:
+        if cur.depth:
             self.coverage += np.bincount(level.action, minlength=len(self.coverage))
-        return rows, None
+        return None
 
     def first_violation(self, rows: np.ndarray) -> tuple[int, int] | None:
         """(row, place in checked_invariants()) of the first violating row."""
@@ -133,13 +214,13 @@ class Search:
 
     def wait(self, futures: list, depth: int = 0, queue: int = 0) -> list:
         """The futures' results in order, reporting progress while they run;
-        Ctrl-C stops the threads at their next chunk."""
+        an uncaught Ctrl-C stops the threads at their next chunk."""
         try:
             while wait(futures, timeout=1.0).not_done:
                 if queue:
                     self.report(depth, queue - self.expanded)
         except KeyboardInterrupt:
-            self.stop.set()
+            self.halt.set()
             wait(futures)
             raise
         return [f.result() for f in futures]
@@ -148,20 +229,106 @@ class Search:
         if self.progress:
             self.progress(progress_counts(self.distinct, self.generated, depth, queue, self.started))
 
+    # ---- safe points: checkpoints, signals, memory ---------------------------------
+    def safe_point(self, cur: Cursor) -> None:
+        """Between segments: checkpoint when one is due, stop when asked."""
+        c = self.control
+        if c.stop:
+            if c.checkpoints:
+                self.checkpoint(cur)
+            raise c.stop.stopped(**self.counts(cur))
+        if c.checkpoints and c.checkpoints.due():
+            self.checkpoint(cur)
+
+    def segment_end(self, cur: Cursor) -> int:
+        """Where the next segment ends: as far as the memory left allows,
+        after moving what can wait to disk if that is too little."""
+        rest = len(cur.frontier) - cur.done
+        if self.control.max_memory is None:
+            return len(cur.frontier)
+        per_row = self.per_row * 1.25 * self.candidate_bytes * PEAK_PER_CANDIDATE
+        room = self.control.max_memory - anon_rss()
+        if room < per_row * rest and not self.spilled:
+            self.spill(cur)
+            room = self.control.max_memory - anon_rss()
+        if room < per_row * min(rest, MIN_SEGMENT):
+            raise self.memory_stop(cur, "the visited set leaves too little room to expand")
+        return cur.done + min(rest, max(MIN_SEGMENT, int(room // per_row)))
+
+    def spill(self, cur: Cursor) -> None:
+        """From now on frontiers and parent links live on disk."""
+        d = self.control.spill_dir
+        self.links = [to_disk(x, d) for x in self.links]
+        cur.frontier = to_disk(cur.frontier, d)
+        cur.next_rows = [to_disk(x, d) for x in cur.next_rows]
+        cur.next_links = [to_disk(x, d) for x in cur.next_links]
+        self.spilled = True
+
+    def kept(self, a: np.ndarray) -> np.ndarray:
+        return to_disk(a, self.control.spill_dir) if self.spilled else a
+
+    def joined(self, parts: list[np.ndarray], empty: np.ndarray) -> np.ndarray:
+        if self.spilled or any(on_disk(p) for p in parts):
+            return to_disk(parts, self.control.spill_dir, empty)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else empty
+
+    def memory_stop(self, cur: Cursor, what: str) -> Stopped:
+        if self.control.checkpoints:
+            self.checkpoint(cur)
+        return self.control.out_of_memory(what, **self.counts(cur))
+
+    def counts(self, cur: Cursor) -> dict:
+        return {"distinct": self.distinct, "generated": self.generated, "depth": cur.depth,
+                "elapsed_s": time.perf_counter() - self.started,
+                "checkpoint": str(self.control.checkpoints.dir) if self.control.checkpoints else None}
+
+    @cached_property
+    def identity(self) -> dict:
+        k = self.kernel
+        return identity(self.spec, "fast", k.source["spec"] + k.source["glue"] + f"\nkeys {k.key_words} {k.fingerprint_bits}")
+
+    def checkpoint(self, cur: Cursor) -> None:
+        buckets = [s.buckets[b] for b in range(1 << BUCKET_BITS) for s in self.shards]
+        state = {"identity": self.identity, "depth": cur.depth, "done": cur.done, "levels": len(self.links),
+                 "distinct": self.distinct, "generated": self.generated, "coverage": self.coverage.tolist(),
+                 "reached": self.reached.tolist(), "elapsed_s": time.perf_counter() - self.started,
+                 "workers": self.workers, "bucket_sizes": [len(b) for b in buckets], "per_row": self.per_row}
+        empty_rows, empty_links = np.empty((0, self.kernel.words), np.uint64), np.empty(0, LINK_DTYPE)
+        self.control.checkpoints.save(
+            state, {"visited": buckets, "frontier": cur.frontier, "next_rows": [empty_rows, *cur.next_rows],
+                    "next_links": [empty_links, *cur.next_links]},
+            fixed={f"links-{d}": x for d, x in enumerate(self.links)})
+
+    def restore(self) -> Cursor:
+        checkpoints = self.control.checkpoints
+        state, arrays = checkpoints.load()
+        check_identity(state["identity"], self.identity, str(checkpoints.dir))
+        keys, sizes, old = arrays["visited"], state["bucket_sizes"], state["workers"]
+        starts = np.concatenate([[0], np.cumsum(sizes)])
+        self.shards = reshard([keys[starts[b * old]:starts[(b + 1) * old]] for b in range(1 << BUCKET_BITS)],
+                              self.workers)
+        self.links = [arrays[f"links-{d}"] for d in range(state["levels"])]
+        self.distinct, self.generated = state["distinct"], state["generated"]
+        self.coverage = np.array(state["coverage"], dtype=np.int64)
+        self.reached = np.array(state["reached"], dtype=np.uint8)
+        self.per_row = state["per_row"]
+        self.started = time.perf_counter() - state["elapsed_s"]
+        return Cursor(state["depth"], arrays["frontier"], state["done"], [arrays["next_rows"]],
+                      [arrays["next_links"]])
+
     # ---- results ------------------------------------------------------------------
-    def violated(self, level: Candidates, depth: int, inits: list, position: int, new_before: int,
-                 which: int) -> CheckResult:
+    def violated(self, level: Candidates, cur: Cursor, position: int, new_before: int, which: int) -> CheckResult:
         """The reference engine stops at the violating state (candidate
-        `position`, the level's new state number `new_before`): it had
-        generated the candidates up to it, and met the new states before it."""
+        `position` of this segment, its new state number `new_before`): it
+        had generated the candidates up to it, and met the new states before it."""
         invariant = self.spec.checked_invariants()[which]
         self.distinct += new_before + 1
         self.generated += position + 1
-        if depth:
+        if cur.depth:
             self.coverage += np.bincount(level.action[:position + 1], minlength=len(self.coverage))
-        init, path = self.path(depth, int(level.parents[position]), int(level.index[position]))
-        trace = replay_path(self.spec, self.kernel, inits[init], path, level.words[position], invariant)
-        return self.result("violated", invariant, depth + 1, trace)
+        init, path = self.path(cur.depth, int(level.parents[position]), int(level.index[position]))
+        trace = replay_path(self.spec, self.kernel, self.inits[init], path, level.words[position], invariant)
+        return self.result("violated", invariant, cur.depth + 1, trace)
 
     def path(self, depth: int, parent: int, index: int) -> tuple[int, list[int]]:
         """A state's initial state and successor indices, from its parent
@@ -180,6 +347,8 @@ class Search:
         memory = {"visited_bytes": sum(s.nbytes for s in self.shards),
                   "links_bytes": sum(x.nbytes for x in self.links), "frontier_bytes_peak": self.frontier_peak}
         goals = {} if trace else dict(zip(self.spec.goals, self.reached.astype(bool).tolist()))
+        info = run_info(self.kernel, self.distinct, self.generated)
+        if self.control.max_memory is not None:
+            info.update(memory_limit=self.control.max_memory, spilled=self.spilled, segments=self.segments)
         return CheckResult(verdict, invariant, self.distinct, self.generated, depth, time.perf_counter() - self.started,
-                           dict(zip(self.spec.coverage_labels, self.coverage.tolist())), trace, goals, memory,
-                           run_info(self.kernel, self.distinct, self.generated))
+                           dict(zip(self.spec.coverage_labels, self.coverage.tolist())), trace, goals, memory, info)

@@ -642,17 +642,19 @@ def kernel_for(spec: Spec, note: Callable[[str], None] = lambda text: None, comp
 
 def compile_elsewhere(spec: Spec) -> subprocess.Popen:
     """Compile `spec`'s kernel into the cache in a child process (this
-    module run as a program, given this process's sys.path and the pickled
-    spec); it exits 0 when the kernel is in the cache, else 3 with the
-    reason on stderr."""
-    child = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE)
+    module run as a program, given this process's pid, sys.path and the
+    pickled spec; it dies with this process); it exits 0 when the kernel is
+    in the cache, else 3 with the reason on stderr."""
+    child = subprocess.Popen([sys.executable, "-m", __name__, str(os.getpid())], stdin=subprocess.PIPE,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     child.stdin.write(pickle.dumps(sys.path) + pickle.dumps(spec))    # the path first: the spec's class may need it
     child.stdin.close()
     return child
 
 
 def _compile_here() -> None:
+    from ..lifetime import die_with_parent
+    die_with_parent(int(sys.argv[1]))        # a compile nobody waits for any more is not left running
     sys.path[:] = pickle.load(sys.stdin.buffer)
     spec = pickle.load(sys.stdin.buffer)
     try:
