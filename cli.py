@@ -468,10 +468,9 @@ def gate(gate_file: str, junit: str | None, as_json: bool, trace_dir: str | None
     try:                        # the reports first: a baseline that cannot be written loses neither
         if trace_dir:
             make_dir(trace_dir, "--trace-dir")
-            for o in outcomes:
+            for o, name in zip(outcomes, gt.trace_file_names([o.entry.cell.name for o in outcomes])):
                 if o.status == "failed" and o.row.trace:
-                    name = "".join(c if c.isalnum() else "-" for c in o.entry.cell.name).strip("-")
-                    write_text(str(Path(trace_dir) / f"{name}.json"), "--trace-dir", json.dumps(
+                    write_text(str(Path(trace_dir) / name), "--trace-dir", json.dumps(
                         {"config": o.row.config, "invariant": o.row.invariant, "trace": o.row.trace}, indent=1) + "\n")
         if junit:
             write_text(junit, "--junit", gt.junit(outcomes, format_action))

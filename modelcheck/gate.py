@@ -12,10 +12,12 @@ change (`set_states`, tried before the run, says whether it can).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import tomllib
 import xml.etree.ElementTree as ET
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -206,6 +208,21 @@ def _statement(lines: list[str], start: int) -> tuple[int, dict[str, Any]]:
         except tomllib.TOMLDecodeError:
             continue
     return len(lines), {}       # not reached for a file tomllib read
+
+
+def trace_file_names(names: list[str]) -> list[str]:
+    """A file name for each entry's counterexample in --trace-dir: a
+    readable slug of its name, plus a short hash of the exact name where
+    slugs collide (ignoring case, for case-insensitive file systems) or are
+    empty, so every entry has its own visible file, the same on every run."""
+    out = [re.sub(r"[\W_]+", "-", name).strip("-")[:60] for name in names]     # 60: under 255 bytes in UTF-8
+    while True:
+        seen = Counter(s.lower() for s in out)
+        clashing = [i for i, s in enumerate(out) if not s or seen[s.lower()] > 1]
+        if not clashing:
+            return [f"{s}.json" for s in out]
+        for i in clashing:
+            out[i] = f"{out[i] or 'entry'}-{hashlib.sha256(names[i].encode()).hexdigest()[:8]}"
 
 
 def summary_rows(outcomes: list[Outcome]) -> list[dict[str, Any]]:

@@ -126,7 +126,7 @@ def test_a_vacuous_holds_fails_its_entry(tmp_path):
     assert failures["kip966"] == ["vacuous: UncleanRecovery never fired", "vacuous: goal RecoveryCompletes not reached"]
 
 
-# ---- --update-baseline on the files people write ----------------------------------------
+# ---- --update-baseline on the files people write; --trace-dir names ----------------------
 
 TINY_ENTRY = 'config = { variant = "legacy", max_records = 1, max_fences = 0 }\nexpect = "violated: NoAckedLoss"\n'
 LAYOUTS = {      # entries "a" and "b"; set_states must pin both and change nothing else
@@ -228,6 +228,24 @@ def test_the_reports_are_written_when_the_baseline_cannot_be(tmp_path, monkeypat
     assert r.stderr.splitlines()[-1] == f"error: --update-baseline {path}: cannot write: No space left on device"
     assert path.read_text() == text and (tmp_path / "traces" / "legacy.json").exists()
     assert ET.parse(tmp_path / "j.xml").getroot().get("failures") == "1"
+
+
+def test_trace_file_names_are_unique_visible_and_stable():
+    names = ["legacy, 3 brokers", "legacy; 3 brokers", "!!!", "kip966", "Kafka 4", "kafka-4"]
+    files = gt.trace_file_names(names)
+    assert files == gt.trace_file_names(names) and len({f.lower() for f in files}) == len(names)
+    assert files[3] == "kip966.json" and all(re.fullmatch(r"\w[\w-]*\.json", f) for f in files)
+    assert re.fullmatch(r"legacy-3-brokers-[0-9a-f]{8}\.json", files[0]) and re.fullmatch(r"entry-[0-9a-f]{8}\.json",
+                                                                                          files[2])
+
+
+def test_trace_dir_gives_each_failing_entry_its_own_file(tmp_path):
+    """"legacy, 3 brokers" and "legacy; 3 brokers" shared a file, "!!!" wrote a hidden ".json"."""
+    names = ["legacy, 3 brokers", "legacy; 3 brokers", "!!!"]
+    text = "".join(f'[[entry]]\nname = "{n}"\n{TINY_ENTRY.replace("violated: NoAckedLoss", "holds")}' for n in names)
+    _path, r = gate(tmp_path, text, "--trace-dir", str(tmp_path / "traces"))
+    assert r.exit_code == 1
+    assert sorted(p.name for p in (tmp_path / "traces").iterdir()) == sorted(gt.trace_file_names(names))
 
 
 def test_a_gate_file_changed_during_the_run_is_not_updated_wrong(tmp_path, monkeypatch):
