@@ -440,7 +440,8 @@ def gate(gate_file: str, junit: str | None, as_json: bool, trace_dir: str | None
     budget_s = 60
 
     Exit status: 0 every entry passes, 1 one fails (verdict, count, a
-    vacuous holds or budget), 2 bad gate file.
+    vacuous holds or budget), 2 bad gate file or an output that cannot be
+    written (checked before the run; --update-baseline included).
     """
     from modelcheck import gate as gt
     try:

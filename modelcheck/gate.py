@@ -143,7 +143,11 @@ def set_states(path: str, counts: dict[str, int]) -> str:
     for i, n in at.items():
         doc["entry"][i] = _with_states(doc["entry"][i], n)
     new = json.dumps(doc, indent=2, ensure_ascii=False) + "\n" if is_json else _set_toml_states(text, at)
-    if new is None or _canonical(parse(new)) != _canonical(doc):
+    try:
+        edited_right = new is not None and _canonical(parse(new)) == _canonical(doc)
+    except ValueError:          # the edit broke the file: refused all the same
+        edited_right = False
+    if not edited_right:
         raise ConfigError(f"{path}: cannot locate each [[entry]]'s name to update its states = N; "
                           "set them by hand (or write entries as [[entry]] tables)")
     return new

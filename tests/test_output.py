@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import cli as cli_module
 from cli import main
 from modelcheck import output
 from modelcheck.config import ConfigError
