@@ -12,12 +12,10 @@ import os
 import re
 import shlex
 import sys
-import tempfile
 import time
 import traceback
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, NoReturn
+from typing import Any, NoReturn
 
 import click
 from rich.live import Live
@@ -30,6 +28,7 @@ from modelcheck.engine import ENGINES, run as run_engine
 from modelcheck.graph import GraphTooLarge, dot, graphml, mark_path, state_graph
 from modelcheck.html_trace import render as render_html
 from modelcheck.itf import to_itf
+from modelcheck.output import check_dir, check_file, make_dir, write_text, writing
 from modelcheck.replay import parse_steps, replay as run_replay, split_scenario
 from modelcheck.result import CheckResult, never_fired
 from modelcheck.trace import described
@@ -95,28 +94,12 @@ class Progress:
             self.last = time.monotonic()
 
 
-@contextmanager
-def replacing(path: str) -> Iterator[str]:
-    """A temporary file beside `path` to write, renamed onto it if the block
-    succeeds (removed if not), so a reader (or a crash) never sees half a
-    file; the mode is what open() would give (mkstemp's is 0600)."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=".modelcheck-")
-    os.close(fd)
+def write_output(path: str, option: str, text: str) -> None:
+    """write_text (modelcheck/output.py); a failure is one line, exit 2."""
     try:
-        yield tmp
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def write_atomically(path: str, text: str) -> None:
-    with replacing(path) as tmp:
-        Path(tmp).write_text(text, encoding="utf-8")
+        write_text(path, option, text)
+    except ConfigError as e:
+        fail(str(e))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -219,6 +202,8 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
         spec = kafka_elr.load(given)
         if symmetry:
             spec.enable_symmetry()
+        if trace_out:
+            check_file(trace_out, "--trace-out")
     except ConfigError as e:
         fail(str(e))
     try:
@@ -239,8 +224,8 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
     trace = described(spec, result.trace)
     verdict = result.verdict if result.holds else f"violated: {result.invariant}"
     if trace_out and not result.holds:
-        write_atomically(trace_out, json.dumps(TraceFile(spec.config, result.invariant, trace).to_json(),
-                                               indent=1) + "\n")
+        write_output(trace_out, "--trace-out", json.dumps(
+            TraceFile(spec.config, result.invariant, trace).to_json(), indent=1) + "\n")
     if as_json:
         click.echo(json.dumps({
             "verdict": result.verdict, "invariant": result.invariant,
@@ -386,6 +371,8 @@ def matrix(matrix_file: str | None, as_json: bool, out: str | None, jobs: int, o
         unknown = sorted(set(only) - {c.name for c in cells})
         if unknown:
             raise ConfigError(f"--only {unknown[0]!r}: no such cell in {path}")
+        if out:
+            check_file(out, "--out")
     except ConfigError as e:
         fail(str(e))
     cells = [c for c in cells if not only or c.name in only]
@@ -397,7 +384,7 @@ def matrix(matrix_file: str | None, as_json: bool, out: str | None, jobs: int, o
                       f"({row.distinct:,} states, {row.elapsed_s:.1f} s)", highlight=False)
     if out:
         command = "modelcheck matrix" + (f" {matrix_file}" if matrix_file else "") + f" --out {out}"
-        write_atomically(out, mx.markdown(meta, rows, command, jobs) + "\n")
+        write_output(out, "--out", mx.markdown(meta, rows, command, jobs) + "\n")
     if as_json:
         click.echo(json.dumps([{
             "name": r.cell.name, "verdict": "holds" if r.invariant is None else "violated", "invariant": r.invariant,
@@ -453,11 +440,19 @@ def gate(gate_file: str, junit: str | None, as_json: bool, trace_dir: str | None
     budget_s = 60
 
     Exit status: 0 every entry passes, 1 one fails (verdict, count, a
-    vacuous holds or budget), 2 bad gate file.
+    vacuous holds or budget), 2 bad gate file or an output that cannot be
+    written (checked before the run; --update-baseline included).
     """
     from modelcheck import gate as gt
     try:
         entries = gt.read_gate(gate_file, kafka_elr.load)
+        if junit:
+            check_file(junit, "--junit")
+        if trace_dir:
+            check_dir(trace_dir, "--trace-dir")
+        if update_baseline:     # before the run: a file that cannot take the new counts is refused now
+            check_file(gate_file, "--update-baseline")
+            gt.set_states(gate_file, {e.cell.name: 1 for e in entries})
     except ConfigError as e:
         fail(str(e))
     console = stderr_console()
@@ -468,25 +463,28 @@ def gate(gate_file: str, junit: str | None, as_json: bool, trace_dir: str | None
                       highlight=False, markup=False)
 
     outcomes = gt.run_gate(kafka_elr.load, entries, jobs, fail_fast, done)
-    if update_baseline:
-        text, changes = gt.update_baseline(gate_file, outcomes)
-        if changes:
-            write_atomically(gate_file, text)
-        for name, old, new in changes:
-            console.print(f"baseline {name}: states {old if old is not None else 'unpinned'} -> {new}",
-                          highlight=False, markup=False)
-        console.print(f"{gate_file}: {len(changes)} pinned count(s) updated", highlight=False)
+    if update_baseline:         # the counts are re-pinned, not failures
         for o in outcomes:
             o.failures = [f for f in o.failures if not f.startswith("distinct states:")]
-    if trace_dir:
-        Path(trace_dir).mkdir(parents=True, exist_ok=True)
-        for o in outcomes:
-            if o.status == "failed" and o.row.trace:
-                name = "".join(c if c.isalnum() else "-" for c in o.entry.cell.name).strip("-")
-                write_atomically(str(Path(trace_dir) / f"{name}.json"), json.dumps(
-                    {"config": o.row.config, "invariant": o.row.invariant, "trace": o.row.trace}, indent=1) + "\n")
-    if junit:
-        write_atomically(junit, gt.junit(outcomes, format_action))
+    try:                        # the reports first: a baseline that cannot be written loses neither
+        if trace_dir:
+            make_dir(trace_dir, "--trace-dir")
+            for o, name in zip(outcomes, gt.trace_file_names([o.entry.cell.name for o in outcomes])):
+                if o.status == "failed" and o.row.trace:
+                    write_text(str(Path(trace_dir) / name), "--trace-dir", json.dumps(
+                        {"config": o.row.config, "invariant": o.row.invariant, "trace": o.row.trace}, indent=1) + "\n")
+        if junit:
+            write_text(junit, "--junit", gt.junit(outcomes, format_action))
+        if update_baseline:
+            text, changes = gt.update_baseline(gate_file, outcomes)
+            if changes:
+                write_text(gate_file, "--update-baseline", text)
+            for name, old, new in changes:
+                console.print(f"baseline {name}: states {old if old is not None else 'unpinned'} -> {new}",
+                              highlight=False, markup=False)
+            console.print(f"{gate_file}: {len(changes)} pinned count(s) updated", highlight=False)
+    except ConfigError as e:
+        fail(str(e))
     if as_json:
         click.echo(json.dumps(gt.summary_rows(outcomes)))
     else:
@@ -528,14 +526,14 @@ def spark_env(out: str) -> None:
     """
     from modelcheck.engine.spark_session import package_archive
 
-    target = Path(out)
-    if not target.parent.is_dir():
-        fail(f"--out {out}: no such directory {str(target.parent)!r}")
-    if target.is_dir():
-        fail(f"--out {out}: is a directory; give the zip's file name")
-    with replacing(out) as tmp:
-        package_archive(tmp, ["modelcheck", "specs"], ("cli",))
-    click.echo(f"wrote {out} ({target.stat().st_size:,} bytes): modelcheck, specs and cli.py for --py-files")
+    try:
+        check_file(out, "--out")
+        with writing(out, "--out", binary=True) as f:
+            package_archive(f, ["modelcheck", "specs"], ("cli",))
+    except ConfigError as e:
+        fail(str(e))
+    size = f" ({os.path.getsize(out):,} bytes)" if os.path.isfile(out) else ""
+    click.echo(f"wrote {out}{size}: modelcheck, specs and cli.py for --py-files")
 
 
 # ---- trace viewer, exports and the state graph ------------------------------------
@@ -587,7 +585,11 @@ def trace_html(path: str, out: str) -> None:
     rows; a slider, arrow keys or clicks step through, showing each step's
     changes and state."""
     spec, tf, steps = open_trace(path)
-    write_atomically(out, render_html(spec, steps, tf.config, tf.invariant))
+    try:
+        check_file(out, "-o")
+    except ConfigError as e:
+        fail(str(e))
+    write_output(out, "-o", render_html(spec, steps, tf.config, tf.invariant))
     click.echo(f"wrote {out} ({len(steps)} steps)")
 
 
@@ -600,12 +602,12 @@ def trace_export(path: str, fmt: str, out: str) -> None:
     """Convert a trace (JSON or ITF) to ITF or JSON; reading the result back
     gives the same steps."""
     spec, tf, _steps = open_trace(path)
+    try:
+        check_file(out, "-o", stdout=True)
+    except ConfigError as e:
+        fail(str(e))
     doc = to_itf(tf.config, tf.invariant, tf.steps, spec.itf_types) if fmt == "itf" else tf.to_json()
-    text = json.dumps(doc, indent=1) + "\n"
-    if out == "-":
-        click.echo(text, nl=False)
-    else:
-        write_atomically(out, text)
+    write_output(out, "-o", json.dumps(doc, indent=1) + "\n")
 
 
 @main.command()
@@ -624,6 +626,7 @@ def graph(config: str | None, overrides: tuple[str, ...], out: str, max_states: 
         fail(f"-o {out}: the name must end in .graphml or .dot")
     try:
         spec = kafka_elr.load(load_check_config(config, overrides)[0])
+        check_file(out, "-o")
         g = state_graph(spec, max_states)
     except (ConfigError, GraphTooLarge) as e:
         fail(str(e))
@@ -632,7 +635,7 @@ def graph(config: str | None, overrides: tuple[str, ...], out: str, max_states: 
     result = run_engine(spec, engine="bfs") if any(bad for _n, bad in g.nodes(data="violated")) else None
     if result:
         mark_path(g, spec, result.trace)
-    write_atomically(out, writer(g))
+    write_output(out, "-o", writer(g))
     click.echo(f"wrote {out}: {g.number_of_nodes():,} states, {g.number_of_edges():,} transitions"
                + (f"; counterexample to {result.invariant} marked ({len(result.trace) - 1} steps)" if result else ""))
 

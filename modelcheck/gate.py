@@ -7,14 +7,17 @@ exercised: actions that fired (`exercises`) and reachability goals reached
 (`goals`). An entry fails when its verdict differs, its count changes (a
 protocol change that alters what is reachable is worth a look even when
 every invariant still holds), it holds vacuously or it runs over budget. `update_baseline` rewrites the pinned counts after an intended
-change.
+change (`set_states`, tried before the run, says whether it can).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import tomllib
 import xml.etree.ElementTree as ET
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -113,36 +116,117 @@ def junit(outcomes: list[Outcome], format_action: Callable[[str | None, dict], s
 
 def update_baseline(path: str, outcomes: list[Outcome]) -> tuple[str, list[tuple[str, int | None, int]]]:
     """The gate file's text with every run entry's `states` set to the count
-    just found, and the (name, old, new) changes. Only the `states` lines
-    change; comments and layout stay."""
-    text = Path(path).read_text(encoding="utf-8")
-    changes = []
-    for o in outcomes:
-        if o.row is None or o.entry.states == o.row.distinct:
-            continue
-        changes.append((o.entry.cell.name, o.entry.states, o.row.distinct))
-        text = _set_states(text, o.entry.cell.name, o.row.distinct)
-    return text, changes
+    just found, and the (name, old, new) changes."""
+    changes = [(o.entry.cell.name, o.entry.states, o.row.distinct) for o in outcomes
+               if o.row is not None and o.entry.states != o.row.distinct]
+    return set_states(path, {name: new for name, _old, new in changes}), changes
 
 
-def _set_states(text: str, name: str, states: int) -> str:
-    """Set `states = N` inside the [[entry]] block named `name`."""
-    blocks = re.split(r"(?m)^(?=\[\[entry\]\])", text)
-    pattern = re.compile(r'(?m)^name\s*=\s*("(?:[^"\\]|\\.)*"|\'[^\']*\')\s*$')
-    for i, block in enumerate(blocks):
-        m = pattern.search(block)
-        if not block.startswith("[[entry]]") or not m or _unquote(m.group(1)) != name:
-            continue
-        if re.search(r"(?m)^states\s*=", block):
-            blocks[i] = re.sub(r"(?m)^states\s*=.*$", f"states = {states}", block, count=1)
+def set_states(path: str, counts: dict[str, int]) -> str:
+    """The text of gate file `path` with the `states` of the entry named
+    `name` set to counts[name]. JSON is rewritten, key order kept; in TOML
+    only `states` lines change (or are added after the entry's name), so
+    comments and layout stay. The result is parsed back and must differ
+    from the file in those counts only: a layout this cannot edit is refused
+    (ConfigError), never rewritten wrong. Tried before a run with every
+    entry, so such a file is refused before hours of checking, not after."""
+    is_json = Path(path).suffix.lower() == ".json"       # as config.read_file decides
+    parse = json.loads if is_json else tomllib.loads
+    try:                        # read again: the file may have changed since the run began
+        with open(path, encoding="utf-8", newline="") as f:     # CRLF stays CRLF
+            text = f.read()
+        doc = parse(text)
+        index = {e["name"]: i for i, e in enumerate(doc["entry"])}
+        at = {index[name]: n for name, n in counts.items()}
+    except (OSError, ValueError, LookupError, TypeError) as e:
+        raise ConfigError(f"{path}: cannot read its entries back to update them ({type(e).__name__}: {e})") from None
+    for i, n in at.items():
+        doc["entry"][i] = _with_states(doc["entry"][i], n)
+    new = json.dumps(doc, indent=2, ensure_ascii=False) + "\n" if is_json else _set_toml_states(text, at)
+    try:
+        edited_right = new is not None and _canonical(parse(new)) == _canonical(doc)
+    except ValueError:          # the edit broke the file: refused all the same
+        edited_right = False
+    if not edited_right:
+        raise ConfigError(f"{path}: cannot locate each [[entry]]'s name to update its states = N; "
+                          "set them by hand (or write entries as [[entry]] tables)")
+    return new
+
+
+def _with_states(entry: dict[str, Any], n: int) -> dict[str, Any]:
+    """`entry` with states = n: in place if pinned, else right after name."""
+    if "states" in entry:
+        return {**entry, "states": n}
+    out = {}
+    for key, value in entry.items():
+        out[key] = value
+        if key == "name":
+            out["states"] = n
+    return out
+
+
+def _canonical(doc: Any) -> str:
+    return json.dumps(doc, sort_keys=True, default=str)    # nan == nan; TOML dates as text
+
+
+def _set_toml_states(text: str, counts: dict[int, int]) -> str | None:
+    """Edit the `states` lines of a TOML gate file (None: entries are not
+    all [[entry]] tables with a name). Statements are found by a real
+    parse: lines are added to a statement until tomllib accepts it, so a
+    multi-line string or array is one statement and a `name` inside one is
+    never taken for a key."""
+    lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
+    entries: list[dict[str, tuple[int, int]]] = []     # for each [[entry]]: "name"/"states" -> line span
+    start, in_entry = 0, False
+    while start < len(lines):
+        end, parsed = _statement(lines, start)
+        if lines[start].lstrip().startswith("["):       # a table header
+            in_entry = parsed == {"entry": [{}]}
+            if in_entry:
+                entries.append({})
+        elif in_entry and len(parsed) == 1 and next(iter(parsed)) in ("name", "states"):
+            entries[-1][next(iter(parsed))] = (start, end)
+        start = end
+    if any("name" not in e for e in entries) or max(counts, default=-1) >= len(entries):
+        return None
+    eol = "\r\n" if "\r\n" in text else "\n"
+    for i in sorted(counts, key=lambda i: -entries[i]["name"][0]):    # bottom up: spans stay valid
+        if "states" in entries[i]:
+            at = entries[i]["states"][0]
+            lines[at] = re.sub(r"=(\s*)[^\s#]+", rf"=\g<1>{counts[i]}", lines[at], count=1)
         else:
-            blocks[i] = block[:m.end()] + f"\nstates = {states}" + block[m.end():]
-        return "".join(blocks)
-    raise ConfigError(f"cannot find [[entry]] name = {name!r} to update")
+            first, end = entries[i]["name"]
+            indent = re.match(r"[ \t]*", lines[first]).group()
+            if not lines[end - 1].endswith("\n"):
+                lines[end - 1] += eol
+            lines.insert(end, f"{indent}states = {counts[i]}{eol}")
+    return "".join(lines)
 
 
-def _unquote(token: str) -> str:
-    return tomllib.loads(f"x = {token}")["x"]
+def _statement(lines: list[str], start: int) -> tuple[int, dict[str, Any]]:
+    """Where the TOML statement starting at lines[start] ends, and what it
+    parses to (a blank or comment line: {})."""
+    for end in range(start + 1, len(lines) + 1):
+        try:
+            return end, tomllib.loads("".join(lines[start:end]))
+        except tomllib.TOMLDecodeError:
+            continue
+    return len(lines), {}       # not reached for a file tomllib read
+
+
+def trace_file_names(names: list[str]) -> list[str]:
+    """A file name for each entry's counterexample in --trace-dir: a
+    readable slug of its name, plus a short hash of the exact name where
+    slugs collide (ignoring case, for case-insensitive file systems) or are
+    empty, so every entry has its own visible file, the same on every run."""
+    out = [re.sub(r"[\W_]+", "-", name).strip("-")[:60] for name in names]     # 60: under 255 bytes in UTF-8
+    while True:
+        seen = Counter(s.lower() for s in out)
+        clashing = [i for i, s in enumerate(out) if not s or seen[s.lower()] > 1]
+        if not clashing:
+            return [f"{s}.json" for s in out]
+        for i in clashing:
+            out[i] = f"{out[i] or 'entry'}-{hashlib.sha256(names[i].encode()).hexdigest()[:8]}"
 
 
 def summary_rows(outcomes: list[Outcome]) -> list[dict[str, Any]]:

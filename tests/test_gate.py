@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import re
+import stat
+import tomllib
 import xml.etree.ElementTree as ET
 
 import pytest
 from click.testing import CliRunner
 
 from cli import main
+from modelcheck import gate as gt
 from modelcheck.gate import read_gate
 from specs.kafka_elr import load
 
@@ -118,3 +124,141 @@ def test_a_vacuous_holds_fails_its_entry(tmp_path):
     assert r.exit_code == 1
     failures = {x["name"]: x["failures"] for x in json.loads(r.stdout)}
     assert failures["kip966"] == ["vacuous: UncleanRecovery never fired", "vacuous: goal RecoveryCompletes not reached"]
+
+
+# ---- --update-baseline on the files people write; --trace-dir names ----------------------
+
+TINY_ENTRY = 'config = { variant = "legacy", max_records = 1, max_fences = 0 }\nexpect = "violated: NoAckedLoss"\n'
+LAYOUTS = {      # entries "a" and "b"; set_states must pin both and change nothing else
+    "indented, comment after the name": '[[entry]]\n  name = "a"\n  config = {}\n\n[[entry]]\nname = "b"  # why\n'
+                                        'config = {}\n',
+    "single quotes, quoted key, spaced header": "[[ entry ]]  # first\n'name' = 'a'\n[[entry]]\nname='b'#x\n",
+    "multi-line names": '[[entry]]\nname = """\na"""\nconfig = {}\n[[entry]]\nname = \'\'\'\nb\'\'\'\n',
+    "states pinned, with a comment, before the name": '[[entry]]\nstates = 5  # by hand\nname = "a"\n'
+                                                      '[[entry]]\nname = "b"\nstates = 1_000 # old\n',
+    "a note that looks like entries": '[[entry]]\nname = "a"\nnote = """\n[[entry]]\nname = "b"\nstates = 3\n"""\n'
+                                      '[[entry]]\nname = "b"\n',
+    "sub-tables and defaults after": '[[entry]]\nname = "a"\n[entry.config]\nvariant = "legacy"\n[[entry]]\n'
+                                     'name = "b"\nexercises = [\n  "Fetch",\n]\n[defaults]\nbrokers = 3\n',
+    "CRLF, no newline at the end": '[[entry]]\r\nname = "a"\r\n[[entry]]\r\nname = "b"',
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_set_states_edits_every_toml_layout_and_only_the_counts(tmp_path, layout):
+    path = tmp_path / "gate.toml"
+    path.write_bytes(LAYOUTS[layout].encode())
+    new = gt.set_states(str(path), {"a": 11, "b": 22})
+    before, after = tomllib.loads(LAYOUTS[layout]), tomllib.loads(new)
+    assert [e.pop("states") for e in after["entry"]] == [11, 22]
+    for e in before["entry"]:
+        e.pop("states", None)
+    assert after == before
+
+    def others(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not re.match(r"\s*'?states'?\s*=", line)]
+    assert others(new) == others(LAYOUTS[layout])
+    assert new.count("\n") == new.count("\r\n") if "\r" in LAYOUTS[layout] else "\r" not in new
+
+
+def test_a_layout_set_states_cannot_edit_is_refused_before_running(tmp_path, monkeypatch):
+    monkeypatch.setattr("modelcheck.gate.run_gate", lambda *a: pytest.fail("the gate ran"))
+    text = 'entry = [{ name = "a", config = { max_records = 1 }, expect = "holds" }]\n'
+    path, r = gate(tmp_path, text, "--update-baseline")
+    assert r.exit_code == 2 and r.stderr == f"error: {path}: cannot locate each [[entry]]'s name to update its " \
+                                            "states = N; set them by hand (or write entries as [[entry]] tables)\n"
+    assert path.read_text() == text
+
+
+def test_update_baseline_rewrites_a_json_gate_file_keeping_key_order(tmp_path):
+    """It crashed after running every entry, losing --junit."""
+    doc = {"defaults": {"max_records": 1, "max_fences": 0},
+           "entry": [{"name": "kip966", "config": {"variant": "kip966"}, "expect": "holds", "states": 7700},
+                     {"name": "legacy", "config": {"variant": "legacy"}, "expect": "violated: NoAckedLoss"}]}
+    path = tmp_path / "gate.json"
+    path.write_text(json.dumps(doc))
+    r = CliRunner().invoke(main, ["gate", str(path), "-j", "1", "--update-baseline", "--junit", str(tmp_path / "j.xml")])
+    assert r.exit_code == 0, r.output
+    new = json.loads(path.read_text())
+    assert [list(e) for e in new["entry"]] == [["name", "config", "expect", "states"],
+                                               ["name", "states", "config", "expect"]]
+    assert [e["states"] for e in new["entry"]] == [8302, 1939] and (tmp_path / "j.xml").exists()
+
+
+def test_update_baseline_with_an_indented_name_and_a_comment_after_it(tmp_path):
+    text = f'[[entry]]\n  name = "legacy"  # the old protocol\n  {TINY_ENTRY}  states = 5  # stale\n'
+    path, r = gate(tmp_path, text, "--update-baseline")
+    assert r.exit_code == 0, r.output
+    assert path.read_text() == text.replace("states = 5", "states = 1939")
+
+
+def test_a_read_only_gate_file_is_refused_before_running_and_left_as_it_is(tmp_path, monkeypatch):
+    monkeypatch.setattr("modelcheck.gate.run_gate", lambda *a: pytest.fail("the gate ran"))
+    path = tmp_path / "gate.toml"
+    path.write_text(GATE)
+    path.chmod(0o444)
+    r = CliRunner().invoke(main, ["gate", str(path), "-j", "1", "--update-baseline"])
+    assert r.exit_code == 2 and r.stderr == f"error: --update-baseline {path}: is read-only\n"
+    assert path.read_text() == GATE and stat.S_IMODE(path.stat().st_mode) == 0o444
+
+
+def test_a_symlinked_gate_file_stays_a_link_and_its_target_keeps_its_mode(tmp_path):
+    real, link = tmp_path / "real.toml", tmp_path / "gate.toml"
+    real.write_text(f'[[entry]]\nname = "legacy"\n{TINY_ENTRY}')
+    real.chmod(0o640)
+    link.symlink_to("real.toml")
+    r = CliRunner().invoke(main, ["gate", str(link), "-j", "1", "--update-baseline"])
+    assert r.exit_code == 0, r.output
+    assert link.is_symlink() and stat.S_IMODE(real.stat().st_mode) == 0o640
+    assert [e.states for e in read_gate(str(real), load)] == [1939]
+
+
+def test_the_reports_are_written_when_the_baseline_cannot_be(tmp_path, monkeypatch):
+    replace = os.replace
+
+    def full_for_the_gate_file(src, dst):
+        if str(dst).endswith("gate.toml"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        replace(src, dst)
+    monkeypatch.setattr("modelcheck.output.os.replace", full_for_the_gate_file)
+    text = f'[[entry]]\nname = "legacy"\n{TINY_ENTRY.replace("violated: NoAckedLoss", "holds")}'
+    path, r = gate(tmp_path, text, "--update-baseline", "--junit", str(tmp_path / "j.xml"),
+                   "--trace-dir", str(tmp_path / "traces"))
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.stderr.splitlines()[-1] == f"error: --update-baseline {path}: cannot write: No space left on device"
+    assert path.read_text() == text and (tmp_path / "traces" / "legacy.json").exists()
+    assert ET.parse(tmp_path / "j.xml").getroot().get("failures") == "1"
+
+
+def test_trace_file_names_are_unique_visible_and_stable():
+    names = ["legacy, 3 brokers", "legacy; 3 brokers", "!!!", "kip966", "Kafka 4", "kafka-4"]
+    files = gt.trace_file_names(names)
+    assert files == gt.trace_file_names(names) and len({f.lower() for f in files}) == len(names)
+    assert files[3] == "kip966.json" and all(re.fullmatch(r"\w[\w-]*\.json", f) for f in files)
+    assert re.fullmatch(r"legacy-3-brokers-[0-9a-f]{8}\.json", files[0]) and re.fullmatch(r"entry-[0-9a-f]{8}\.json",
+                                                                                          files[2])
+
+
+def test_trace_dir_gives_each_failing_entry_its_own_file(tmp_path):
+    """"legacy, 3 brokers" and "legacy; 3 brokers" shared a file, "!!!" wrote a hidden ".json"."""
+    names = ["legacy, 3 brokers", "legacy; 3 brokers", "!!!"]
+    text = "".join(f'[[entry]]\nname = "{n}"\n{TINY_ENTRY.replace("violated: NoAckedLoss", "holds")}' for n in names)
+    _path, r = gate(tmp_path, text, "--trace-dir", str(tmp_path / "traces"))
+    assert r.exit_code == 1
+    assert sorted(p.name for p in (tmp_path / "traces").iterdir()) == sorted(gt.trace_file_names(names))
+
+
+def test_a_gate_file_changed_during_the_run_is_not_updated_wrong(tmp_path, monkeypatch):
+    run_gate = gt.run_gate
+
+    def renaming_meanwhile(*args):
+        outcomes = run_gate(*args)
+        path.write_text(path.read_text().replace('name = "legacy"', 'name = "renamed"'))
+        return outcomes
+    monkeypatch.setattr("modelcheck.gate.run_gate", renaming_meanwhile)
+    path = tmp_path / "gate.toml"
+    path.write_text(f'[[entry]]\nname = "legacy"\n{TINY_ENTRY}')
+    r = CliRunner().invoke(main, ["gate", str(path), "-j", "1", "--update-baseline"])
+    assert r.exit_code == 2 and r.stderr.splitlines()[-1] == (
+        f"error: {path}: cannot read its entries back to update them (KeyError: 'legacy')")
+    assert "states" not in path.read_text()

@@ -157,7 +157,7 @@ def test_spark_env_zips_what_executors_import(tmp_path):
                                 str(tmp_path / "mc.zip" / "specs" / "__init__.py")]
     assert cli("spark-env", "-o", str(tmp_path / "no" / "mc.zip")).exit_code == 2
     r = cli("spark-env", "-o", str(tmp_path))
-    assert r.exit_code == 2 and r.output == f"error: --out {tmp_path}: is a directory; give the zip's file name\n"
+    assert r.exit_code == 2 and r.output == f"error: --out {tmp_path}: is a directory\n"
 
 
 # ---- a real standalone cluster: a master and a worker JVM on loopback -------------------

@@ -16,7 +16,7 @@ import zipfile
 from contextlib import contextmanager
 from importlib import util as importlib_util
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from ..config import ConfigError
 
@@ -146,9 +146,10 @@ def _reason(error: Exception) -> str:
     return re.sub(r"^.*?(\w+(Exception|Error)): ", r"\1: ", text)[:300]
 
 
-def package_archive(path: str, packages: list[str], modules: tuple[str, ...] = ()) -> str:
+def package_archive(path: str | BinaryIO, packages: list[str], modules: tuple[str, ...] = ()) -> str | BinaryIO:
     """Zip the installed packages (and top-level modules) for executors'
-    sys.path (spark-submit --py-files, SparkContext.addPyFile); returns path."""
+    sys.path (spark-submit --py-files, SparkContext.addPyFile) into a path
+    or an open file (spark-env's output); returns path."""
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for name in dict.fromkeys(packages):
             root = Path(next(iter(importlib_util.find_spec(name).submodule_search_locations)))

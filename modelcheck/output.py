@@ -1,0 +1,145 @@
+"""Writing what a command produces, respecting what is already there.
+
+A regular file is replaced atomically (a reader, or a crash, sees the old
+file or the new one, never half of one) and keeps its mode; a symlink is
+followed, so the file it names is replaced and the link stays; a device, a
+FIFO or `-` (stdout) is written to directly, never replaced. Paths are
+checked before a command does any work (a check can run for hours), and a
+failure is a ConfigError naming the option and the path: one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import tempfile
+from contextlib import contextmanager, suppress
+from typing import IO, Iterator
+
+from .config import ConfigError
+
+
+def _stat(path: str, option: str, shown: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise ConfigError(f"{option} {shown}: {e.strerror}") from None
+
+
+def _writable_dir(directory: str, option: str, shown: str) -> None:
+    st = _stat(directory, option, shown)
+    if st is None:
+        raise ConfigError(f"{option} {shown}: no such directory {directory!r}")
+    if not stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"{option} {shown}: {directory!r} is not a directory")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option} {shown}: cannot write in directory {directory!r}")
+
+
+def check_file(path: str, option: str, stdout: bool = False) -> None:
+    """Refuse, before any work, a file output that cannot be written: a
+    missing or unwritable directory, a directory, a file without write
+    permission for its owner (read-only on purpose: refused even as root,
+    whom the permission bits do not stop); `-` unless the command writes
+    to `stdout`."""
+    if path == "-":
+        if stdout:
+            return
+        raise ConfigError(f"{option} -: this output cannot go to stdout; name a file (./- for one called -)")
+    target = os.path.realpath(path)
+    st = _stat(target, option, path)
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"{option} {path}: is a directory")
+    if st is None or stat.S_ISREG(st.st_mode):      # replaced: a temporary file goes beside it
+        _writable_dir(os.path.dirname(target), option, path)
+    if st is None:
+        return
+    if stat.S_ISREG(st.st_mode) and not st.st_mode & stat.S_IWUSR or not os.access(target, os.W_OK):
+        raise ConfigError(f"{option} {path}: is read-only")
+
+
+def check_dir(path: str, option: str) -> None:
+    """Refuse, before any work, an output directory that is not one or
+    cannot be created or written in."""
+    target = os.path.realpath(path)
+    existing = target
+    while (st := _stat(existing, option, path)) is None:   # the nearest ancestor that exists
+        existing = os.path.dirname(existing)
+    if existing == target and not stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"{option} {path}: is not a directory")
+    _writable_dir(existing, option, path)
+
+
+def make_dir(path: str, option: str) -> None:
+    """Create an output directory (what a symlink to none names, too)."""
+    try:
+        os.makedirs(os.path.realpath(path), exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"{option} {path}: cannot create: {e.strerror}") from None
+
+
+@contextmanager
+def writing(path: str, option: str, binary: bool = False) -> Iterator[IO]:
+    """A file object for `path` ("-": stdout); see the module docstring.
+    An OSError while writing becomes a ConfigError and leaves an existing
+    file as it was."""
+    mode, encoding = ("wb", None) if binary else ("w", "utf-8")
+    try:
+        if path == "-":
+            out = sys.stdout.buffer if binary else sys.stdout
+            yield out
+            out.flush()
+            return
+        target = os.path.realpath(path)             # a symlink, even a dangling one: what it names
+        st = _stat(target, option, path)
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            with open(target, mode, encoding=encoding) as f:     # a device or a FIFO
+                yield f
+            return
+        directory = os.path.dirname(target)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".modelcheck-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, mode, encoding=encoding) as f:
+                _take_mode(f.fileno(), st)
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+        finally:
+            with suppress(FileNotFoundError):
+                os.unlink(tmp)
+        _fsync_dir(directory)
+    except OSError as e:
+        raise ConfigError(f"{option} {path}: cannot write: {e.strerror or e}") from None
+
+
+def _take_mode(fd: int, st: os.stat_result | None) -> None:
+    """The replaced file's mode and owner; a new file gets what open()
+    would give (mkstemp's is 0600)."""
+    if st is None:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        return
+    os.fchmod(fd, stat.S_IMODE(st.st_mode))
+    with suppress(PermissionError):                 # only root may keep another's ownership
+        os.fchown(fd, st.st_uid, st.st_gid)
+
+
+def _fsync_dir(directory: str) -> None:
+    """Make the rename durable; the file is already in place, so a file
+    system that cannot sync a directory is no reason to fail."""
+    with suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_text(path: str, option: str, text: str) -> None:
+    with writing(path, option) as f:
+        f.write(text)

@@ -1,0 +1,221 @@
+"""Every file a command writes (check --trace-out, matrix --out, gate --junit
+and --trace-dir, spark-env -o, trace html/export -o, graph -o): replaced
+atomically when it is a regular file, written to when it is a device, a
+symlink followed, and a path that cannot be written refused before any work,
+in one line with exit 2."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import site
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cli import main
+from modelcheck import output
+from modelcheck.config import ConfigError
+
+ROOT = Path(__file__).parent.parent
+TINY = ["--set", "max_records=1", "--set", "max_fences=0"]
+LEGACY = ["check", "--engine", "bfs", "-q", "--set", "variant=legacy", *TINY]     # NoAckedLoss, 1,939 states
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="mknod needs root")
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("trace") / "t.json"
+    assert invoke(*LEGACY, "--trace-out", str(path)).exit_code == 1
+    return path
+
+
+def commands(tmp: Path, trace: Path, out: str) -> dict[str, list[str]]:
+    """Each command that writes a file, writing `out` (relative to tmp)."""
+    (tmp / "m.toml").write_text('[[cell]]\nname = "legacy"\n'
+                                'config = { variant = "legacy", max_records = 1, max_fences = 0 }\n')
+    (tmp / "g.toml").write_text('[[entry]]\nname = "legacy"\n'
+                                'config = { variant = "legacy", max_records = 1, max_fences = 0 }\n'
+                                'expect = "holds"\n')
+    o = str(tmp / out)
+    return {"check --trace-out": [*LEGACY, "--trace-out", o],
+            "matrix --out": ["matrix", str(tmp / "m.toml"), "-j", "1", "--out", o],
+            "gate --junit": ["gate", str(tmp / "g.toml"), "-j", "1", "--junit", o],
+            "spark-env --out": ["spark-env", "--out", o],
+            "trace html -o": ["trace", "html", str(trace), "-o", o],
+            "trace export -o": ["trace", "export", str(trace), "-o", o],
+            "graph -o": ["graph", *TINY, "--set", "brokers=2", "--set", "variant=legacy", "-o", o]}
+
+
+COMMANDS = ["check --trace-out", "matrix --out", "gate --junit", "spark-env --out", "trace html -o",
+            "trace export -o", "graph -o"]
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_device_is_written_to_never_replaced(tmp_path, trace, command):
+    """`--trace-out /dev/null` as root replaced the device by a regular file."""
+    os.mknod(tmp_path / "null.dot", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    r = invoke(*commands(tmp_path, trace, "null.dot")[command])
+    assert r.exit_code in (0, 1) and "Traceback" not in r.output, r.output
+    st = (tmp_path / "null.dot").lstat()
+    assert stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(1, 3)
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("command", ["check --trace-out", "spark-env --out", "trace export -o", "graph -o"])
+def test_a_full_device_is_one_line_exit_2_and_stays_a_device(tmp_path, trace, command):
+    os.mknod(tmp_path / "full.dot", 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+    r = invoke(*commands(tmp_path, trace, "full.dot")[command])
+    assert r.exit_code == 2, r.output
+    option = command.split()[-1]
+    assert r.stderr == f"error: {option} {tmp_path / 'full.dot'}: cannot write: No space left on device\n"
+    st = (tmp_path / "full.dot").lstat()
+    assert stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(1, 7)
+
+
+def test_stdout_full_is_one_line_exit_2(trace):
+    """`trace export` writes to stdout (-o -, the default) directly."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    p = subprocess.run(f"{sys.executable} -c 'import cli; cli.main()' trace export {trace} > /dev/full",
+                       shell=True, capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 2 and p.stderr == "error: -o -: cannot write: No space left on device\n"
+
+
+def test_a_symlink_stays_a_link_and_the_file_it_names_is_replaced_keeping_its_mode(tmp_path, trace):
+    real, link = tmp_path / "real.html", tmp_path / "link.html"
+    real.write_text("old")
+    real.chmod(0o640)
+    link.symlink_to("real.html")
+    assert invoke("trace", "html", str(trace), "-o", str(link)).exit_code == 0
+    assert link.is_symlink() and os.readlink(link) == "real.html"
+    assert "<html" in real.read_text() and stat.S_IMODE(real.stat().st_mode) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.html", "real.html"]
+
+
+def test_a_dangling_symlink_creates_the_file_it_names(tmp_path, trace):
+    (tmp_path / "sub").mkdir()
+    link = tmp_path / "t.itf.json"
+    link.symlink_to("sub/target.json")
+    assert invoke("trace", "export", str(trace), "-o", str(link)).exit_code == 0
+    assert link.is_symlink() and (tmp_path / "sub" / "target.json").read_text().startswith("{")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("where", ["missing directory", "a directory", "read-only file"])
+def test_an_output_that_cannot_be_written_is_refused_before_the_run(tmp_path, trace, monkeypatch, command, where):
+    """Found after the whole run, with a traceback and no verdict, before."""
+    def ran(*args, **kwargs):
+        raise AssertionError("the run started")
+    for work in ("cli.run_engine", "cli.state_graph", "cli.render_html", "modelcheck.matrix.run",
+                 "modelcheck.gate.run_gate", "modelcheck.engine.spark_session.package_archive"):
+        monkeypatch.setattr(work, ran)
+    out = {"missing directory": "no/x.dot", "a directory": "d.dot", "read-only file": "ro.dot"}[where]
+    args = commands(tmp_path, trace, out)[command]
+    (tmp_path / "d.dot").mkdir()
+    (tmp_path / "ro.dot").write_text("keep")
+    (tmp_path / "ro.dot").chmod(0o444)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    r = invoke(*args)
+    assert r.exit_code == 2 and r.stdout == "", r.output
+    option, shown = command.split()[-1], tmp_path / out
+    why = {"missing directory": f"no such directory '{tmp_path / 'no'}'", "a directory": "is a directory",
+           "read-only file": "is read-only"}[where]
+    assert r.stderr == f"error: {option} {shown}: {why}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == before and (tmp_path / "ro.dot").read_text() == "keep"
+
+
+def test_stdout_is_refused_where_a_command_prints_its_own_output(tmp_path):
+    r = invoke(*LEGACY, "--trace-out", "-")
+    assert r.exit_code == 2 and r.stderr.startswith("error: --trace-out -: this output cannot go to stdout")
+
+
+def test_a_failed_write_keeps_the_existing_file_and_leaves_no_temporary(tmp_path, monkeypatch):
+    path = tmp_path / "t.json"
+    path.write_text("good")
+
+    def no_space(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(output.os, "fsync", no_space)
+    with pytest.raises(ConfigError, match=r"^--trace-out .*t.json: cannot write: No space left on device$"):
+        output.write_text(str(path), "--trace-out", "new and longer")
+    r = invoke(*LEGACY, "--trace-out", str(path))
+    assert r.exit_code == 2 and r.stderr == f"error: --trace-out {path}: cannot write: No space left on device\n"
+    assert path.read_text() == "good" and [p.name for p in tmp_path.iterdir()] == ["t.json"]
+
+
+def test_modes_new_files_follow_the_umask_replaced_ones_keep_theirs(tmp_path):
+    old = os.umask(0o027)
+    try:
+        output.write_text(str(tmp_path / "new"), "-o", "x")
+    finally:
+        os.umask(old)
+    kept = tmp_path / "kept"
+    kept.write_text("x")
+    kept.chmod(0o600)
+    output.write_text(str(kept), "-o", "y")
+    assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o640
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600 and kept.read_text() == "y"
+
+
+# ---- as an ordinary user: the permission bits apply ----------------------------------------
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def python_for_nobody() -> str | None:
+    """An interpreter user 65534 can run with this one's packages (a venv's
+    may live under /root, mode 0700)."""
+    for exe in dict.fromkeys([sys.executable, getattr(sys, "_base_executable", ""), shutil.which("python3") or "",
+                              f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}"]):
+        probe = f"import sys; assert sys.version_info[:2] == {tuple(sys.version_info[:2])}"
+        if exe and subprocess.run([*NOBODY, exe, "-c", probe], capture_output=True).returncode == 0:
+            return exe
+    return None
+
+
+@pytest.fixture
+def shared_dir():
+    """A directory every user may read but only root may write."""
+    path = Path(tempfile.mkdtemp(prefix="modelcheck-nobody-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+@pytest.mark.parametrize("args, message", [
+    (["check", "-q", "--set", "variant=legacy", "--trace-out", "DIR/t.json"],
+     "error: --trace-out DIR/t.json: cannot write in directory 'DIR'"),
+    (["check", "-q", "--set", "variant=legacy", "--trace-out", "DIR/root.json"],
+     "error: --trace-out DIR/root.json: cannot write in directory 'DIR'"),
+    (["gate", "DIR/g.toml", "--trace-dir", "DIR/traces"], "error: --trace-dir DIR/traces: cannot write in directory 'DIR'"),
+    (["gate", "DIR/g.toml", "--update-baseline"], "error: --update-baseline DIR/g.toml: cannot write in directory 'DIR'"),
+])
+def test_permission_denied_as_an_ordinary_user_is_one_line_before_the_run(shared_dir, args, message):
+    exe = python_for_nobody()
+    if exe is None:
+        pytest.skip("no interpreter user 65534 can run")
+    (shared_dir / "root.json").write_text("keep")
+    (shared_dir / "g.toml").write_text('[[entry]]\nname = "legacy"\nconfig = { variant = "legacy" }\n'
+                                       'expect = "holds"\n')
+    before = sorted(p.name for p in shared_dir.iterdir())
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(shared_dir), "MODELCHECK_KERNEL": "interpreted",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), *site.getsitepackages()])}
+    p = subprocess.run([*NOBODY, exe, "-c", "import cli; cli.main()", *[a.replace("DIR", str(shared_dir))
+                                                                        for a in args]],
+                       capture_output=True, text=True, env=env, cwd=shared_dir, timeout=60)
+    assert p.returncode == 2 and p.stdout == "", p.stderr
+    assert p.stderr == message.replace("DIR", str(shared_dir)) + "\n"
+    assert sorted(p.name for p in shared_dir.iterdir()) == before
