@@ -7,6 +7,7 @@ written).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -25,6 +26,10 @@ from rich.text import Text
 from modelcheck import __version__
 from modelcheck.config import ConfigError, parse_override, read_file
 from modelcheck.engine import ENGINES, run as run_engine
+from modelcheck.engine.checkpoint import Checkpoints
+from modelcheck.engine.control import Control
+from modelcheck.lifetime import Stopped, exit_code, stop_on_signals
+from modelcheck.memory import default_limit, parse_size
 from modelcheck.graph import GraphTooLarge, dot, graphml, mark_path, state_graph
 from modelcheck.html_trace import render as render_html
 from modelcheck.itf import to_itf
@@ -148,9 +153,28 @@ def main() -> None:
               help="A Spark setting for --engine spark, as spark-submit's --conf; overrides modelcheck's "
                    "defaults (e.g. spark.executor.memory=8g; spark.checkpoint.dir=DIR on reliable storage "
                    "lets a check survive losing an executor). Repeatable.")
+@click.option("--checkpoint", "checkpoint_dir", metavar="DIR",
+              help="Save the search in DIR (created; it must hold no checkpoint yet) every --checkpoint-every "
+                   "seconds and when it stops (Ctrl-C, SIGTERM, --max-memory), so that --resume DIR continues it "
+                   "after a stop, a kill or a crash. Engines fast and bfs.")
+@click.option("--checkpoint-every", type=click.FloatRange(min=0), default=180.0, show_default=True,
+              metavar="SECONDS", help="Seconds between checkpoints (at the next safe point: a level, or a "
+                                      "segment of one); each costs what changed since the last, plus the "
+                                      "visited set (8-16 bytes a state) and the frontier.")
+@click.option("--resume", "resume_dir", metavar="DIR",
+              help="Continue the check checkpointed in DIR, with its config, engine and symmetry (a CONFIG.toml "
+                   "or --set given too must agree); it ends with exactly the counts, verdict and counterexample "
+                   "of an uninterrupted run, and keeps checkpointing into DIR. --workers may differ.")
+@click.option("--max-memory", metavar="SIZE",
+              help="Bound this check's memory (anonymous resident memory, e.g. 4G, 512M): past it, the fast "
+                   "engine moves frontiers and parent links to disk and splits levels, and stops with one line "
+                   "(exit 2, with a checkpoint if --checkpoint is given) only when the visited set itself does not "
+                   "fit. Default: 80% of RAM (or of a cgroup's limit). Engines fast and bfs.")
 def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_out: str | None,
           quiet: bool, workers: int, symmetry: bool, engine: str, master: str | None,
-          partitions: int | None, fingerprint_bits: str, spark_conf: tuple[str, ...]) -> None:
+          partitions: int | None, fingerprint_bits: str, spark_conf: tuple[str, ...],
+          checkpoint_dir: str | None, checkpoint_every: float, resume_dir: str | None,
+          max_memory: str | None) -> None:
     """Explore every reachable state of a configuration and check its invariants.
 
     Without CONFIG.toml the embedded default is checked: 3 brokers,
@@ -199,25 +223,46 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
         if bad:
             raise ConfigError(f"--spark-conf {bad[0]!r}: expected KEY=VALUE, e.g. spark.executor.memory=8g")
         given, expected = load_check_config(config, overrides)
+        local = [name for name, given_ in (("checkpoint", checkpoint_dir), ("resume", resume_dir),
+                                           ("max-memory", max_memory)) if given_]
+        if engine == "spark" and local:
+            raise ConfigError(f"--{local[0]} applies to the local engines (fast, bfs); a Spark check survives a "
+                              "lost executor with --spark-conf spark.checkpoint.dir=DIR, and its memory is Spark's "
+                              "(spark.executor.memory, spark.driver.memory)")
+        control = Control(max_memory=None if engine == "spark" else
+                          parse_size(max_memory) if max_memory else default_limit())
+        if resume_dir:
+            given, engine, symmetry, fingerprint_bits = resumed(resume_dir, given, bool(config or overrides),
+                                                                engine, symmetry, fingerprint_bits)
+            control.checkpoints, control.resume = Checkpoints(resume_dir, checkpoint_every), True
         spec = kafka_elr.load(given)
         if symmetry:
             spec.enable_symmetry()
+        if checkpoint_dir:
+            control.checkpoints = Checkpoints(checkpoint_dir, checkpoint_every)
+            control.checkpoints.prepare(resuming=False)
         if trace_out:
             check_file(trace_out, "--trace-out")
     except ConfigError as e:
         fail(str(e))
-    try:
-        with Progress(enabled=not quiet and not as_json) as progress:
-            result = run_engine(spec, engine=engine, workers=workers, progress=progress,
-                                master=master, partitions=partitions,
-                                spark_settings=dict(kv.split("=", 1) for kv in spark_conf),
-                                fingerprint_bits=int(fingerprint_bits))
-    except ConfigError as e:        # the engine cannot start here (e.g. no Java for Spark)
-        fail(str(e))
-    except Exception:               # never exit 1 ("violated") without a verdict
-        traceback.print_exc()
-        click.echo("error: internal error, no verdict (the traceback above is a bug to report)", err=True)
-        sys.exit(EXIT_INTERNAL)
+    stopped = None
+    with stop_on_signals() as control.stop:
+        try:
+            with Progress(enabled=not quiet and not as_json) as progress:
+                result = run_engine(spec, engine=engine, workers=workers, progress=progress,
+                                    master=master, partitions=partitions,
+                                    spark_settings=dict(kv.split("=", 1) for kv in spark_conf),
+                                    fingerprint_bits=int(fingerprint_bits), control=control)
+        except Stopped as e:
+            stopped = e
+        except ConfigError as e:        # the engine cannot start here (e.g. no Java for Spark)
+            fail(str(e))
+        except (MemoryError, OSError) as e:
+            fail(resource_error(e) or internal_error())
+        except Exception:               # never exit 1 ("violated") without a verdict
+            internal_error()
+    if stopped is not None:
+        report_stop(stopped, as_json)
     kernel = result.run_info.get("kernel", "")
     if kernel.startswith("interpreted: "):        # not "interpreted (done before the kernel compiled)"
         click.echo(f"warning: no compiled kernel ({kernel.split(': ', 1)[1]}); ran the interpreted engine", err=True)
@@ -239,6 +284,70 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
     else:
         print_result(spec, result, expected, verdict, trace_out)
     sys.exit(EXIT_HOLDS if result.holds else EXIT_VIOLATED)
+
+
+def resumed(directory: str, given: dict[str, Any], config_given: bool, engine: str, symmetry: bool,
+            fingerprint_bits: str) -> tuple[dict[str, Any], str, bool, str]:
+    """The config, engine, symmetry and fingerprint bits of the check
+    checkpointed in `directory`; what the command line says of them must
+    agree."""
+    checkpoints = Checkpoints(directory)
+    checkpoints.prepare(resuming=True)
+    state = checkpoints.load()[0]
+    saved = state["identity"]
+    config = {k: v for k, v in saved["config"].items() if v is not None}
+    if config_given and kafka_elr.load(given).config != saved["config"]:
+        now = kafka_elr.load(given).config
+        key = next(k for k in now if now[k] != saved["config"].get(k))
+        raise ConfigError(f"--resume {directory}: the checkpoint's {key} is {json.dumps(saved['config'].get(key))}, "
+                          f"not {json.dumps(now[key])} (leave out the config to take the checkpoint's)")
+    ctx = click.get_current_context()
+    explicit = lambda name: ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE  # noqa: E731
+    bits = str(state.get("fingerprint_bits") or 64)
+    for name, now, then in (("engine", engine, saved["engine"]), ("fingerprint_bits", fingerprint_bits, bits)):
+        if explicit(name) and now != then:
+            raise ConfigError(f"--resume {directory}: the checkpoint was written with --{name.replace('_', '-')} "
+                              f"{then}, not {now}")
+    if symmetry and not saved["symmetry"]:
+        raise ConfigError(f"--resume {directory}: the checkpoint was written without --symmetry")
+    return config, saved["engine"], saved["symmetry"], bits
+
+
+def report_stop(stop: Stopped, as_json: bool) -> NoReturn:
+    """What a stopped check had done, and how to go on; exit 128 + the
+    signal (130 Ctrl-C, 143 SIGTERM), or 2 at the memory limit."""
+    resume = f"modelcheck check --resume {shlex.quote(stop.checkpoint)}" if stop.checkpoint else None
+    if as_json:
+        click.echo(json.dumps({"verdict": "stopped", "reason": stop.why, "distinct_states": stop.distinct,
+                               "generated_states": stop.generated, "levels_complete": stop.depth,
+                               "elapsed_s": round(stop.elapsed_s, 3), "checkpoint": stop.checkpoint,
+                               "resume": resume}))
+    if stop.signum is None:
+        click.echo(f"error: {stop.why}", err=True)
+    elif not as_json:
+        click.echo(f"{stop.why} after {stop.elapsed_s:.1f} s, no verdict: {stop.distinct:,} distinct states, "
+                   f"{stop.generated:,} generated, {stop.depth} levels complete", err=True)
+        click.echo(f"checkpoint in {stop.checkpoint}; resume with: {resume}" if resume else
+                   "no checkpoint (--checkpoint DIR makes a stopped check resumable)", err=True)
+    sys.exit(exit_code(stop))
+
+
+def resource_error(e: BaseException) -> str | None:
+    """One line for a resource the machine ran out of (not a bug), or None."""
+    if isinstance(e, MemoryError):
+        return ("out of memory: the machine has less free memory than --max-memory allows; give a smaller "
+                "--max-memory (the fast engine then spills to disk) or free memory")
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.ENOMEM, errno.EFBIG):
+        where = f" writing {e.filename}" if e.filename else ""
+        return f"{e.strerror}{where} (a checkpoint, or levels spilled to disk under --max-memory)"
+    return None
+
+
+def internal_error() -> NoReturn:
+    """Never exit 1 ("violated") without a verdict: a traceback, exit 3."""
+    traceback.print_exc()
+    click.echo("error: internal error, no verdict (the traceback above is a bug to report)", err=True)
+    sys.exit(EXIT_INTERNAL)
 
 
 def print_result(spec: Any, result: CheckResult, expected: str | None, verdict: str,
@@ -340,6 +449,14 @@ def replay(scenario: str, as_json: bool) -> None:
 
 # ---- verdict matrix -----------------------------------------------------------------
 
+CELL_MEMORY_HELP = ("Bound each cell's memory (e.g. 4G; see check --max-memory). Default: 80% of RAM shared "
+                    "among the --jobs running at once. A cell stopped at it reports so, matching no pin.")
+
+
+def cell_memory(text: str | None, jobs: int) -> int:
+    return parse_size(text) if text else default_limit(share_among=jobs)
+
+
 DEFAULT_MATRIX = Path(kafka_elr.__file__).parent.parent / "matrix.toml"
 
 
@@ -350,7 +467,9 @@ DEFAULT_MATRIX = Path(kafka_elr.__file__).parent.parent / "matrix.toml"
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="all cores",
               help="Cells checked at a time, each in its own process.")
 @click.option("--only", multiple=True, metavar="NAME", help="Run only the named cell(s). Repeatable.")
-def matrix(matrix_file: str | None, as_json: bool, out: str | None, jobs: int, only: tuple[str, ...]) -> None:
+@click.option("--max-memory", metavar="SIZE", help=CELL_MEMORY_HELP)
+def matrix(matrix_file: str | None, as_json: bool, out: str | None, jobs: int, only: tuple[str, ...],
+           max_memory: str | None) -> None:
     """Check a list of (variant, config) cells and tabulate the verdicts:
     violated invariant, shortest trace length, distinct states, depth, time.
 
@@ -362,7 +481,9 @@ def matrix(matrix_file: str | None, as_json: bool, out: str | None, jobs: int, o
     that holds while one of those actions never fired, or a goal was never
     reached, is marked VACUOUS (the "never fired" column lists the rest).
 
-    Exit status: 0 every cell is as pinned, 1 one differs, 2 bad input.
+    Exit status: 0 every cell is as pinned, 1 one differs, 2 bad input;
+    Ctrl-C or SIGTERM stops every cell at once (130, 143: the cells done
+    are shown, --out is not written).
     """
     from modelcheck import matrix as mx
     path = matrix_file or str(DEFAULT_MATRIX)
@@ -373,15 +494,24 @@ def matrix(matrix_file: str | None, as_json: bool, out: str | None, jobs: int, o
             raise ConfigError(f"--only {unknown[0]!r}: no such cell in {path}")
         if out:
             check_file(out, "--out")
+        limit = cell_memory(max_memory, jobs)
     except ConfigError as e:
         fail(str(e))
     cells = [c for c in cells if not only or c.name in only]
     console = stderr_console()
     rows: list[Any] = [None] * len(cells)
-    for i, row in mx.run(kafka_elr.load, cells, jobs):
-        rows[i] = row
-        console.print(f"[{sum(r is not None for r in rows)}/{len(cells)}] {row.cell.name}: {row.verdict} "
-                      f"({row.distinct:,} states, {row.elapsed_s:.1f} s)", highlight=False)
+    with stop_on_signals() as request, request.polling():
+        try:
+            for i, row in mx.run(kafka_elr.load, cells, jobs, request=request, max_memory=limit):
+                rows[i] = row
+                console.print(f"[{sum(r is not None for r in rows)}/{len(cells)}] {row.cell.name}: {row.verdict} "
+                              f"({row.distinct:,} states, {row.elapsed_s:.1f} s)", highlight=False)
+        except Stopped as e:
+            done = [r for r in rows if r is not None]
+            console.print(f"{e.why}: {len(done)} of {len(cells)} cells done"
+                          + (f" ({', '.join(r.cell.name for r in done)})" if done else "")
+                          + (f"; {out} not written" if out else ""), highlight=False, markup=False)
+            sys.exit(exit_code(e))
     if out:
         command = "modelcheck matrix" + (f" {matrix_file}" if matrix_file else "") + f" --out {out}"
         write_output(out, "--out", mx.markdown(meta, rows, command, jobs) + "\n")
@@ -418,8 +548,9 @@ def matrix(matrix_file: str | None, as_json: bool, out: str | None, jobs: int, o
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failing entry; the rest are reported skipped.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="all cores",
               help="Entries checked at a time, each in its own process.")
+@click.option("--max-memory", metavar="SIZE", help=CELL_MEMORY_HELP)
 def gate(gate_file: str, junit: str | None, as_json: bool, trace_dir: str | None, update_baseline: bool,
-         fail_fast: bool, jobs: int) -> None:
+         fail_fast: bool, jobs: int, max_memory: str | None) -> None:
     """Fail a protocol change that breaks an invariant or changes what the
     protocol can reach.
 
@@ -441,11 +572,14 @@ def gate(gate_file: str, junit: str | None, as_json: bool, trace_dir: str | None
 
     Exit status: 0 every entry passes, 1 one fails (verdict, count, a
     vacuous holds or budget), 2 bad gate file or an output that cannot be
-    written (checked before the run; --update-baseline included).
+    written (checked before the run; --update-baseline included); Ctrl-C or
+    SIGTERM stops every entry at once (130, 143), and --junit and
+    --trace-dir still report what ran (the rest as skipped).
     """
     from modelcheck import gate as gt
     try:
         entries = gt.read_gate(gate_file, kafka_elr.load)
+        limit = cell_memory(max_memory, jobs)
         if junit:
             check_file(junit, "--junit")
         if trace_dir:
@@ -462,7 +596,12 @@ def gate(gate_file: str, junit: str | None, as_json: bool, trace_dir: str | None
                       f"{o.row.elapsed_s:.1f} s)" + (f" -- {'; '.join(o.failures)}" if o.failures else ""),
                       highlight=False, markup=False)
 
-    outcomes = gt.run_gate(kafka_elr.load, entries, jobs, fail_fast, done)
+    with stop_on_signals() as request, request.polling():
+        outcomes, stopped = gt.run_gate(kafka_elr.load, entries, jobs, fail_fast, done, request, limit)
+    if stopped:                 # the reports of what ran; no baseline from a partial run
+        console.print(f"{stopped.why}: {sum(o.row is not None for o in outcomes)} of {len(outcomes)} entries done",
+                      highlight=False, markup=False)
+        update_baseline = False
     if update_baseline:         # the counts are re-pinned, not failures
         for o in outcomes:
             o.failures = [f for f in o.failures if not f.startswith("distinct states:")]
@@ -474,7 +613,8 @@ def gate(gate_file: str, junit: str | None, as_json: bool, trace_dir: str | None
                     write_text(str(Path(trace_dir) / name), "--trace-dir", json.dumps(
                         {"config": o.row.config, "invariant": o.row.invariant, "trace": o.row.trace}, indent=1) + "\n")
         if junit:
-            write_text(junit, "--junit", gt.junit(outcomes, format_action))
+            write_text(junit, "--junit", gt.junit(outcomes, format_action, *(
+                [f"the gate was {stopped.why}"] if stopped else [])))
         if update_baseline:
             text, changes = gt.update_baseline(gate_file, outcomes)
             if changes:
@@ -502,7 +642,8 @@ def gate(gate_file: str, junit: str | None, as_json: bool, trace_dir: str | None
         stdout_console().print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
                                + (": " + ", ".join(o.entry.cell.name for o in outcomes if o.status == "skipped")
                                   if counts["skipped"] else ""))
-    sys.exit(EXIT_VIOLATED if any(o.status == "failed" for o in outcomes) else EXIT_HOLDS)
+    sys.exit(exit_code(stopped) if stopped else EXIT_VIOLATED if any(o.status == "failed" for o in outcomes)
+             else EXIT_HOLDS)
 
 
 @main.command("spark-env")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .config import ConfigError
+from .lifetime import Stopped, StopRequest
 from .matrix import Cell, Loader, Row, read_entries, run
 
 ENTRY_KEYS = {"name", "config", "expect", "states", "budget_s", "note", "symmetry", "exercises", "goals"}
@@ -77,16 +78,21 @@ def judge(entry: Entry, row: Row) -> list[str]:
 
 
 def run_gate(loader: Loader, entries: list[Entry], jobs: int, fail_fast: bool,
-             on_done: Callable[[Outcome], None] = lambda o: None) -> list[Outcome]:
-    """Check every entry (`jobs` at a time); with `fail_fast`, entries not
-    yet finished when one fails are skipped."""
+             on_done: Callable[[Outcome], None] = lambda o: None, request: StopRequest | None = None,
+             max_memory: int | None = None) -> tuple[list[Outcome], Stopped | None]:
+    """Check every entry (`jobs` at a time, each within `max_memory`); with
+    `fail_fast`, entries not yet finished when one fails are skipped, and
+    so are those a signal (`request`) stopped (the Stopped is returned)."""
     outcomes = [Outcome(e, None) for e in entries]
-    for i, row in run(loader, [e.cell for e in entries], jobs, stop=lambda: fail_fast and any(
-            o.failures for o in outcomes)):
-        outcomes[i].row = row
-        outcomes[i].failures = judge(entries[i], row)
-        on_done(outcomes[i])
-    return outcomes
+    try:
+        for i, row in run(loader, [e.cell for e in entries], jobs, stop=lambda: fail_fast and any(
+                o.failures for o in outcomes), request=request, max_memory=max_memory):
+            outcomes[i].row = row
+            outcomes[i].failures = judge(entries[i], row)
+            on_done(outcomes[i])
+    except Stopped as e:
+        return outcomes, e
+    return outcomes, None
 
 
 def trace_text(row: Row, format_action: Callable[[str | None, dict], str]) -> str:
@@ -95,7 +101,8 @@ def trace_text(row: Row, format_action: Callable[[str | None, dict], str]) -> st
     return "\n".join(steps + ["", row.story])
 
 
-def junit(outcomes: list[Outcome], format_action: Callable[[str | None, dict], str]) -> str:
+def junit(outcomes: list[Outcome], format_action: Callable[[str | None, dict], str],
+          skipped_why: str = "an earlier entry failed (--fail-fast)") -> str:
     """JUnit XML: one testcase an entry; a failure carries its reasons and,
     for a counterexample, the trace."""
     suite = ET.Element("testsuite", name="modelcheck gate", tests=str(len(outcomes)),
@@ -106,7 +113,7 @@ def junit(outcomes: list[Outcome], format_action: Callable[[str | None, dict], s
         case = ET.SubElement(suite, "testcase", classname="gate", name=o.entry.cell.name,
                              time=f"{o.row.elapsed_s:.3f}" if o.row else "0")
         if o.status == "skipped":
-            ET.SubElement(case, "skipped", message="not run: an earlier entry failed (--fail-fast)")
+            ET.SubElement(case, "skipped", message=f"not run: {skipped_why}")
         elif o.status == "failed":
             failure = ET.SubElement(case, "failure", message="; ".join(o.failures))
             failure.text = "\n".join(o.failures) + ("\n\n" + trace_text(o.row, format_action) if o.row.trace else "")

@@ -20,6 +20,7 @@ import ctypes
 import os
 import signal
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
@@ -53,17 +54,18 @@ class StopRequest:
         self.signum: int | None = None
         self.polled = False
 
-    def __bool__(self) -> bool:
+    @property
+    def asked(self) -> bool:
         return self.signum is not None
 
     @contextmanager
     def polling(self) -> Iterator[None]:
         """A stretch of code that polls this request at its safe points."""
-        self.polled = True
+        was, self.polled = self.polled, True
         try:
             yield
         finally:
-            self.polled = False
+            self.polled = was
 
     def stopped(self, **counts: object) -> Stopped:
         name = signal.Signals(self.signum).name
@@ -109,3 +111,16 @@ def die_with_parent(parent: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:      # it ended before prctl took effect
         os._exit(1)
+
+
+def worker_pool(jobs: int) -> ProcessPoolExecutor:
+    """Processes that die with this one and leave Ctrl-C to it."""
+    return ProcessPoolExecutor(max_workers=jobs, initializer=die_with_parent, initargs=(os.getpid(),))
+
+
+def end_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool now: work still running is killed, not waited for, and
+    work not started is dropped."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.kill()
+    pool.shutdown(wait=True, cancel_futures=True)

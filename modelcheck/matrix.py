@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import os
 import platform
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from .config import ConfigError, read_file
 from .engine import run as run_engine
+from .engine.control import Control
+from .lifetime import Stopped, StopRequest, end_pool, worker_pool
 from .trace import described
 
 Loader = Callable[[dict[str, Any]], Any]     # config -> spec (raises ConfigError)
@@ -154,37 +156,50 @@ def read_matrix(path: str, loader: Loader) -> tuple[dict[str, Any], list[Cell]]:
     return {"title": raw.get("title", "Verdict matrix"), "intro": raw.get("intro", "")}, cells
 
 
-def run_cell(loader: Loader, cell: Cell) -> Row:
+def run_cell(loader: Loader, cell: Cell, max_memory: int | None = None, stop: StopRequest | None = None) -> Row:
+    """The cell's check as a row; a cell stopped at the memory limit is a
+    row whose verdict says so (it matches no pin). A stop signal propagates."""
     spec = loader(cell.config)
     if cell.symmetry:
         spec.enable_symmetry()
-    r = run_engine(spec)
+    try:
+        r = run_engine(spec, control=Control(stop=StopRequest() if stop is None else stop, max_memory=max_memory))
+    except Stopped as e:
+        if e.signum is not None:
+            raise
+        return Row(cell, f"stopped: {e.why}", None, None, e.distinct, e.generated, e.depth, e.elapsed_s, spec.config)
     story = "" if r.holds else spec.story(r.trace, r.invariant)
     return Row(cell, verdict_text(r.holds, r.invariant), r.invariant, None if r.holds else len(r.trace) - 1,
                r.distinct_states, r.generated_states, r.depth, r.elapsed_s, spec.config, story,
                described(spec, r.trace), r.coverage, r.goals)
 
 
-def run(loader: Loader, cells: list[Cell], jobs: int,
-        stop: Callable[[], bool] = lambda: False) -> Iterator[tuple[int, Row]]:
+def run(loader: Loader, cells: list[Cell], jobs: int, stop: Callable[[], bool] = lambda: False,
+        request: StopRequest | None = None, max_memory: int | None = None) -> Iterator[tuple[int, Row]]:
     """(index, row) as cells finish, `jobs` processes at a time (1: in this
-    process); once `stop()` is true, cells not yet finished are dropped."""
+    process), each within `max_memory`; once `stop()` is true, cells not
+    yet finished are dropped; once `request` is set (a signal), they are
+    killed and Stopped is raised. Worker processes die with this one."""
+    request = StopRequest() if request is None else request
     if jobs <= 1:
         for i, cell in enumerate(cells):
             if stop():
                 return
-            yield i, run_cell(loader, cell)
+            yield i, run_cell(loader, cell, max_memory, request)
         return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        pending = {pool.submit(run_cell, loader, cell): i for i, cell in enumerate(cells)}
+    pool = worker_pool(jobs)
+    try:
+        pending = {pool.submit(run_cell, loader, cell, max_memory): i for i, cell in enumerate(cells)}
         while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            done, _ = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            if request.asked:
+                raise request.stopped()
             for f in sorted(done, key=lambda f: pending[f]):
                 yield pending.pop(f), f.result()
             if stop():
-                for f in pending:
-                    f.cancel()
                 return
+    finally:
+        end_pool(pool)
 
 
 def machine() -> str:

@@ -109,7 +109,7 @@ class Reference:
         the level back to its start, checkpoint, and stop; at its start,
         checkpoint when one is due."""
         c = self.control
-        if not (c.stop or c.over_memory()):
+        if not (c.stop.asked or c.over_memory()):
             if not level and c.checkpoints and c.checkpoints.due():
                 self.checkpoint(frontier)
             return
@@ -122,7 +122,7 @@ class Reference:
         counts = {"distinct": len(self.store), "generated": self.generated, "depth": self.depth,
                   "elapsed_s": time.perf_counter() - self.started,
                   "checkpoint": str(c.checkpoints.dir) if c.checkpoints else None}
-        raise c.stop.stopped(**counts) if c.stop else c.out_of_memory("the reference engine's states", **counts)
+        raise c.stop.stopped(**counts) if c.stop.asked else c.out_of_memory("the reference engine's states", **counts)
 
     def checkpoint(self, frontier: list) -> None:
         fps, parents = self.store.arrays()

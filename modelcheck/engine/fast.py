@@ -169,7 +169,7 @@ class Search:
         return Candidates.concat(parts, self.kernel.words, self.kernel.key_words)
 
     def abandon(self) -> bool:
-        return bool(self.control.stop) or self.over or self.halt.is_set()
+        return self.control.stop.asked or self.over or self.halt.is_set()
 
     def _done(self, rows: int) -> None:
         self.expanded += rows
@@ -233,7 +233,7 @@ class Search:
     def safe_point(self, cur: Cursor) -> None:
         """Between segments: checkpoint when one is due, stop when asked."""
         c = self.control
-        if c.stop:
+        if c.stop.asked:
             if c.checkpoints:
                 self.checkpoint(cur)
             raise c.stop.stopped(**self.counts(cur))
@@ -292,7 +292,8 @@ class Search:
         state = {"identity": self.identity, "depth": cur.depth, "done": cur.done, "levels": len(self.links),
                  "distinct": self.distinct, "generated": self.generated, "coverage": self.coverage.tolist(),
                  "reached": self.reached.tolist(), "elapsed_s": time.perf_counter() - self.started,
-                 "workers": self.workers, "bucket_sizes": [len(b) for b in buckets], "per_row": self.per_row}
+                 "workers": self.workers, "bucket_sizes": [len(b) for b in buckets], "per_row": self.per_row,
+                 "fingerprint_bits": self.kernel.fingerprint_bits}
         empty_rows, empty_links = np.empty((0, self.kernel.words), np.uint64), np.empty(0, LINK_DTYPE)
         self.control.checkpoints.save(
             state, {"visited": buckets, "frontier": cur.frontier, "next_rows": [empty_rows, *cur.next_rows],
