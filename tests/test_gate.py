@@ -108,6 +108,18 @@ def test_fail_fast_skips_the_rest(tmp_path):
     (("states = 8302", "states = -1"), "entry 1 (kip966): states is -1; allowed: a positive integer"),
     (("budget_s = 600", "budget_s = \"soon\""), "entry 2 (legacy): budget_s is 'soon'"),
     (("[[entry]]\nname = \"kip966\"", "[[entry]]\nnme = \"kip966\""), "entry 1: needs name"),
+    (('expect = "violated: NoAckedLoss"', 'expect = "violated: NoAckedLos"'),
+     "entry 2 (legacy): expect: 'NoAckedLos' is not an invariant this config checks (ConsistentRead, "),
+    (('max_fences = 1 }', 'max_fences = 1, invariants = ["ConsistentRead", "LeaderInIsr"] }'),
+     "entry 2 (legacy): expect: 'NoAckedLoss' is not an invariant this config checks (ConsistentRead, LeaderInIsr)"),
+    (('max_fences = 1 }', 'max_fences = 1, invariants = ["NoAckedLoss", "NoAckedLoss"] }'),
+     "entry 2 (legacy): config key 'invariants': [\"NoAckedLoss\", \"NoAckedLoss\"] is not allowed (allowed: "
+     "a non-empty list of distinct invariant names of the variant)"),
+    (("budget_s = 600", "budget_s = nan"), "entry 2 (legacy): budget_s is nan; allowed: a positive number of seconds"),
+    (("budget_s = 600", "budget_s = inf"), "entry 2 (legacy): budget_s is inf; allowed: a positive number of seconds"),
+    (("budget_s = 600", "budget_s = 600\nnote = 5"), "entry 2 (legacy): note is 5; allowed: text"),
+    (('name = "kip966"', 'name = "kip\\n966"'), 'entry 1: name is "kip\\n966"; allowed: non-empty text on one line'),
+    (('name = "kip966"', 'name = " "'), 'entry 1: name is " "; allowed: non-empty text on one line'),
 ])
 def test_bad_gate_files_exit_2_with_one_line(tmp_path, change, message):
     text = GATE.replace(*change)
