@@ -167,6 +167,15 @@ def test_replay_of_a_failing_json_scenario_exits_1(tmp_path):
     assert "isr: expected {0,1,2}, got {0,1}" in r.stdout and "FAILED" in r.stdout
 
 
+def test_replay_prints_an_expected_value_as_written(tmp_path):
+    """A string in a scenario is text, not rich markup ("[/]" crashed the table)."""
+    scen = tmp_path / "s.toml"
+    scen.write_text('[config]\n[[steps]]\naction = "Produce"\nacks = "all"\nexpect = { leader_recovery = "[/]" }\n')
+    r = invoke("replay", str(scen))
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), (r.output, r.exception)
+    assert "leader_recovery: expected [/], got RECOVERED" in r.stdout and "FAILED" in r.stdout
+
+
 def test_replay_bad_scenario_exits_2(tmp_path):
     scen = tmp_path / "s.toml"
     scen.write_text('[config]\nbrokers = 2\n[[steps]]\naction = "Teleport"\n')
