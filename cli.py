@@ -303,11 +303,12 @@ def state_keys(info: dict[str, Any]) -> str:
 def replay(scenario: str, as_json: bool) -> None:
     """Replay a scenario file step by step against the spec.
 
-    A scenario (TOML, or JSON of the same shape) has a [config] table and
-    [[steps]]; each step has `action`, its arguments (an argument may be
-    left out when only one instance is enabled), optionally `expect = {var
-    = value, ...}` (state after the step; sets as sorted lists) and
-    `violates = [INVARIANT, ...]` (invariants the step breaks; default none).
+    A scenario (TOML, or JSON of the same shape) has a [config] table
+    (required; empty: the default config) and [[steps]]; each step has
+    `action`, its arguments (an argument may be left out when only one
+    instance is enabled), optionally `expect = {var = value, ...}` (state
+    after the step; sets as sorted lists) and `violates = [INVARIANT, ...]`
+    (invariants the step breaks; default none).
 
     Exit status: 0 every step was enabled and met its expectations, 1
     otherwise, 2 bad input.
