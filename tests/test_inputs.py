@@ -125,15 +125,12 @@ def test_a_directory_or_a_missing_file_is_refused_with_one_line(tmp_path, comman
 DEEP = 100_000
 
 
-@pytest.mark.parametrize("command", FILES)
-@pytest.mark.parametrize("suffix", [".toml", ".json"])
+@pytest.mark.parametrize("command, suffix", [(c, s) for c in FILES for s in (".toml", ".json")
+                                             if (c, s) != ("trace show", ".toml")])    # a trace is JSON
 def test_deeply_nested_input_is_refused_with_one_line(tmp_path, command, suffix):
-    name = Path(FILES[command][0]).with_suffix(suffix).name
-    path = tmp_path / name
+    path = tmp_path / Path(FILES[command][0]).with_suffix(suffix).name
     nested = "[" * DEEP + "]" * DEEP
     path.write_text(f"a = {nested}\n" if suffix == ".toml" else f'{{"a": {nested}}}')
-    if command == "trace show" and suffix == ".toml":
-        return      # a trace is JSON whatever its name
     refused(invoke(*command.split(), str(path)), f"error: {path}: nested too deeply")
 
 
@@ -158,7 +155,8 @@ def test_duplicate_json_keys_are_refused_naming_the_key(tmp_path, command, text,
 
 def test_a_duplicate_key_in_a_trace_is_refused(tmp_path):
     dup = tmp_path / "dup.json"
-    dup.write_text(json.dumps(TRACE).replace('"invariant": "NoAckedLoss"', '"invariant": "NoAckedLoss", "invariant": null'))
+    dup.write_text(json.dumps(TRACE).replace('"invariant": "NoAckedLoss"',
+                                             '"invariant": "NoAckedLoss", "invariant": null'))
     refused(invoke("trace", "show", str(dup)), f"error: {dup}: duplicate key 'invariant'")
 
 
