@@ -35,9 +35,9 @@ from modelcheck.html_trace import render as render_html
 from modelcheck.itf import to_itf
 from modelcheck.output import check_dir, check_file, make_dir, write_text, writing
 from modelcheck.replay import parse_steps, replay as run_replay, split_scenario
-from modelcheck.result import CheckResult, never_fired
+from modelcheck.result import CheckResult, never_fired, parse_expectation
 from modelcheck.trace import described
-from modelcheck.tracefile import TraceFile, read as read_trace, replay as replay_trace
+from modelcheck.tracefile import TraceFile, open_trace as read_and_replay
 from modelcheck.viewer import (diff_table, format_action, replay_table, stderr_console, step_table,
                                stdout_console, trace_table)
 from specs import kafka_elr
@@ -60,9 +60,9 @@ def load_check_config(path: str | None, overrides: tuple[str, ...]) -> tuple[dic
         given = read_file(path)
         exp = given.pop("expected", None)
         if exp is not None:
-            if not isinstance(exp, dict) or set(exp) != {"verdict"} or not isinstance(exp["verdict"], str):
+            if not isinstance(exp, dict) or set(exp) != {"verdict"}:
                 raise ConfigError(f"{path}: [expected] must hold only verdict = \"holds\" or \"violated: NAME\"")
-            expected = exp["verdict"]
+            expected = exp["verdict"]       # checked against the spec's invariants once it is loaded
     for item in overrides:
         key, value = parse_override(item)
         given[key] = value
@@ -236,6 +236,8 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
                                                                 engine, symmetry, fingerprint_bits)
             control.checkpoints, control.resume = Checkpoints(resume_dir, checkpoint_every), True
         spec = kafka_elr.load(given)
+        if expected is not None:
+            expected = parse_expectation(expected, spec, str(config), "[expected] verdict")
         if symmetry:
             spec.enable_symmetry()
         if checkpoint_dir:
@@ -410,11 +412,12 @@ def state_keys(info: dict[str, Any]) -> str:
 def replay(scenario: str, as_json: bool) -> None:
     """Replay a scenario file step by step against the spec.
 
-    A scenario (TOML, or JSON of the same shape) has a [config] table and
-    [[steps]]; each step has `action`, its arguments (an argument may be
-    left out when only one instance is enabled), optionally `expect = {var
-    = value, ...}` (state after the step; sets as sorted lists) and
-    `violates = [INVARIANT, ...]` (invariants the step breaks; default none).
+    A scenario (TOML, or JSON of the same shape) has a [config] table
+    (required; empty: the default config) and [[steps]]; each step has
+    `action`, its arguments (an argument may be left out when only one
+    instance is enabled), optionally `expect = {var = value, ...}` (state
+    after the step; sets as sorted lists) and `violates = [INVARIANT, ...]`
+    (invariants the step breaks; default none).
 
     Exit status: 0 every step was enabled and met its expectations, 1
     otherwise, 2 bad input.
@@ -685,9 +688,7 @@ def open_trace(path: str) -> tuple[Any, TraceFile, list[Any]]:
     """A trace file (JSON or ITF), the spec of its config, and its steps
     replayed into spec states; bad input exits 2."""
     try:
-        tf = read_trace(path)
-        spec = kafka_elr.load({k: v for k, v in tf.config.items() if v is not None})  # null: the default
-        return spec, tf, replay_trace(spec, tf, path)
+        return read_and_replay(path, kafka_elr.load)
     except ConfigError as e:
         fail(str(e))
 
@@ -707,7 +708,7 @@ def trace_show(path: str, step_no: str | None, diff: bool) -> None:
     broker's lane (role, faults, log coloured by epoch); changed cells
     marked `*`; the violated invariant explained at the end."""
     spec, tf, steps = open_trace(path)
-    if step_no is not None and not (step_no.isdigit() and int(step_no) < len(steps)):
+    if step_no is not None and not (re.fullmatch("[0-9]{1,9}", step_no) and int(step_no) < len(steps)):
         fail(f"--step {step_no!r}: expected a step number from 0 to {len(steps) - 1}")
     out = stdout_console()
     if step_no is not None:

@@ -8,6 +8,7 @@ that the CLI can print it and exit 2 without writing anything else.
 from __future__ import annotations
 
 import json
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,23 +47,110 @@ def subset_of(*choices: str, nonempty: bool = True) -> Callable[[Any], bool]:
                       and len(set(v)) == len(v) and (bool(v) or not nonempty))
 
 
-def read_file(path: str | Path) -> dict[str, Any]:
-    """A TOML or JSON file as a dict (JSON when the name ends in .json)."""
+MAX_DEPTH = 64     # arrays and tables within each other; modelcheck's own files need under 10
+
+
+class Malformed(ConfigError):
+    """The text is not TOML or JSON at all (a reader may say what it expected instead)."""
+
+
+def read_text(path: str | Path) -> str:
+    """A file's text; what keeps it from being read is one line."""
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{path}: no such file")
+    if p.is_dir():
+        raise ConfigError(f"{path}: is a directory, not a file")
     try:
-        text = p.read_text(encoding="utf-8")
-        if p.suffix.lower() == ".json":
-            data = json.loads(text)
-            if not isinstance(data, dict):
-                raise ConfigError(f"{path}: a JSON object is required at the top level")
-            return data
-        return tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
-        raise ConfigError(f"{path}: malformed {'JSON' if p.suffix.lower() == '.json' else 'TOML'}: {e}") from None
+        return p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except PermissionError:
+        raise ConfigError(f"{path}: cannot read it (permission denied)") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read it ({e.strerror or e})") from None
+
+
+def parse_text(text: str, where: str, fmt: str) -> Any:
+    """TOML or JSON (`fmt`) as plain data (check_plain), JSON's duplicate
+    keys and NaN/Infinity refused as TOML refuses them."""
+    data = _loads(text, where, fmt)
+    check_plain(data, where)
+    return data
+
+
+def _loads(text: str, where: str, fmt: str) -> Any:
+    def distinct_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in obj:
+                raise ConfigError(f"{where}: duplicate key {key!r} in a JSON object")
+            obj[key] = value
+        return obj
+
+    def no_constant(name: str) -> Any:
+        raise ConfigError(f"{where}: malformed JSON: {name} is not a JSON number")
+
+    try:
+        if fmt == "toml":
+            return tomllib.loads(text)
+        return json.loads(text, object_pairs_hook=distinct_keys, parse_constant=no_constant)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
+        raise Malformed(f"{where}: malformed {fmt.upper()}: {e}") from None
+    except RecursionError:      # the parsers recurse a level a nested array or table
+        raise ConfigError(f"{where}: nested too deeply (at most {MAX_DEPTH} levels of arrays and tables)") from None
+    except ConfigError:
+        raise
+    except ValueError as e:     # an integer literal past Python's digit limit
+        if "integer string conversion" not in str(e):
+            raise
+        raise ConfigError(f"{where}: a number has more than {sys.get_int_max_str_digits()} digits") from None
+
+
+def check_plain(data: Any, where: str) -> None:
+    """Refuse what no modelcheck file holds, wherever it is, so the code
+    reading a file's values meets only JSON's kinds: nesting deeper than
+    MAX_DEPTH (readers recurse), TOML dates and times, strings that are not
+    text (an unpaired surrogate, which JSON escapes allow)."""
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        value, at, depth = stack.pop()
+        place = f"{where}: {at}: " if at else f"{where}: "
+        if depth > MAX_DEPTH:
+            raise ConfigError(f"{where}: nested more than {MAX_DEPTH} levels deep")
+        if isinstance(value, dict):
+            for key, item in value.items():
+                stack.append((key, at, depth + 1))
+                name = key if key.isidentifier() else json.dumps(key)
+                stack.append((item, f"{at}.{name}" if at else name, depth + 1))
+        elif isinstance(value, list):
+            stack += [(item, f"{at}[{i}]", depth + 1) for i, item in enumerate(value)]
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ConfigError(f"{place}a string with an unpaired surrogate ({shown(value)}) is not text") from None
+        elif not (value is None or isinstance(value, (bool, int, float))):
+            raise ConfigError(f"{place}a date or time ({value}) is not a value modelcheck reads "
+                              "(strings, numbers, booleans, arrays and tables)")
+
+
+def read_file(path: str | Path, fmt: str | None = None) -> dict[str, Any]:
+    """A TOML or JSON file (JSON when the name ends in .json) as a dict of plain data."""
+    fmt = fmt or ("json" if Path(path).suffix.lower() == ".json" else "toml")
+    data = parse_text(read_text(path), str(path), fmt)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a JSON object is required at the top level")
+    return data
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """A value as JSON on one line, cut to about `limit` characters, for messages."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -70,12 +158,15 @@ def parse_override(text: str) -> tuple[str, Any]:
     (so `variant=legacy` and `acks=["all"]` both work)."""
     key, sep, raw = text.partition("=")
     key = key.strip()
+    where = f"--set {text if len(text) <= 60 else text[:57] + '...'!r}"
     if not sep or not key:
-        raise ConfigError(f"--set {text!r}: expected KEY=VALUE")
+        raise ConfigError(f"{where}: expected KEY=VALUE")
     try:
-        return key, tomllib.loads(f"v = {raw.strip()}")["v"]
-    except tomllib.TOMLDecodeError:
+        value = _loads(f"v = {raw.strip()}", where, "toml")["v"]
+    except Malformed:
         return key, raw.strip()
+    check_plain(value, where)
+    return key, value
 
 
 def resolve(schema: list[Key], given: dict[str, Any]) -> dict[str, Any]:
@@ -89,7 +180,7 @@ def resolve(schema: list[Key], given: dict[str, Any]) -> dict[str, Any]:
     for name, value in given.items():
         key = keys[name]
         if not key.check(value):
-            raise ConfigError(f"config key {name!r}: {json.dumps(value)} is not allowed "
+            raise ConfigError(f"config key {name!r}: {shown(value)} is not allowed "
                               f"(allowed: {key.allowed})")
         config[name] = value
     return config

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import tomllib
 import xml.etree.ElementTree as ET
@@ -56,7 +57,8 @@ def read_gate(path: str, loader: Loader) -> list[Entry]:
         states, budget = e.get("states"), e.get("budget_s")
         if states is not None and (not isinstance(states, int) or isinstance(states, bool) or states < 1):
             raise ConfigError(f"{e['where']}: states is {states!r}; allowed: a positive integer")
-        if budget is not None and (not isinstance(budget, (int, float)) or isinstance(budget, bool) or budget <= 0):
+        if budget is not None and (not isinstance(budget, (int, float)) or isinstance(budget, bool)
+                                   or not 0 < budget < math.inf):     # nan fails both
             raise ConfigError(f"{e['where']}: budget_s is {budget!r}; allowed: a positive number of seconds")
         entries.append(Entry(Cell(e["name"], e["config"], e["expect"], note=e.get("note", ""),
                                   symmetry=e.get("symmetry", False), exercises=tuple(e.get("exercises", [])),

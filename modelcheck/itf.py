@@ -16,8 +16,11 @@ is the same list of steps.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
+
+from .config import shown
 
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 
@@ -70,6 +73,19 @@ def Option(t: Type) -> Type:
     return Type("Option", (t,))
 
 
+def conforms(value: Any, t: Type) -> bool:
+    """Whether a described (JSON) value is of type `t`."""
+    if t.kind == "Option":
+        return value is None or conforms(value, t.args[0])
+    if t.kind in ("Int", "Str", "Bool"):
+        return type(value) is {"Int": int, "Str": str, "Bool": bool}[t.kind]
+    if not isinstance(value, list):
+        return False
+    if t.kind == "Tup":
+        return len(value) == len(t.args) and all(conforms(v, s) for v, s in zip(value, t.args))
+    return all(conforms(v, t.args[0]) for v in value)     # Set, Seq, Fun
+
+
 def encode(value: Any, t: Type | None = None) -> Any:
     """A described (JSON) value as an ITF expression of type `t` (None: by
     its JSON shape, lists as sequences)."""
@@ -94,20 +110,39 @@ def encode(value: Any, t: Type | None = None) -> Any:
     raise ValueError(f"no ITF form for {value!r} (declare its type in the spec's itf_types)")
 
 
+class ItfError(ValueError):
+    """A document that is not well-formed ITF (the message says where)."""
+
+
+BIGINT = re.compile(r"-?[0-9]+")
+
+
 def decode(x: Any) -> Any:
     """An ITF expression as the JSON value `encode` takes: sets as sorted
-    lists, tuples as lists, maps over 0..n-1 as lists, None(UNIT) as null."""
+    lists, tuples as lists, maps over 0..n-1 as lists, None(UNIT) as null.
+    ItfError if a form is malformed."""
     if isinstance(x, list):
         return [decode(v) for v in x]
     if not isinstance(x, dict):
         return x
     if "#bigint" in x:
-        return int(x["#bigint"])
+        digits = x["#bigint"]
+        try:
+            if isinstance(digits, str) and BIGINT.fullmatch(digits):
+                return int(digits)
+        except ValueError:      # past Python's digit limit
+            pass
+        raise ItfError(f"#bigint {shown(digits)} is not a decimal integer")
+    for form in ("#set", "#tup", "#map"):
+        if form in x and not isinstance(x[form], list):
+            raise ItfError(f"{form} {shown(x[form])} is not a list")
     if "#set" in x:
         return sorted((decode(v) for v in x["#set"]), key=_order)
     if "#tup" in x:
         return [decode(v) for v in x["#tup"]]
     if "#map" in x:
+        if not all(isinstance(p, list) and len(p) == 2 for p in x["#map"]):
+            raise ItfError(f"#map {shown(x['#map'])} is not a list of [key, value] pairs")
         pairs = sorted(((decode(k), decode(v)) for k, v in x["#map"]), key=lambda p: _order(p[0]))
         if [k for k, _ in pairs] == list(range(len(pairs))):
             return [v for _, v in pairs]
@@ -139,16 +174,32 @@ def to_itf(config: dict[str, Any], invariant: str | None, steps: list[dict[str, 
 
 
 def is_itf(data: Any) -> bool:
-    return isinstance(data, dict) and isinstance(data.get("vars"), list) and isinstance(data.get("states"), list)
+    """Whether `data` means to be an ITF trace (from_itf then says what is wrong with it)."""
+    return isinstance(data, dict) and ("states" in data or "vars" in data)
 
 
 def from_itf(data: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None, list[dict[str, Any]]]:
     """(config, invariant, steps) of an ITF trace; config is None when the
-    trace was not written by modelcheck (no `#meta.config`)."""
-    meta = data.get("#meta") or {}
+    trace was not written by modelcheck (no `#meta.config`). ItfError for a
+    malformed document."""
+    meta = _meta(data, "")
+    names, states = data.get("vars"), data.get("states")
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ItfError(f"vars is {shown(names) if 'vars' in data else 'missing'}, not a list of variable names")
+    if not isinstance(states, list):
+        raise ItfError(f"states is {shown(states) if 'states' in data else 'missing'}, not a list")
     steps = []
-    for s in data["states"]:
-        m = s.get("#meta") or {}
+    for i, s in enumerate(states):
+        if not isinstance(s, dict):
+            raise ItfError(f"state {i} is {shown(s)}, not an object")
+        m = _meta(s, f"state {i}: ")
         steps.append({"action": m.get("action"), "args": m.get("args") or {},
-                      "state": {n: decode(s[n]) for n in data["vars"] if n in s}})
+                      "state": {n: decode(s[n]) for n in names if n in s}})
     return meta.get("config"), meta.get("invariant"), steps
+
+
+def _meta(obj: dict[str, Any], where: str) -> dict[str, Any]:
+    meta = obj.get("#meta") or {}
+    if not isinstance(meta, dict):
+        raise ItfError(f"{where}#meta is {shown(meta)}, not an object")
+    return meta

@@ -19,14 +19,16 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from .config import ConfigError, read_file
+from .config import ConfigError, read_file, shown
 from .engine import run as run_engine
 from .engine.control import Control
 from .lifetime import Stopped, StopRequest, end_pool, worker_pool
+from .result import parse_expectation
 from .trace import described
 
 Loader = Callable[[dict[str, Any]], Any]     # config -> spec (raises ConfigError)
 CELL_KEYS = {"name", "config", "expect", "claim", "note", "symmetry", "exercises", "goals"}
+TEXT_KEYS = {"title", "intro", "claim", "note"}
 
 
 @dataclass(frozen=True)
@@ -87,12 +89,6 @@ def verdict_text(holds: bool, invariant: str | None) -> str:
     return "holds" if holds else f"violated: {invariant}"
 
 
-def check_expectation(text: Any, where: str) -> str:
-    if not isinstance(text, str) or not (text == "holds" or text.startswith("violated: ")):
-        raise ConfigError(f"{where}: expect is {text!r}; allowed: \"holds\" or \"violated: INVARIANT\"")
-    return text
-
-
 def read_entries(path: str, loader: Loader, table: str, keys: set[str],
                  top_keys: set[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The top-level keys and the `[[table]]` entries of a matrix or gate
@@ -103,6 +99,7 @@ def read_entries(path: str, loader: Loader, table: str, keys: set[str],
     if unknown:
         raise ConfigError(f"{path}: unknown key {unknown[0]!r} "
                           f"(allowed: {', '.join(sorted(top_keys | {'defaults', table}))})")
+    check_text(raw, TEXT_KEYS, path)
     defaults = raw.get("defaults", {})
     entries = raw.get(table, [])
     if not isinstance(defaults, dict) or not isinstance(entries, list) or not entries:
@@ -110,9 +107,13 @@ def read_entries(path: str, loader: Loader, table: str, keys: set[str],
     out, names = [], set()
     for i, c in enumerate(entries, 1):
         where = f"{path}: {table} {i}"
-        if not isinstance(c, dict) or not isinstance(c.get("name"), str) or not isinstance(c.get("config", {}), dict):
+        if not isinstance(c, dict) or "name" not in c or not isinstance(c.get("config", {}), dict):
             raise ConfigError(f"{where}: needs name = \"...\" and config = {{...}}")
-        where = f"{where} ({c['name']})"
+        name = c["name"]
+        if not isinstance(name, str) or not name.strip() or not name.isprintable():
+            raise ConfigError(f"{where}: name is {shown(name)}; allowed: non-empty text on one line")
+        where = f"{where} ({name})"
+        check_text(c, TEXT_KEYS, where)
         bad = sorted(set(c) - keys)
         if bad:
             raise ConfigError(f"{where}: unknown key {bad[0]!r} (allowed: {', '.join(sorted(keys))})")
@@ -129,10 +130,17 @@ def read_entries(path: str, loader: Loader, table: str, keys: set[str],
         except ConfigError as e:
             raise ConfigError(f"{where}: {e}") from None
         if "expect" in c:
-            check_expectation(c["expect"], where)
+            parse_expectation(c["expect"], spec, where)
         check_pins(c, spec, where)
         out.append({**c, "config": config, "where": where})
     return raw, out
+
+
+def check_text(table: dict[str, Any], keys: set[str], where: str) -> None:
+    """The free-text keys (title, intro, claim, note) of a table hold strings."""
+    for key in sorted(keys & set(table)):
+        if not isinstance(table[key], str):
+            raise ConfigError(f"{where}: {key} is {shown(table[key])}; allowed: text")
 
 
 def check_pins(entry: dict[str, Any], spec: Any, where: str) -> None:

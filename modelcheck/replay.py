@@ -11,9 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config import ConfigError
+from .config import ConfigError, shown
+from .itf import conforms
+from .result import checked_invariant
 from .spec import Spec
-from .trace import apply_step
+from .trace import apply_step, check_step
 
 STEP_KEYS = ("action", "expect", "violates")
 
@@ -43,41 +45,73 @@ class StepReport:
 
 
 def split_scenario(data: dict[str, Any], where: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The `[config]` table and the `[[steps]]` array of a scenario file."""
+    """The `[config]` table and the `[[steps]]` array of a scenario file.
+    `[config]` is required (empty: the defaults), so a scenario never
+    replays a config it does not name."""
     unknown = sorted(set(data) - {"config", "steps", "description"})
     if unknown:
         raise ConfigError(f"{where}: unknown top-level key {unknown[0]!r} (allowed: config, steps, description)")
-    config, steps = data.get("config", {}), data.get("steps")
+    if "config" not in data:
+        raise ConfigError(f"{where}: needs a [config] table (empty: the default config)")
+    config, steps = data["config"], data.get("steps")
     if not isinstance(config, dict):
         raise ConfigError(f"{where}: 'config' must be a table")
+    if not isinstance(data.get("description", ""), str):
+        raise ConfigError(f"{where}: 'description' must be a string")
     if not isinstance(steps, list) or not steps or not all(isinstance(s, dict) for s in steps):
         raise ConfigError(f"{where}: 'steps' must be a non-empty array of tables ([[steps]])")
     return config, steps
 
 
 def parse_steps(spec: Spec, raw: list[dict[str, Any]], where: str) -> list[ScenarioStep]:
-    """Check every step against the spec before anything runs."""
-    variables = set(spec.describe(spec.init_states()[0]))
+    """Check every step against the spec before anything runs: a step that
+    no state of this config could take or meet is bad input, not a failed
+    step."""
+    initial = spec.describe(spec.init_states()[0])
     steps = []
     for i, r in enumerate(raw, 1):
-        name = r.get("action")
-        if name not in spec.actions:
-            raise ConfigError(f"{where}: step {i}: action {name!r} does not exist "
-                              f"(allowed: {', '.join(spec.actions)})")
+        at = f"{where}: step {i}"
+        if "action" not in r:
+            raise ConfigError(f"{at}: needs action = \"NAME\"")
+        name = r["action"]
+        args = {k: v for k, v in r.items() if k not in STEP_KEYS}
+        check_step(spec, name, args, at)
         expect = r.get("expect", {})
         if not isinstance(expect, dict):
-            raise ConfigError(f"{where}: step {i}: 'expect' must be a table of state variables")
-        bad = sorted(set(expect) - variables)
-        if bad:
-            raise ConfigError(f"{where}: step {i}: {bad[0]!r} is not a state variable "
-                              f"(allowed: {', '.join(sorted(variables))})")
+            raise ConfigError(f"{at}: 'expect' must be a table of state variables")
+        for var, value in expect.items():
+            if var not in initial:
+                raise ConfigError(f"{at}: {var!r} is not a state variable (allowed: {', '.join(sorted(initial))})")
+            wanted = mismatch(spec, var, value, initial[var])
+            if wanted:
+                raise ConfigError(f"{at}: expect {var} = {shown(value)} is not a value of {var} ({wanted})")
         violates = r.get("violates", [])
-        if not isinstance(violates, list) or any(v not in spec.invariants for v in violates):
-            raise ConfigError(f"{where}: step {i}: 'violates' must list invariants of the spec "
-                              f"(allowed: {', '.join(spec.invariants)})")
-        args = {k: v for k, v in r.items() if k not in STEP_KEYS}
+        if not isinstance(violates, list):
+            raise ConfigError(f"{at}: 'violates' must be a list of invariants")
+        for k, invariant in enumerate(violates):
+            checked_invariant(spec, invariant, f"{at}: violates")
+            if invariant in violates[:k]:
+                raise ConfigError(f"{at}: violates: {invariant!r} is listed twice")
         steps.append(ScenarioStep(name, args, expect, violates))
     return steps
+
+
+def mismatch(spec: Spec, var: str, value: Any, initial: Any) -> str | None:
+    """What an expected `value` of variable `var` should be if it cannot be
+    one: the variable's ITF type, or without one the JSON kind of its
+    initial value (null, an optional value, matches any)."""
+    declared = spec.itf_types.get(var)
+    if declared is not None:
+        return None if conforms(value, declared) else str(declared)
+    return None if None in (value, initial) or kind(value) == kind(initial) else kind(initial)
+
+
+def kind(value: Any) -> str:
+    for t, name in ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"),
+                    (list, "an array"), (dict, "a table")):
+        if isinstance(value, t):
+            return name
+    return "null"
 
 
 def replay(spec: Spec, steps: list[ScenarioStep]) -> tuple[dict[str, Any], list[StepReport]]:

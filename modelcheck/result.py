@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .config import ConfigError
+
 
 @dataclass(frozen=True)
 class Step:
@@ -49,3 +51,23 @@ def collision_probability(distinct: int, generated: int, bits: int = 64) -> floa
     """TLC's optimistic estimate that fingerprints of `bits` merged two
     states: distinct * (generated - distinct) / 2^bits."""
     return distinct * max(0, generated - distinct) / 2.0 ** bits
+
+
+def checked_invariant(spec: Any, name: Any, where: str) -> str:
+    """`name` if the spec checks that invariant in this config: a pin or an
+    expected violation of any other could never come out."""
+    checked = spec.checked_invariants()
+    if not isinstance(name, str) or name not in checked:
+        raise ConfigError(f"{where}: {name!r} is not an invariant this config checks ({', '.join(checked)})")
+    return name
+
+
+def parse_expectation(value: Any, spec: Any, where: str, key: str = "expect") -> str:
+    """A pinned verdict (a gate entry's or matrix cell's `expect`, a
+    config's `[expected] verdict`): "holds" or "violated: NAME", NAME an
+    invariant the spec checks."""
+    if not isinstance(value, str) or not (value == "holds" or value.startswith("violated: ")):
+        raise ConfigError(f"{where}: {key} is {value!r}; allowed: \"holds\" or \"violated: INVARIANT\"")
+    if value != "holds":
+        checked_invariant(spec, value.removeprefix("violated: "), f"{where}: {key}")
+    return value

@@ -260,6 +260,12 @@ class Spec:
         """The values each argument of action `name` ranges over here."""
         return [list(p.domain(self)) for p in self.params[name].values()]
 
+    def argument_values(self, name: str, arg: str) -> list[Any]:
+        """The values argument `arg` of action `name` takes here, as traces
+        and scenarios name them."""
+        p = self.params[name][arg]
+        return [v if p.show is None else p.show(v) for v in p.domain(self) if v != p.absent]
+
     def arguments(self, name: str, values: Sequence[int]) -> Args:
         """An instance's arguments as traces and scenarios name them."""
         params = self.params[name]

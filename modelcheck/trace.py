@@ -12,8 +12,10 @@ verdict.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from .config import ConfigError, shown
 from .fingerprint import fingerprint
 from .result import Step
 from .spec import Spec
@@ -48,6 +50,32 @@ def described(spec: Spec, steps: list[Step]) -> list[dict[str, Any]]:
     """A trace as JSON: each step's action, arguments and named variables
     (the form `check --json` prints and `--trace-out` writes)."""
     return [{"action": s.action, "args": s.args, "state": spec.describe(s.state)} for s in steps]
+
+
+def check_step(spec: Spec, action: Any, args: dict[str, Any], where: str) -> None:
+    """ConfigError unless `action` is an action of the spec and every
+    argument one of its own with a value it takes in this config (of the
+    same JSON type: true is not 1), so a misspelt step is bad input, never
+    "not enabled"."""
+    if not isinstance(action, str) or action not in spec.actions:
+        raise ConfigError(f"{where}: action {action!r} does not exist (allowed: {', '.join(spec.actions)})")
+    params = spec.params[action]
+    for arg, value in args.items():
+        if arg not in params:
+            raise ConfigError(f"{where}: {action} has no argument {arg!r} "
+                              f"(its arguments: {', '.join(params) or 'none'})")
+        allowed = spec.argument_values(action, arg)
+        if not any(same(value, a) for a in allowed):
+            listed = ", ".join(json.dumps(a) for a in allowed[:8]) + (", ..." if len(allowed) > 8 else "")
+            raise ConfigError(f"{where}: {action}: {arg} = {shown(value)} is not a value it takes here "
+                              f"(allowed: {listed or 'none in this config'})")
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal JSON values of the same types (1 is neither true nor 1.0)."""
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
 
 
 def apply_step(spec: Spec, state: Any, action: str, args: dict[str, Any]) -> list[tuple[dict, Any]]:

@@ -8,16 +8,14 @@ a view never shows a trace the spec cannot produce.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from .config import ConfigError
-from .itf import from_itf, is_itf
-from .result import Step
+from .config import ConfigError, Malformed, parse_text, read_text
+from .itf import ItfError, from_itf, is_itf
+from .result import Step, checked_invariant
 from .spec import Spec
-from .trace import TraceError, apply_step, validate
+from .trace import TraceError, apply_step, check_step, validate
 
 NOT_A_TRACE = "not a trace (expected the JSON of check --trace-out or an ITF trace written by trace export)"
 
@@ -34,15 +32,17 @@ class TraceFile:
 
 
 def read(path: str) -> TraceFile:
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{path}: no such file")
+    """A trace file's config, invariant and steps, their shapes checked
+    (what they mean is checked by `replay`)."""
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        data = parse_text(read_text(path), path, "json")
+    except Malformed:
         raise ConfigError(f"{path}: {NOT_A_TRACE}: not JSON") from None
     if is_itf(data):
-        config, invariant, steps = from_itf(data)
+        try:
+            config, invariant, steps = from_itf(data)
+        except ItfError as e:
+            raise ConfigError(f"{path}: malformed ITF: {e}") from None
         if config is None:
             raise ConfigError(f"{path}: an ITF trace without modelcheck's #meta.config cannot be replayed")
     elif isinstance(data, dict) and {"config", "invariant", "trace"} <= set(data):
@@ -58,6 +58,17 @@ def read(path: str) -> TraceFile:
     return TraceFile(config, invariant, steps)
 
 
+def open_trace(path: str, load: Callable[[dict[str, Any]], Spec]) -> tuple[Spec, TraceFile, list[Step]]:
+    """A trace file, the spec of its config (`load`; a null value: the
+    key's default) and its steps replayed into spec states."""
+    tf = read(path)
+    try:
+        spec = load({k: v for k, v in tf.config.items() if v is not None})
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    return spec, tf, replay(spec, tf, path)
+
+
 def replay(spec: Spec, tf: TraceFile, where: str) -> list[Step]:
     """The trace as spec states; ConfigError naming the first step that the
     spec cannot take, or if the last state does not violate the invariant."""
@@ -67,8 +78,7 @@ def replay(spec: Spec, tf: TraceFile, where: str) -> list[Step]:
         raise ConfigError(f"{where}: step 0 is not an initial state of the trace's config")
     steps = [Step(None, {}, state)]
     for i, s in enumerate(tf.steps[1:], 1):
-        if s["action"] not in spec.actions:
-            raise ConfigError(f"{where}: step {i}: no action {s['action']!r} in the spec")
+        check_step(spec, s["action"], s["args"], f"{where}: step {i}")
         state = next((t for a, t in apply_step(spec, state, s["action"], s["args"])
                       if a == s["args"] and spec.describe(t) == s["state"]), None)
         if state is None:
@@ -76,8 +86,7 @@ def replay(spec: Spec, tf: TraceFile, where: str) -> list[Step]:
                               f"under the trace's config")
         steps.append(Step(s["action"], s["args"], state))
     if tf.invariant is not None:
-        if tf.invariant not in spec.invariants:
-            raise ConfigError(f"{where}: {tf.invariant!r} is not an invariant of the spec")
+        checked_invariant(spec, tf.invariant, f"{where}: invariant")
         try:
             validate(spec, steps, tf.invariant)
         except TraceError as e:

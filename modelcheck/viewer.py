@@ -133,9 +133,10 @@ def replay_table(spec: Spec, reports: list[StepReport]) -> Table:
                                for k, e, a in r.mismatches)
         else:
             expect = f"{len(r.step.expect)} met" if r.step.expect else "-"
-        table.add_row(str(r.index), format_action(r.step.action, r.step.args), "yes" if r.enabled else "NO",
-                      expect, ", ".join(r.violated) or "-", Text("ok" if r.ok else "FAIL",
-                                                                   style="green" if r.ok else "bold red"))
+        # Text, not markup: expected values are the scenario's own strings
+        table.add_row(str(r.index), Text(format_action(r.step.action, r.step.args)), "yes" if r.enabled else "NO",
+                      Text(expect), ", ".join(r.violated) or "-", Text("ok" if r.ok else "FAIL",
+                                                                         style="green" if r.ok else "bold red"))
     return table
 
 

@@ -105,6 +105,8 @@ def test_check_reads_a_config_file_with_its_expected_verdict(tmp_path):
     (["missing.toml"], "error: missing.toml: no such file"),
     (["--set", "max_records=8"],
      "error: config key 'max_records': 8 is not allowed (allowed: an integer from 0 to 7)"),
+    (["--set", 'invariants=["TypeOK", "TypeOK"]'], "error: config key 'invariants': [\"TypeOK\", \"TypeOK\"] is not "
+     "allowed (allowed: a non-empty list of distinct invariant names of the variant)"),
     (["--engine", "bfs", "--fingerprint-bits", "128"],
      "error: --fingerprint-bits applies to the compiled engines (fast, spark); the reference engine keeps 64-bit"),
 ])
@@ -114,6 +116,23 @@ def test_bad_input_exits_2_with_one_line(args, message):
     assert r.stdout == ""
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(message), r.stderr
+
+
+@pytest.mark.parametrize("config, message", [
+    ('variant = "legacy"\n[expected]\nverdict = "violated: NoAckedLos"\n',
+     "[expected] verdict: 'NoAckedLos' is not an invariant this config checks (ConsistentRead, "),
+    ('variant = "legacy"\ninvariants = ["ConsistentRead"]\n[expected]\nverdict = "violated: NoAckedLoss"\n',
+     "[expected] verdict: 'NoAckedLoss' is not an invariant this config checks (ConsistentRead)"),
+    ('[expected]\nverdict = "violated"\n',
+     "[expected] verdict is 'violated'; allowed: \"holds\" or \"violated: INVARIANT\""),
+])
+def test_an_expected_verdict_that_can_never_come_out_exits_2(tmp_path, config, message):
+    """Refused before the check runs, not reported as DIFFERS after it."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(config)
+    r = invoke("check", str(cfg))
+    assert r.exit_code == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1, r.output
+    assert r.stderr.startswith(f"error: {cfg}: {message}"), r.stderr
 
 
 def test_malformed_toml_exits_2(tmp_path):
@@ -146,6 +165,15 @@ def test_replay_of_a_failing_json_scenario_exits_1(tmp_path):
     r = invoke("replay", str(scen))
     assert r.exit_code == 1
     assert "isr: expected {0,1,2}, got {0,1}" in r.stdout and "FAILED" in r.stdout
+
+
+def test_replay_prints_an_expected_value_as_written(tmp_path):
+    """A string in a scenario is text, not rich markup ("[/]" crashed the table)."""
+    scen = tmp_path / "s.toml"
+    scen.write_text('[config]\n[[steps]]\naction = "Produce"\nacks = "all"\nexpect = { leader_recovery = "[/]" }\n')
+    r = invoke("replay", str(scen))
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), (r.output, r.exception)
+    assert "leader_recovery: expected [/], got RECOVERED" in r.stdout and "FAILED" in r.stdout
 
 
 def test_replay_bad_scenario_exits_2(tmp_path):

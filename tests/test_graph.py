@@ -10,10 +10,15 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main
+from modelcheck.engine.bfs import check
 from modelcheck.viewer import format_action
+from specs.kafka_elr import load
 
 TINY = ["--set", "brokers=2", "--set", "max_records=1", "--set", "max_fences=0"]   # 635 states, holds
 TINY_LEGACY = [*TINY, "--set", "variant=legacy"]                                     # NoAckedLoss in 6 steps
+# every state TINY_LEGACY reaches, past the violation too: the reference
+# engine's count with only TypeOK checked (it holds), 1,498 generated
+TINY_LEGACY_STATES = 839
 
 
 def invoke(*args: str):
@@ -49,13 +54,20 @@ def test_the_counterexample_path_is_marked(tmp_path):
         format_action(s["action"], s["args"]) for s in trace[1:]]
 
 
+def test_the_graph_count_is_the_reference_engines():
+    """TINY_LEGACY_STATES is every reachable state (no invariant stops the search)."""
+    r = check(load({"brokers": 2, "max_records": 1, "max_fences": 0, "variant": "legacy", "invariants": ["TypeOK"]}))
+    assert r.holds and (r.distinct_states, r.generated_states) == (TINY_LEGACY_STATES, 1498)
+
+
 def test_dot_is_written_without_pydot(tmp_path):
     out = tmp_path / "g.dot"
     assert invoke("graph", *TINY_LEGACY, "-o", str(out)).exit_code == 0
     text = out.read_text()
     assert text.startswith("digraph states {") and text.endswith("}\n")
     nodes = re.findall(r"^  (\d+) \[", text, re.M)
-    assert len(nodes) == len(set(nodes)) > 279                           # the whole graph, past the violation
+    assert len(nodes) == len(set(nodes)) == TINY_LEGACY_STATES           # the whole graph, past the violation
+    assert len(re.findall(r"^  \d+ -> \d+ ", text, re.M)) == 1498 - 1    # every transition
     assert len(re.findall(r'counterexample="true"', text)) == 7 + 6        # 7 states, 6 transitions
     assert re.search(r'^  0 -> \d+ \[.*label="Produce\(acks=1\)"', text, re.M)
 

@@ -62,6 +62,12 @@ def test_a_verdict_that_differs_from_its_pin_exits_1(tmp_path):
      "cell 1 (legacy): symmetry is 'yes'; allowed: true or false"),
     (('variant = "legacy" }', 'variant = "kafka-4" }\nsymmetry = true'),
      "cell 1 (legacy): --symmetry: kafka-4 elects the first valid replica in assignment order"),
+    (('expect = "violated: NoAckedLoss"', 'expect = "violated: NoAckedLos"'),
+     "cell 1 (legacy): expect: 'NoAckedLos' is not an invariant this config checks (ConsistentRead, "),
+    (('variant = "legacy" }', 'variant = "legacy", invariants = ["ConsistentRead"] }'),
+     "cell 1 (legacy): expect: 'NoAckedLoss' is not an invariant this config checks (ConsistentRead)"),
+    (('claim = "the last replica standing"', 'claim = 7'), "cell 1 (legacy): claim is 7; allowed: text"),
+    (('title = "t"', 'title = ["t"]'), 'title is ["t"]; allowed: text'),
 ])
 def test_bad_matrix_files_exit_2_with_one_line(tmp_path, change, message):
     text = CELLS.replace(*change)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -79,13 +80,76 @@ def test_an_underspecified_step_is_ambiguous():
 
 
 @pytest.mark.parametrize("steps, message", [
-    ([{"action": "Explode"}], "action 'Explode' does not exist"),
+    ([{"action": "Explode"}], "step 1: action 'Explode' does not exist"),
+    ([{"acks": "all"}], "step 1: needs action = \"NAME\""),
+    ([{"action": ["Produce"]}], "step 1: action ['Produce'] does not exist"),
+    ([{"action": {"name": "Produce"}}], "step 1: action {'name': 'Produce'} does not exist"),
     ([{"action": "Produce", "expect": {"colour": 1}}], "'colour' is not a state variable"),
-    ([{"action": "Produce", "violates": ["Nope"]}], "'violates' must list invariants"),
+    ([{"action": "Produce", "expect": []}], "step 1: 'expect' must be a table of state variables"),
+    ([{"action": "Produce", "violates": ["Nope"]}],
+     "step 1: violates: 'Nope' is not an invariant this config checks (ConsistentRead, "),
+    ([{"action": "Produce", "violates": [["NoAckedLoss"]]}],
+     "step 1: violates: ['NoAckedLoss'] is not an invariant this config checks"),
+    ([{"action": "Produce", "violates": {"NoAckedLoss": True}}], "step 1: 'violates' must be a list of invariants"),
+    ([{"action": "Produce", "violates": "NoAckedLoss"}], "step 1: 'violates' must be a list of invariants"),
+    ([{"action": "Produce", "violates": ["NoAckedLoss", "NoAckedLoss"]}],
+     "step 1: violates: 'NoAckedLoss' is listed twice"),
 ])
 def test_bad_steps_are_rejected_before_running(steps, message):
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
         run({"config": {}, "steps": steps})
+
+
+@pytest.mark.parametrize("step, message", [
+    ({"action": "Fetch", "brokr": 1}, "step 1: Fetch has no argument 'brokr' (its arguments: broker)"),
+    ({"action": "CommitAlterPartition", "broker": 1}, "step 1: CommitAlterPartition has no argument 'broker' "
+                                                       "(its arguments: none)"),
+    ({"action": "Fetch", "broker": 3}, "step 1: Fetch: broker = 3 is not a value it takes here (allowed: 0, 1, 2)"),
+    ({"action": "Fetch", "broker": True}, "step 1: Fetch: broker = true is not a value it takes here"),
+    ({"action": "Fetch", "broker": 1.0}, "step 1: Fetch: broker = 1.0 is not a value it takes here"),
+    ({"action": "Fetch", "broker": [1]}, "step 1: Fetch: broker = [1] is not a value it takes here"),
+    ({"action": "Produce", "acks": "most"}, 'step 1: Produce: acks = "most" is not a value it takes here '
+                                            '(allowed: "1", "all")'),
+    ({"action": "FenceBroker", "broker": 0, "leader": -1}, "FenceBroker: leader = -1 is not a value"),
+    ({"action": "ShrinkIsr", "brokers": [2, 1]}, "ShrinkIsr: brokers = [2, 1] is not a value it takes here "
+                                                 "(allowed: [0], [1], [2], [0, 1], [0, 2], [1, 2], [0, 1, 2])"),
+    ({"action": "Produce", "acks": "all", "expect": {"leader": "0"}},
+     "step 1: expect leader = \"0\" is not a value of leader (Int)"),
+    ({"action": "Produce", "acks": "all", "expect": {"isr": {"a": 1}}},
+     "step 1: expect isr = {\"a\": 1} is not a value of isr (Set(Int))"),
+    ({"action": "Produce", "acks": "all", "expect": {"log": [[1], [], []]}},
+     "step 1: expect log = [[1], [], []] is not a value of log (Int -> Seq(<<Int, Int>>))"),
+    ({"action": "Produce", "acks": "all", "expect": {"pending_stale": 0}},
+     "step 1: expect pending_stale = 0 is not a value of pending_stale (a boolean)"),
+])
+def test_an_argument_or_expectation_no_step_can_meet_is_bad_input(step, message):
+    """Not "not enabled" (exit 1): no state of this config has such a step."""
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        run({"config": {}, "steps": [step]})
+
+
+def test_an_argument_the_config_has_no_value_for_is_bad_input():
+    with pytest.raises(ConfigError, match=re.escape("MetadataUpdate: broker = 0 is not a value it takes here "
+                                                    "(allowed: none in this config)")):
+        run({"config": {}, "steps": [{"action": "MetadataUpdate", "broker": 0}]})
+
+
+def test_a_violation_the_config_does_not_check_cannot_be_expected():
+    with pytest.raises(ConfigError, match=re.escape("step 1: violates: 'NoAckedLoss' is not an invariant "
+                                                    "this config checks (TypeOK)")):
+        run({"config": {"invariants": ["TypeOK"]}, "steps": [{"action": "Produce", "violates": ["NoAckedLoss"]}]})
+
+
+def test_a_scenario_needs_its_config_table():
+    """Without [config] it would silently replay the default config."""
+    with pytest.raises(ConfigError, match=re.escape("test: needs a [config] table (empty: the default config)")):
+        run({"steps": [{"action": "Produce", "acks": "all"}]})
+    assert run({"config": {}, "steps": [{"action": "Produce", "acks": "all"}]})[0].ok
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SCENARIOS.glob("*.toml")))
+def test_every_shipped_scenario_replays(name):
+    assert all(r.ok for r in run_file(name))
 
 
 def test_a_scenario_needs_steps():

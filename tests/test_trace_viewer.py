@@ -118,6 +118,8 @@ def test_itf_written_by_other_tools_decodes():
     (["show", "pyproject.toml"], "error: pyproject.toml: not a trace"),
     (["show", "TRACE", "--step", "8"], "error: --step '8': expected a step number from 0 to 7"),
     (["show", "TRACE", "--step", "x"], "error: --step 'x': expected a step number from 0 to 7"),
+    (["show", "TRACE", "--step", "\u00b2"], "error: --step '\u00b2': expected a step number from 0 to 7"),
+    (["show", "TRACE", "--step", "\u0663"], "error: --step '\u0663': expected a step number from 0 to 7"),
     (["html", "missing.json", "-o", "x.html"], "error: missing.json: no such file"),
     (["export", "missing.json"], "error: missing.json: no such file"),
 ])
@@ -140,6 +142,67 @@ def test_a_trace_the_spec_cannot_produce_is_refused(legacy, tmp_path, edit, mess
     bad.write_text(json.dumps(doc))
     r = invoke("trace", "show", str(bad))
     assert r.exit_code == 2 and r.stdout == "" and message in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+def set_at(doc, path, value):
+    for key in path[:-1]:
+        doc = doc[key]
+    doc[path[-1]] = value
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (["states", 1, "leader"], {"#bigint": "abc"}, "malformed ITF: #bigint \"abc\" is not a decimal integer"),
+    (["states", 1, "leader"], {"#bigint": 1}, "malformed ITF: #bigint 1 is not a decimal integer"),
+    (["states", 1, "leader"], {"#bigint": "1" * 5000}, "malformed ITF: #bigint \"1111111111"),
+    (["#meta"], [1], "malformed ITF: #meta is [1], not an object"),
+    (["#meta"], "x", "malformed ITF: #meta is \"x\", not an object"),
+    (["states", 1, "#meta"], [1], "malformed ITF: state 1: #meta is [1], not an object"),
+    (["states", 1], [1], "malformed ITF: state 1 is [1], not an object"),
+    (["states", 1, "isr"], {"#set": 5}, "malformed ITF: #set 5 is not a list"),
+    (["states", 1, "isr"], {"#tup": {"a": 1}}, "malformed ITF: #tup {\"a\": 1} is not a list"),
+    (["states", 1, "isr"], {"#map": [1]}, "malformed ITF: #map [1] is not a list of [key, value] pairs"),
+    (["states", 1, "isr"], {"tag": "Some", "value": {"#set": 3}}, "malformed ITF: #set 3 is not a list"),
+    (["vars"], [["leader"]], "malformed ITF: vars is [[\"leader\"]], not a list of variable names"),
+    (["states"], {"0": {}}, "malformed ITF: states is {\"0\": {}}, not a list"),
+    (["states", 1, "#meta", "action"], ["Produce"], "step 1: action ['Produce'] does not exist"),
+    (["#meta", "config"], {"brokers": 0}, "config key 'brokers': 0 is not allowed"),
+    (["#meta", "config"], {"invariants": ["TypeOK", "TypeOK"]}, "config key 'invariants': [\"TypeOK\", \"TypeOK\"]"),
+])
+def test_malformed_itf_is_refused_with_one_line(legacy, tmp_path, path, value, message):
+    itf = tmp_path / "t.itf.json"
+    assert invoke("trace", "export", str(legacy[0]), "-o", str(itf)).exit_code == 0
+    doc = json.loads(itf.read_text())
+    set_at(doc, path, value)
+    itf.write_text(json.dumps(doc))
+    for command in (["show"], ["export"], ["html", "-o", str(tmp_path / "t.html")]):
+        r = invoke("trace", command[0], str(itf), *command[1:])
+        assert r.exit_code == 2 and r.stdout == "", (r.output, r.exception)
+        assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith(f"error: {itf}: "), r.stderr
+        assert message in r.stderr, r.stderr
+    assert not (tmp_path / "t.html").exists()
+
+
+def test_an_itf_without_states_is_refused(tmp_path):
+    itf = tmp_path / "t.itf.json"
+    itf.write_text(json.dumps({"#meta": {"config": {}}, "vars": ["leader"]}))
+    r = invoke("trace", "show", str(itf))
+    assert r.exit_code == 2 and r.stderr == f"error: {itf}: malformed ITF: states is missing, not a list\n"
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (["trace", 1, "action"], ["Produce"], "step 1: action ['Produce'] does not exist"),
+    (["trace", 1, "args", "brokr"], 1, "step 1: FenceBroker has no argument 'brokr'"),
+    (["trace", 1, "args", "broker"], True, "step 1: FenceBroker: broker = true is not a value it takes here"),
+    (["config", "brokers"], "3", "config key 'brokers': \"3\" is not allowed"),
+])
+def test_a_trace_with_ill_typed_fields_is_refused(legacy, tmp_path, path, value, message):
+    doc = json.loads(legacy[0].read_text())
+    set_at(doc, path, value)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    r = invoke("trace", "show", str(bad))
+    assert r.exit_code == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1, (r.output, r.exception)
+    assert r.stderr.startswith(f"error: {bad}: ") and message in r.stderr, r.stderr
 
 
 def test_html_is_one_self_contained_file(legacy, tmp_path):

@@ -324,8 +324,8 @@ def plan_layout(spec: Spec) -> tuple[list[Slot], int, int]:
     wanted = []
     for i, f in enumerate(fields):
         width = max(0, (f.hi - f.lo).bit_length())
-        if width > 64:
-            raise KernelError(f"layout: field {f.name} needs {width} bits, more than a word")
+        if width > 63:     # the words are int64: a 64-bit field's mask would not fit
+            raise KernelError(f"layout: field {f.name} needs {width} bits, more than a word's 63")
         for e in ([None] if f.length is None else range(f.length)):
             wanted.append((width, i, e, f.lo))
     free: list[int] = []

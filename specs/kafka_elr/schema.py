@@ -36,6 +36,7 @@ def schema() -> list[Key]:
             "last delivered to it (MetadataUpdate)"),
         Key("acks", ["1", "all"], subset_of("1", "all"), 'a non-empty subset of ["1", "all"]',
             "produce modes clients use"),
-        Key("invariants", None, lambda v: isinstance(v, list) and bool(v) and all(isinstance(x, str) for x in v),
-            "a non-empty list of the variant's invariant names", "invariants to check (default: all of the variant's)"),
+        Key("invariants", None, lambda v: isinstance(v, list) and bool(v) and all(isinstance(x, str) for x in v)
+            and len(set(v)) == len(v), "a non-empty list of distinct invariant names of the variant",
+            "invariants to check (default: all of the variant's)"),
     ]
