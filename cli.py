@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import sys
 import time
 import traceback
@@ -107,7 +108,27 @@ def write_output(path: str, option: str, text: str) -> None:
         fail(str(e))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Commands(click.Group):
+    """Every command's exit status means what it says: Ctrl-C outside a
+    check's own handling is 130 (not click's "Aborted!", exit 1, which
+    reads as "violated"); a resource the machine ran out of is one line,
+    exit 2; anything else unexpected is a traceback and exit 3, never a
+    verdict."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            sys.exit(128 + signal.SIGINT)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except (MemoryError, OSError) as e:
+            fail(resource_error(e) or internal_error())
+        except Exception:
+            internal_error()
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="modelcheck")
 def main() -> None:
     """Explicit-state model checker for Kafka's replication protocol
@@ -259,10 +280,6 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
             stopped = e
         except ConfigError as e:        # the engine cannot start here (e.g. no Java for Spark)
             fail(str(e))
-        except (MemoryError, OSError) as e:
-            fail(resource_error(e) or internal_error())
-        except Exception:               # never exit 1 ("violated") without a verdict
-            internal_error()
     if stopped is not None:
         report_stop(stopped, as_json)
     kernel = result.run_info.get("kernel", "")
@@ -337,8 +354,8 @@ def report_stop(stop: Stopped, as_json: bool) -> NoReturn:
 def resource_error(e: BaseException) -> str | None:
     """One line for a resource the machine ran out of (not a bug), or None."""
     if isinstance(e, MemoryError):
-        return ("out of memory: the machine has less free memory than --max-memory allows; give a smaller "
-                "--max-memory (the fast engine then spills to disk) or free memory")
+        return ("out of memory: the machine had less free memory than this run needed (a check's "
+                "--max-memory below what is free makes the fast engine spill to disk instead)")
     if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.ENOMEM, errno.EFBIG):
         where = f" writing {e.filename}" if e.filename else ""
         return f"{e.strerror}{where} (a checkpoint, or levels spilled to disk under --max-memory)"

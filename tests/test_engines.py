@@ -1,18 +1,21 @@
 """The engines agree: the fast engine (the spec compiled, one or two
-threads) reports the reference engine's verdict, counts, coverage and
-trace on every variant and on random configs; symmetry reduction keeps the
-verdict and the shortest trace length with fewer states."""
+threads, stopped and resumed from a checkpoint) reports the reference
+engine's verdict, counts, coverage and trace on every variant and on
+random configs; symmetry reduction keeps the verdict and the shortest
+trace length with fewer states. (tests/test_spark.py adds Spark.)"""
 
 from __future__ import annotations
 
+import tempfile
 from itertools import permutations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from modelcheck.engine import run
 from derived_specs import LeaderlessKip966
+from resuming import stopped_and_resumed
+from strategies import SMALL
 from specs.kafka_elr import VARIANTS, load
 from specs.kafka_elr.types import permute
 
@@ -51,22 +54,6 @@ def test_the_compiled_engine_reproduces_the_reference_exactly(config):
     assert summary(run(spec, engine="fast", workers=2)) == reference
 
 
-SMALL = st.fixed_dictionaries({
-    "variant": st.sampled_from(sorted(VARIANTS)),
-    "min_isr": st.integers(1, 4),
-    "max_records": st.integers(0, 1),
-    "max_unclean_shutdowns": st.integers(0, 2),
-    "max_clean_shutdowns": st.integers(0, 1),
-    "max_fences": st.integers(0, 1),
-    "max_isr_shrinks": st.integers(0, 1),
-    "max_min_isr_changes": st.integers(0, 1),
-    "max_admin_elections": st.integers(0, 1),
-    "unclean_leader_election": st.booleans(),
-    "unclean_recovery_strategy": st.sampled_from(["none", "balanced", "aggressive"]),
-    "acks": st.sampled_from([["1"], ["all"], ["1", "all"]]),
-})
-
-
 @settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(SMALL)
 def test_random_configs_give_the_same_answers_on_every_engine(config):
@@ -76,6 +63,8 @@ def test_random_configs_give_the_same_answers_on_every_engine(config):
     reference = summary(run(spec, engine="bfs"))
     assert summary(run(spec, engine="fast", workers=1)) == reference
     assert summary(run(spec, engine="fast", workers=2)) == reference
+    with tempfile.TemporaryDirectory() as tmp:      # stopped after its 3rd level, resumed on one worker
+        assert summary(stopped_and_resumed(spec, "fast", tmp, 3)) == reference
 
 
 def test_the_legacy_default_counterexample_is_the_same_on_every_engine():

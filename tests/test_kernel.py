@@ -18,7 +18,7 @@ from modelcheck.engine import run
 from modelcheck.engine.batch import expand
 from modelcheck.engine.kernel import KernelError, KernelUnavailable, kernel_for
 from modelcheck.ops import replace_at
-from modelcheck.spec import Field, action, invariant
+from modelcheck.spec import Field, action
 from specs.kafka_elr import VARIANTS, Kip966, load
 from test_engine import Counters
 from specs.kafka_elr.protocol import BROKER

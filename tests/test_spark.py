@@ -14,12 +14,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
 
 from cli import main
 from modelcheck.engine import run
 from modelcheck.engine import spark_session
 from spark_cluster import standalone_cluster
 from derived_specs import LeaderlessKip966
+from strategies import SMALL
 from specs.kafka_elr import load
 
 pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
@@ -44,6 +46,15 @@ def test_spark_reproduces_the_local_engine_exactly(master, partitions, config):
     spec = load(config)
     expected = summary(run(spec, engine="fast", workers=1))
     assert summary(run(spec, engine="spark", master=master, partitions=partitions)) == expected
+
+
+@settings(max_examples=4, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(SMALL)
+def test_random_configs_give_the_reference_answers_on_spark(config):
+    """The differential test of tests/test_engines.py, with Spark local[2]
+    against the reference engine (a few examples: each starts Spark)."""
+    spec = load(config)
+    assert summary(run(spec, engine="spark", master="local[2]")) == summary(run(spec, engine="bfs"))
 
 
 def test_spark_with_symmetry_keeps_the_reduced_count_and_the_shortest_trace():

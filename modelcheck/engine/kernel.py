@@ -326,6 +326,10 @@ def plan_layout(spec: Spec) -> tuple[list[Slot], int, int]:
         width = max(0, (f.hi - f.lo).bit_length())
         if width > 63:     # the words are int64: a 64-bit field's mask would not fit
             raise KernelError(f"layout: field {f.name} needs {width} bits, more than a word's 63")
+        if not -2 ** 63 <= f.lo <= f.hi < 2 ** 63:
+            # numba would type such a state's field uint64 (or object) and compile the kernel again
+            # for it, beside the int64 one: every later call then resolves between the two
+            raise KernelError(f"layout: field {f.name} ranges over {f.lo}..{f.hi}, beyond a 64-bit int")
         for e in ([None] if f.length is None else range(f.length)):
             wanted.append((width, i, e, f.lo))
     free: list[int] = []

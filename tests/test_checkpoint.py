@@ -1,0 +1,175 @@
+"""Checkpoints and the memory limit, in the engines themselves: a search
+stopped anywhere resumes to exactly the uninterrupted result (counts,
+coverage, goals, the counterexample itself), on any number of workers; a
+checkpoint torn half-way leaves the previous one usable; a search short of
+memory finishes by spilling to disk, or stops with a checkpoint.
+(tests/test_lifetime.py does the same through real signals and kills.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from modelcheck.engine import run
+from modelcheck.engine.checkpoint import Checkpoints
+from modelcheck.engine.control import Control
+from modelcheck.lifetime import Stopped
+from modelcheck.memory import anon_rss, parse_size
+from specs.kafka_elr import load
+
+from processes import ROOT
+from resuming import interrupted, resume
+
+FIELDS = ("verdict", "invariant", "distinct_states", "generated_states", "depth", "coverage", "goals")
+
+
+def same(a, b) -> None:
+    assert {f: getattr(a, f) for f in FIELDS} == {f: getattr(b, f) for f in FIELDS}
+    assert [(s.action, s.args, s.state) for s in a.trace] == [(s.action, s.args, s.state) for s in b.trace]
+
+
+CASES = [("fast", {"variant": "legacy"}), ("fast", {}), ("bfs", {"variant": "legacy", "max_records": 1}),
+         ("bfs", {"max_records": 1, "max_fences": 0})]
+
+
+@pytest.mark.parametrize("engine,config", CASES, ids=[f"{e}-{c.get('variant', 'kip966')}" for e, c in CASES])
+@pytest.mark.parametrize("reports", [2, 5])
+def test_a_stopped_search_resumes_to_exactly_the_uninterrupted_result(tmp_path, engine, config, reports):
+    spec = load(config)
+    whole = run(spec, engine=engine, workers=2)
+    stop = interrupted(spec, engine, tmp_path, reports)
+    assert 0 < stop.distinct < whole.distinct_states and stop.checkpoint == str(tmp_path)
+    same(resume(spec.config, engine, tmp_path, workers=1), whole)
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_checkpoint_resumes_on_another_number_of_workers(tmp_path, workers):
+    spec = load({})
+    whole = run(spec, engine="fast", workers=2)
+    interrupted(spec, "fast", tmp_path, 8, workers=2)
+    same(resume(spec.config, "fast", tmp_path, workers=workers), whole)
+
+
+class Torn(Exception):
+    pass
+
+
+class TornCheckpoints(Checkpoints):
+    """Dies (as a kill would) after writing some files of its fourth checkpoint."""
+
+    def __init__(self, directory):
+        super().__init__(directory, every_s=0)
+        self.files = 0
+
+    def _write(self, filename, parts, rewrite=True):
+        if self.serial == 4:
+            self.files += 1
+            if self.files == 3:
+                raise Torn
+        return super()._write(filename, parts, rewrite)
+
+
+def test_a_checkpoint_torn_half_way_leaves_the_previous_one_usable(tmp_path):
+    spec = load({"variant": "legacy"})
+    whole = run(spec, engine="fast", workers=2)
+    checkpoints = TornCheckpoints(tmp_path)
+    checkpoints.prepare(resuming=False)
+    with pytest.raises(Torn):
+        run(spec, engine="fast", workers=2, control=Control(checkpoints=checkpoints))
+    assert json.loads((tmp_path / "manifest.json").read_text())["state"]["depth"] == 3     # the third
+    same(resume(spec.config, "fast", tmp_path), whole)
+
+
+def test_short_of_memory_the_fast_engine_spills_and_splits_levels_to_the_same_answer(tmp_path):
+    spec = load({})
+    whole = run(spec, engine="fast", workers=2)
+    # what the process holds now, plus a few MB: the visited set fits, a whole level's candidates do not
+    r = run(spec, engine="fast", workers=2, control=Control(max_memory=anon_rss() + (24 << 20),
+                                                             spill_dir=str(tmp_path)))
+    same(r, whole)
+    assert r.run_info["spilled"] is True and r.run_info["segments"] > r.depth
+    assert list(tmp_path.iterdir()) == []           # spilled files have no name: nothing is left
+
+
+def test_at_the_memory_limit_a_search_stops_with_a_checkpoint_that_resumes(tmp_path):
+    spec = load({})
+    whole = run(spec, engine="fast", workers=2)
+    checkpoints = Checkpoints(tmp_path / "ck", every_s=3600)
+    checkpoints.prepare(resuming=False)
+    with pytest.raises(Stopped) as stop:
+        run(spec, engine="fast", workers=2, control=Control(checkpoints=checkpoints, max_memory=anon_rss() + (6 << 20)))
+    assert stop.value.signum is None and 1000 < stop.value.distinct < whole.distinct_states
+    assert str(stop.value).startswith("memory limit ") and f"--resume {tmp_path / 'ck'}" in str(stop.value)
+    same(resume(spec.config, "fast", tmp_path / "ck"), whole)
+
+
+@pytest.mark.parametrize("engine", ["fast", "bfs"])
+def test_the_memory_limit_from_the_command_line_is_one_line_exit_2_and_resumes(tmp_path, engine):
+    ck = tmp_path / "ck"
+    r = cli("check", "--engine", engine, "--set", "max_records=1", "--max-memory", "1M", "--checkpoint", str(ck))
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("error: memory limit 1.0 MiB (--max-memory) reached at ") and r.stderr.count("\n") == 1
+    assert f"modelcheck check --resume {ck}" in r.stderr
+    resumed = json.loads(cli("check", "--resume", str(ck), "--json", "-q").stdout)
+    whole = json.loads(cli("check", "--set", "max_records=1", "--json", "-q").stdout)
+    assert resumed["engine"] == engine
+    assert {k: resumed[k] for k in FIELDS} == {k: whole[k] for k in FIELDS}
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["modelcheck", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--max-memory", "lots"], "--max-memory 'lots': expected a size such as 512M, 8G or 1.5GiB"),
+    (["--max-memory", "0"], "--max-memory '0': expected a size such as 512M, 8G or 1.5GiB"),
+    (["--engine", "spark", "--checkpoint", "DIR"], "--checkpoint applies to the local engines (fast, bfs)"),
+    (["--engine", "spark", "--max-memory", "1G"], "--max-memory applies to the local engines (fast, bfs)"),
+    (["--resume", "{tmp}/nothing"], "--resume '{tmp}/nothing': no checkpoint there (no manifest.json)"),
+])
+def test_bad_checkpoint_and_memory_options_are_one_line_exit_2(tmp_path, args, message):
+    r = cli("check", *[a.format(tmp=tmp_path) for a in args])
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("error: " + message.format(tmp=tmp_path)) and r.stderr.count("\n") == 1
+
+
+def stopped_checkpoint(directory, *config: str) -> None:
+    r = cli("check", *config, "--max-memory", "1M", "--checkpoint", str(directory))
+    assert r.returncode == 2, r.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--set", "max_records=2"], "the checkpoint's max_records is 1, not 2 (leave out the config to take the "
+                                 "checkpoint's)"),
+    (["--engine", "bfs"], "the checkpoint was written with --engine fast, not bfs"),
+    (["--symmetry"], "the checkpoint was written without --symmetry"),
+    (["--checkpoint", "{ck}"], "--checkpoint '{ck}' already holds a checkpoint: continue it with --resume {ck}"),
+])
+def test_a_resume_that_does_not_match_its_checkpoint_is_refused(tmp_path, args, message):
+    ck = tmp_path / "ck"
+    stopped_checkpoint(ck, "--set", "max_records=1")
+    resume_args = [] if "--checkpoint" in args else ["--resume", str(ck)]
+    r = cli("check", *resume_args, *[a.format(ck=ck) for a in args])
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    prefix = "" if "--checkpoint" in args else f"--resume {ck}: "
+    assert r.stderr.startswith(f"error: {prefix}{message.format(ck=ck)}") and r.stderr.count("\n") == 1
+
+
+def test_a_checkpoint_whose_files_were_damaged_is_refused(tmp_path):
+    ck = tmp_path / "ck"
+    stopped_checkpoint(ck, "--set", "max_records=1")
+    victim = next(p for p in ck.iterdir() if p.name.startswith("frontier."))
+    victim.write_bytes(victim.read_bytes()[:-8])
+    r = cli("check", "--resume", str(ck))
+    assert r.returncode == 2 and r.stderr == f"error: --resume {str(ck)!r}: {victim.name} is not the size its " \
+                                             f"manifest gives\n"
+    (ck / "manifest.json").write_text("{")
+    r = cli("check", "--resume", str(ck))
+    assert r.returncode == 2 and r.stderr.startswith(f"error: --resume {str(ck)!r}: cannot read manifest.json")
+
+
+def test_sizes_read_as_binary_units():
+    assert [parse_size(s) for s in ("512M", "8G", "1.5GiB", "100", "2k")] == [
+        512 << 20, 8 << 30, 3 << 29, 100, 2048]
