@@ -48,7 +48,7 @@ def test_spark_reproduces_the_local_engine_exactly(master, partitions, config):
     assert summary(run(spec, engine="spark", master=master, partitions=partitions)) == expected
 
 
-@settings(max_examples=4, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=2, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(SMALL)
 def test_random_configs_give_the_reference_answers_on_spark(config):
     """The differential test of tests/test_engines.py, with Spark local[2]
