@@ -31,16 +31,16 @@ from modelcheck.engine.checkpoint import Checkpoints
 from modelcheck.engine.control import Control
 from modelcheck.lifetime import Stopped, exit_code, stop_on_signals
 from modelcheck.memory import default_limit, parse_size
-from modelcheck.graph import GraphTooLarge, dot, graphml, mark_path, state_graph
-from modelcheck.html_trace import render as render_html
-from modelcheck.itf import to_itf
 from modelcheck.output import check_dir, check_file, make_dir, write_text, writing
 from modelcheck.replay import parse_steps, replay as run_replay, split_scenario
 from modelcheck.result import CheckResult, never_fired, parse_expectation
 from modelcheck.trace import described
-from modelcheck.tracefile import TraceFile, open_trace as read_and_replay
-from modelcheck.viewer import (diff_table, format_action, replay_table, stderr_console, step_table,
-                               stdout_console, trace_table)
+from modelcheck.views.graph import GraphTooLarge, dot, graphml, mark_path, state_graph
+from modelcheck.views.html import render as render_html
+from modelcheck.views.itf import to_itf
+from modelcheck.views.terminal import (diff_table, format_action, replay_table, stderr_console, step_table,
+                                       stdout_console, trace_table)
+from modelcheck.views.tracefile import TraceFile, open_trace as read_and_replay
 from specs import kafka_elr
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
@@ -698,8 +698,8 @@ def spark_env(out: str) -> None:
 
 
 # ---- trace viewer, exports and the state graph ------------------------------------
-# Rendering lives in modelcheck/ (viewer, html_trace, itf, graph), which takes a
-# Spec and never imports specs/; here each file's config picks the spec.
+# Rendering lives in modelcheck/views/ (terminal, html, itf, graph, tracefile),
+# which takes a Spec and never imports specs/; here each file's config picks the spec.
 
 def open_trace(path: str) -> tuple[Any, TraceFile, list[Any]]:
     """A trace file (JSON or ITF), the spec of its config, and its steps

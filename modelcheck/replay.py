@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import ConfigError, shown
-from .itf import conforms
+from .views.itf import conforms
 from .result import checked_invariant
 from .spec import Spec
 from .trace import apply_step, check_step

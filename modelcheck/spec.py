@@ -224,7 +224,7 @@ class Spec:
     trace_columns: ClassVar[tuple[str, ...]] = ()
     # One line read under a trace view: what its marks and colours mean.
     trace_legend: ClassVar[str] = ""
-    # Apalache types of the described variables (modelcheck.itf constructors),
+    # Apalache types of the described variables (modelcheck.views.itf constructors),
     # so an ITF export writes sets as sets and tuples as tuples; a variable
     # not listed is written by its JSON shape.
     itf_types: ClassVar[dict[str, Any]] = {}

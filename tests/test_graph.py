@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from cli import main
 from modelcheck.engine.bfs import check
-from modelcheck.viewer import format_action
+from modelcheck.views.terminal import format_action
 from specs.kafka_elr import load
 
 TINY = ["--set", "brokers=2", "--set", "max_records=1", "--set", "max_fences=0"]   # 635 states, holds

@@ -26,14 +26,14 @@ from cli import load_check_config, main
 from modelcheck.config import ConfigError, parse_override, read_file
 from modelcheck.engine import run
 from modelcheck.gate import read_gate     # the commands import gate and matrix lazily: here, before
-from modelcheck.html_trace import render as render_html
-from modelcheck.itf import to_itf
 from modelcheck.matrix import read_matrix  # as_nobody's child, which cannot read the interpreter's files
 from modelcheck.replay import parse_steps, replay, split_scenario
 from modelcheck.result import parse_expectation
 from modelcheck.trace import described
-from modelcheck.tracefile import TraceFile, open_trace
-from modelcheck.viewer import diff_table, replay_table, step_table, trace_table
+from modelcheck.views.html import render as render_html
+from modelcheck.views.itf import to_itf
+from modelcheck.views.terminal import diff_table, replay_table, step_table, trace_table
+from modelcheck.views.tracefile import TraceFile, open_trace
 from specs.kafka_elr import VARIANTS, load, schema
 
 ROOT = Path(__file__).parent.parent

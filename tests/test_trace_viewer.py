@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main
-from modelcheck.itf import decode
+from modelcheck.views.itf import decode
 
 CHROMIUM = shutil.which("chromium")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from modelcheck.itf import INT, STR, Fun, Option, Seq, Set, Tup
+from modelcheck.views.itf import INT, STR, Fun, Option, Seq, Set, Tup
 
 from . import logs
 from .types import NO_LEADER, State, bit, describe, lost_unregistered, members

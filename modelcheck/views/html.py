@@ -2,7 +2,7 @@
 
 Steps are rows and the spec's lanes (brokers) are columns, as in the KIP's
 figure. Everything is rendered here from the same rows as the terminal view
-(viewer.rows), so the page needs no network and its timeline reads without
+(terminal.rows), so the page needs no network and its timeline reads without
 JavaScript; the inline script only moves the current step (slider, arrow
 keys, clicks) and records it in `<body data-step>`, which the browser test
 reads.
@@ -16,9 +16,9 @@ from typing import Any
 
 from rich.style import Style
 
-from .result import Step
-from .spec import Cell, Spec
-from .viewer import Row, changes, rows
+from ..result import Step
+from ..spec import Cell, Spec
+from .terminal import Row, changes, rows
 
 CSS = """
 :root { --ink:#1d2433; --muted:#5c6577; --line:#d5dae3; --chg:#fff1b8; --cur:#e3efff; --bad:#c92a2a; }

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .config import ConfigError, Malformed, parse_text, read_text
+from ..config import ConfigError, Malformed, parse_text, read_text
+from ..result import Step, checked_invariant
+from ..spec import Spec
+from ..trace import TraceError, apply_step, check_step, validate
 from .itf import ItfError, from_itf, is_itf
-from .result import Step, checked_invariant
-from .spec import Spec
-from .trace import TraceError, apply_step, check_step, validate
 
 NOT_A_TRACE = "not a trace (expected the JSON of check --trace-out or an ITF trace written by trace export)"
 

@@ -9,9 +9,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .replay import StepReport
-from .result import Step
-from .spec import Cell, Spec
+from ..replay import StepReport
+from ..result import Step
+from ..spec import Cell, Spec
 
 CHANGED = "bold yellow"
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import networkx as nx
 
-from .result import Step
-from .spec import Spec
-from .viewer import format_action, plain
+from ..result import Step
+from ..spec import Spec
+from .terminal import format_action, plain
 
 
 class GraphTooLarge(ValueError):
