@@ -207,7 +207,15 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
     max_clean_shutdowns, max_fences, max_isr_shrinks, max_min_isr_changes,
     max_admin_elections, variant, unclean_leader_election,
     unclean_recovery_strategy (none | balanced | aggressive),
-    fence_cuts_data_plane (true | false), acks, invariants
+    fence_cuts_data_plane (true | false), acks, invariants, properties
+
+    properties: temporal properties (P ~> Q under the fairness the spec
+    states beside each; docs/model.md "Temporal properties"), checked on
+    the behaviour graph after every invariant holds; a violation is a
+    lasso, a prefix then a loop repeated for ever:
+
+    \b
+    modelcheck check --set 'properties=["LeaderlessGetsLeader"]' --set max_unclean_shutdowns=2
 
     After the verdict: coverage (transitions per action, AdminElectLeaders
     per election type), the actions that never fired, and the spec's
@@ -223,8 +231,8 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
     modelcheck check --engine spark                        Spark, local[*]
     modelcheck check --engine spark --master spark://host:7077 --partitions 64
 
-    Exit status: 0 all invariants hold, 1 one is violated (the shortest
-    counterexample is printed), 2 bad input or an engine that cannot run
+    Exit status: 0 all invariants (and properties) hold, 1 one is violated
+    (the shortest counterexample, or a lasso, is printed), 2 bad input or an engine that cannot run
     here (no Java for Spark, no Spark master at the URL, ...), 3 an
     internal error (a traceback; a bug to report). An [expected] verdict
     in CONFIG.toml is reported, not turned into the exit status.
@@ -289,13 +297,14 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
     verdict = result.verdict if result.holds else f"violated: {result.invariant}"
     if trace_out and not result.holds:
         write_output(trace_out, "--trace-out", json.dumps(
-            TraceFile(spec.config, result.invariant, trace).to_json(), indent=1) + "\n")
+            TraceFile(spec.config, result.invariant, trace, result.loop).to_json(), indent=1) + "\n")
     if as_json:
         click.echo(json.dumps({
             "verdict": result.verdict, "invariant": result.invariant,
             "distinct_states": result.distinct_states, "generated_states": result.generated_states,
             "depth": result.depth, "elapsed_s": round(result.elapsed_s, 3), "config": spec.config,
-            "coverage": result.coverage, "goals": result.goals, "trace": trace,
+            "coverage": result.coverage, "goals": result.goals, "trace": trace, "loop": result.loop,
+            "properties": result.triggers,
             "expected": expected, "as_expected": None if expected is None else expected == verdict,
             "engine": engine, "workers": workers if engine == "fast" else 1, "symmetry": symmetry,
             **result.run_info,
@@ -379,11 +388,20 @@ def print_result(spec: Any, result: CheckResult, expected: str | None, verdict: 
     if result.holds:
         out.print(f"[bold green]holds[/]: {len(spec.checked_invariants())} invariants hold in every reachable state "
                   f"({', '.join(spec.checked_invariants())})")
+        if result.triggers:
+            out.print(f"[bold green]holds[/]: {len(result.triggers)} temporal properties hold in every fair behaviour "
+                      f"({', '.join(result.triggers)})")
+    elif result.loop is not None:
+        last = result.trace[-1].state
+        out.print(f"[bold red]violated: {result.invariant}[/] by a fair behaviour of {len(result.trace) - 1} steps "
+                  f"that then loops for ever (a lasso, re-validated by replay)")
+        out.print(trace_table(spec, result.trace, loop=result.loop))
     else:
         last = result.trace[-1].state
         out.print(f"[bold red]violated: {result.invariant}[/] after {len(result.trace) - 1} steps "
                   f"(a shortest counterexample, re-validated by replay)")
         out.print(trace_table(spec, result.trace))
+    if not result.holds:
         # Text, not markup: an explanation quotes logs as "[r1@0]"
         out.print(Text.assemble((result.invariant, "bold"), ": ", spec.explain(result.invariant, last)))
         if trace_out:
@@ -399,6 +417,13 @@ def print_result(spec: Any, result: CheckResult, expected: str | None, verdict: 
     never = never_fired(result)
     if never and result.holds:
         out.print(f"[yellow]never fired[/] (a holds says nothing about them): {', '.join(never)}")
+    if result.triggers:
+        out.print("properties, states where a violation could begin: " + "  ".join(
+            f"{name} {count:,}" for name, count in result.triggers.items()))
+        vacuous = [name for name, count in result.triggers.items() if count == 0]
+        if vacuous and result.holds:
+            out.print(f"[yellow]never triggered[/] (held vacuously: the check exercised nothing of them): "
+                      f"{', '.join(vacuous)}")
     if result.goals:
         reached = [g for g, ok in result.goals.items() if ok]
         missed = [g for g, ok in result.goals.items() if not ok]
@@ -541,7 +566,8 @@ def matrix(matrix_file: str | None, as_json: bool, out: str | None, jobs: int, o
             "trace_length": r.trace_len, "distinct_states": r.distinct, "generated_states": r.generated,
             "depth": r.depth, "elapsed_s": round(r.elapsed_s, 3), "config": r.config, "symmetry": r.cell.symmetry,
             "expected": r.cell.expect, "as_expected": r.as_expected, "never_fired": r.never_fired,
-            "goals": r.goals, "vacuous": r.vacuous, "story": r.story} for r in rows]))
+            "goals": r.goals, "vacuous": r.vacuous, "story": r.story, "loop": r.loop,
+            "properties": r.triggers} for r in rows]))
     else:
         table = Table(header_style="bold")
         for col in ("cell", "verdict", "trace", "distinct", "depth", "time s", "pinned"):
@@ -630,8 +656,8 @@ def gate(gate_file: str, junit: str | None, as_json: bool, trace_dir: str | None
             make_dir(trace_dir, "--trace-dir")
             for o, name in zip(outcomes, gt.trace_file_names([o.entry.cell.name for o in outcomes])):
                 if o.status == "failed" and o.row.trace:
-                    write_text(str(Path(trace_dir) / name), "--trace-dir", json.dumps(
-                        {"config": o.row.config, "invariant": o.row.invariant, "trace": o.row.trace}, indent=1) + "\n")
+                    write_text(str(Path(trace_dir) / name), "--trace-dir", json.dumps(TraceFile(
+                        o.row.config, o.row.invariant, o.row.trace, o.row.loop).to_json(), indent=1) + "\n")
         if junit:
             write_text(junit, "--junit", gt.junit(outcomes, format_action, *(
                 [f"the gate was {stopped.why}"] if stopped else [])))
@@ -731,7 +757,7 @@ def trace_show(path: str, step_no: str | None, diff: bool) -> None:
     if step_no is not None:
         out.print(step_table(spec, steps, int(step_no)))
     else:
-        out.print(diff_table(spec, steps) if diff else trace_table(spec, steps))
+        out.print(diff_table(spec, steps, tf.loop) if diff else trace_table(spec, steps, loop=tf.loop))
     if tf.invariant and (step_no is None or int(step_no) == len(steps) - 1):
         out.print(Text.assemble((tf.invariant, "bold red"), ": ", spec.explain(tf.invariant, steps[-1].state)))
 
@@ -748,7 +774,7 @@ def trace_html(path: str, out: str) -> None:
         check_file(out, "-o")
     except ConfigError as e:
         fail(str(e))
-    write_output(out, "-o", render_html(spec, steps, tf.config, tf.invariant))
+    write_output(out, "-o", render_html(spec, steps, tf.config, tf.invariant, tf.loop))
     click.echo(f"wrote {out} ({len(steps)} steps)")
 
 
@@ -765,7 +791,7 @@ def trace_export(path: str, fmt: str, out: str) -> None:
         check_file(out, "-o", stdout=True)
     except ConfigError as e:
         fail(str(e))
-    doc = to_itf(tf.config, tf.invariant, tf.steps, spec.itf_types) if fmt == "itf" else tf.to_json()
+    doc = to_itf(tf.config, tf.invariant, tf.steps, spec.itf_types, tf.loop) if fmt == "itf" else tf.to_json()
     write_output(out, "-o", json.dumps(doc, indent=1) + "\n")
 
 

@@ -58,6 +58,8 @@ class Row:
     trace: list[dict[str, Any]] = field(default_factory=list)   # trace.described() of the counterexample
     coverage: dict[str, int] = field(default_factory=dict)
     goals: dict[str, bool] = field(default_factory=dict)
+    loop: int | None = None         # a temporal property's lasso: the step the last one returns to
+    triggers: dict[str, int] = field(default_factory=dict)     # CheckResult.triggers
 
     @property
     def as_expected(self) -> bool | None:
@@ -82,7 +84,8 @@ class Row:
             return []
         out = [f"{a} never fired" for a in self.cell.exercises
                if not sum(n for x, n in self.coverage.items() if x == a or x.startswith(a + "("))]
-        return out + [f"goal {g} not reached" for g in self.cell.goals if not self.goals.get(g)]
+        return (out + [f"goal {g} not reached" for g in self.cell.goals if not self.goals.get(g)]
+                + [f"property {p} never triggered" for p, n in self.triggers.items() if not n])
 
 
 def verdict_text(holds: bool, invariant: str | None) -> str:
@@ -176,10 +179,10 @@ def run_cell(loader: Loader, cell: Cell, max_memory: int | None = None, stop: St
         if e.signum is not None:
             raise
         return Row(cell, f"stopped: {e.why}", None, None, e.distinct, e.generated, e.depth, e.elapsed_s, spec.config)
-    story = "" if r.holds else spec.story(r.trace, r.invariant)
+    story = "" if r.holds else spec.story(r.trace, r.invariant, r.loop)
     return Row(cell, verdict_text(r.holds, r.invariant), r.invariant, None if r.holds else len(r.trace) - 1,
                r.distinct_states, r.generated_states, r.depth, r.elapsed_s, spec.config, story,
-               described(spec, r.trace), r.coverage, r.goals)
+               described(spec, r.trace), r.coverage, r.goals, r.loop, r.triggers)
 
 
 def run(loader: Loader, cells: list[Cell], jobs: int, stop: Callable[[], bool] = lambda: False,
@@ -240,8 +243,17 @@ def markdown(meta: dict[str, Any], rows: list[Row], command: str, jobs: int) -> 
                    "1..N-1, so the count is of classes)" if r.cell.symmetry else ""), ""]
         if r.cell.claim:
             out += [f"Claim: {r.cell.claim}", ""]
-        out += [f"Verdict: **{r.verdict}**" + (f" in {r.trace_len} steps (a shortest counterexample)."
-                                              if r.trace_len else f" in all {r.distinct:,} reachable states."), ""]
+        if r.loop is not None:
+            shape = "stutters there" if r.loop == r.trace_len else f"returns to step {r.loop}"
+            out += [f"Verdict: **{r.verdict}** by a lasso: {r.trace_len} steps, then it {shape} for ever "
+                    "(a fair behaviour, re-validated by replay).", ""]
+        elif r.triggers and r.verdict == "holds":
+            out += [f"Verdict: **{r.verdict}** in every fair behaviour through the {r.distinct:,} reachable "
+                    "states (where a violation could begin: "
+                    + ", ".join(f"{p} {n:,} states" for p, n in r.triggers.items()) + ").", ""]
+        else:
+            out += [f"Verdict: **{r.verdict}**" + (f" in {r.trace_len} steps (a shortest counterexample)."
+                                                  if r.trace_len else f" in all {r.distinct:,} reachable states."), ""]
         if r.cell.exercises or r.cell.goals:
             fired = [f"{a} {sum(n for x, n in r.coverage.items() if x == a or x.startswith(a + '(')):,}"
                      for a in r.cell.exercises]

@@ -20,7 +20,7 @@ class Step:
 @dataclass
 class CheckResult:
     verdict: str                      # "holds" or "violated"
-    invariant: str | None
+    invariant: str | None             # the violated invariant, or temporal property (then `loop` is set)
     distinct_states: int
     generated_states: int
     depth: int                        # BFS levels, the initial states being level 1 (as TLC)
@@ -36,6 +36,13 @@ class CheckResult:
     # where the run ran, as the engine saw it (spark: the master URL and the
     # number of partitions actually used)
     run_info: dict[str, Any] = field(default_factory=dict)
+    # a temporal property's violation is a lasso: after the last step the
+    # behaviour returns to step `loop` for ever (stutters there, when it is
+    # the last step); None for an invariant's violation
+    loop: int | None = None
+    # each checked temporal property: the reachable states where a violation
+    # could begin (0: it held vacuously, the check exercised nothing of it)
+    triggers: dict[str, int] = field(default_factory=dict)
 
     @property
     def holds(self) -> bool:
@@ -53,12 +60,14 @@ def collision_probability(distinct: int, generated: int, bits: int = 64) -> floa
     return distinct * max(0, generated - distinct) / 2.0 ** bits
 
 
-def checked_invariant(spec: Any, name: Any, where: str) -> str:
-    """`name` if the spec checks that invariant in this config: a pin or an
-    expected violation of any other could never come out."""
-    checked = spec.checked_invariants()
+def checked_invariant(spec: Any, name: Any, where: str, properties: bool = True) -> str:
+    """`name` if the spec checks that invariant (or temporal property) in
+    this config: a pin or an expected violation of any other could never
+    come out."""
+    checked = spec.checked_invariants() + (spec.checked_properties() if properties else [])
     if not isinstance(name, str) or name not in checked:
-        raise ConfigError(f"{where}: {name!r} is not an invariant this config checks ({', '.join(checked)})")
+        what = "an invariant or temporal property" if properties and spec.checked_properties() else "an invariant"
+        raise ConfigError(f"{where}: {name!r} is not {what} this config checks ({', '.join(checked)})")
     return name
 
 
@@ -67,7 +76,8 @@ def parse_expectation(value: Any, spec: Any, where: str, key: str = "expect") ->
     config's `[expected] verdict`): "holds" or "violated: NAME", NAME an
     invariant the spec checks."""
     if not isinstance(value, str) or not (value == "holds" or value.startswith("violated: ")):
-        raise ConfigError(f"{where}: {key} is {value!r}; allowed: \"holds\" or \"violated: INVARIANT\"")
+        raise ConfigError(f"{where}: {key} is {value!r}; allowed: \"holds\" or \"violated: NAME\" "
+                          "(NAME an invariant or temporal property the config checks)")
     if value != "holds":
         checked_invariant(spec, value.removeprefix("violated: "), f"{where}: {key}")
     return value

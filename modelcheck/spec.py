@@ -104,6 +104,68 @@ def goal(name: str, *actions: str) -> Callable:
     return mark
 
 
+@dataclass(frozen=True)
+class Fairness:
+    """TLA+'s WF_vars(A) (weak) or SF_vars(A) (strong) for an action A: the
+    action as a whole (some instance of it), or, with `each` (one of its
+    arguments), each set of its instances that share a value of that
+    argument, as `\\A b \\in Broker : WF_vars(A(b))` writes it."""
+    strong: bool
+    action: str
+    each: str | None = None
+
+    def __str__(self) -> str:
+        return f"{'SF' if self.strong else 'WF'}({self.action}{f', each {self.each}' if self.each else ''})"
+
+
+def weak(*actions: str, each: str | None = None) -> tuple[Fairness, ...]:
+    """Weak fairness of each named action: one continuously enabled is eventually taken."""
+    return tuple(Fairness(False, a, each) for a in actions)
+
+
+def strong(*actions: str, each: str | None = None) -> tuple[Fairness, ...]:
+    """Strong fairness of each named action: one enabled infinitely often is eventually taken."""
+    return tuple(Fairness(True, a, each) for a in actions)
+
+
+# the forms of temporal property a spec may state, each over state predicates:
+# []<>P (always eventually), <>[]P (eventually always), P ~> Q (leads to)
+ALWAYS_EVENTUALLY, EVENTUALLY_ALWAYS, LEADS_TO = "[]<>", "<>[]", "~>"
+
+
+def _temporal(form: str, name: str, fairness: tuple) -> Callable:
+    flat = tuple(f for group in fairness for f in (group if isinstance(group, tuple) else (group,)))
+    bad = [f for f in flat if not isinstance(f, Fairness)]
+    if bad:
+        raise SpecDefinitionError(f"property {name!r}: {bad[0]!r} is not weak(...) or strong(...) fairness")
+
+    def mark(fn: Callable) -> Callable:
+        fn._mc_property = name
+        fn._mc_form = form
+        fn._mc_fairness = flat
+        return fn
+    return mark
+
+
+def always_eventually(name: str, *fairness: Fairness | tuple[Fairness, ...]) -> Callable:
+    """Mark a predicate `(self, state) -> bool` P as the property []<>P:
+    every fair behaviour meets P again and again."""
+    return _temporal(ALWAYS_EVENTUALLY, name, fairness)
+
+
+def eventually_always(name: str, *fairness: Fairness | tuple[Fairness, ...]) -> Callable:
+    """Mark a predicate `(self, state) -> bool` P as the property <>[]P:
+    every fair behaviour ends in states where P holds for good."""
+    return _temporal(EVENTUALLY_ALWAYS, name, fairness)
+
+
+def leads_to(name: str, *fairness: Fairness | tuple[Fairness, ...]) -> Callable:
+    """Mark a method `(self, state) -> (bool, bool)`, the predicates (P, Q),
+    as the property P ~> Q: in every fair behaviour, a state where P holds
+    is followed (or accompanied) by one where Q holds."""
+    return _temporal(LEADS_TO, name, fairness)
+
+
 def _collect(cls: type, marker: str) -> dict[str, tuple[Callable, Callable]]:
     """Marked methods by declared name: (the method, the nearest definition
     that carries the mark). An override keeps the name (and, for an action,
@@ -136,8 +198,10 @@ def _check_params(cls: type, name: str, fn: Callable, params: dict[str, Any]) ->
 class Spec:
     """Base class of every protocol spec.
 
-    Subclasses define `init_states`, `@action`s, `@invariant`s and `@goal`s,
-    and may set `omit` to drop inherited actions, invariants or goals by name
+    Subclasses define `init_states`, `@action`s, `@invariant`s, `@goal`s and
+    temporal properties (`@leads_to`, `@always_eventually`,
+    `@eventually_always`, each with its fairness), and may set `omit` to
+    drop inherited actions, invariants, goals or properties by name
     (a variant that lacks a mechanism). Actions are enumerated in sorted name order so that
     exploration order, and so every result, is deterministic.
     """
@@ -149,6 +213,9 @@ class Spec:
     invariants: ClassVar[dict[str, Callable]] = {}
     goals: ClassVar[dict[str, Callable]] = {}
     goal_actions: ClassVar[dict[str, tuple[str, ...]]] = {}   # goal -> the actions it is about (empty: all)
+    properties: ClassVar[dict[str, Callable]] = {}        # temporal properties: name -> their predicate(s)
+    property_form: ClassVar[dict[str, str]] = {}          # name -> ALWAYS_EVENTUALLY, EVENTUALLY_ALWAYS or LEADS_TO
+    fairness: ClassVar[dict[str, tuple[Fairness, ...]]] = {}  # name -> the fairness it is checked under
     state_type: ClassVar[type] = tuple     # the NamedTuple of the spec's states
     symmetric: bool = False                # set by enable_symmetry()
 
@@ -157,7 +224,8 @@ class Spec:
         acts = _collect(cls, "_mc_action")
         invs = _collect(cls, "_mc_invariant")
         goals = _collect(cls, "_mc_goal")
-        unknown = sorted(cls.omit - acts.keys() - invs.keys() - goals.keys())
+        props = _collect(cls, "_mc_property")
+        unknown = sorted(cls.omit - acts.keys() - invs.keys() - goals.keys() - props.keys())
         if unknown:
             raise SpecDefinitionError(f"{cls.__name__}.omit names nothing defined: {unknown}")
         cls.actions = {n: acts[n][0] for n in sorted(acts) if n not in cls.omit}
@@ -172,6 +240,19 @@ class Spec:
             unknown = [a for a in about if a not in acts]
             if unknown:
                 raise SpecDefinitionError(f"{cls.__name__}: goal {n!r} names no action {unknown[0]!r}")
+        cls.properties = {n: props[n][0] for n in sorted(props) if n not in cls.omit}
+        cls.property_form = {n: props[n][1]._mc_form for n in cls.properties}
+        cls.fairness = {}
+        for n in cls.properties:
+            for f in props[n][1]._mc_fairness:
+                if f.action not in acts:
+                    raise SpecDefinitionError(f"{cls.__name__}: property {n!r}: fairness of {f.action!r}, "
+                                              f"which is not an action of it")
+                if f.each is not None and f.each not in acts[f.action][1]._mc_params:
+                    raise SpecDefinitionError(f"{cls.__name__}: property {n!r}: {f}: {f.action} has no "
+                                              f"argument {f.each!r}")
+            # an action a variant omits is never enabled: fairness of it asks nothing
+            cls.fairness[n] = tuple(f for f in props[n][1]._mc_fairness if f.action in cls.actions)
         abstract = vars(cls).get("abstract", False)
         if not abstract and not cls.actions:
             raise SpecDefinitionError(f"{cls.__name__} defines no actions")
@@ -185,6 +266,11 @@ class Spec:
     def checked_invariants(self) -> list[str]:
         """Names of the invariants to check (default: all of the spec's)."""
         return list(self.invariants)
+
+    def checked_properties(self) -> list[str]:
+        """Names of the temporal properties to check (default: none; each
+        costs the behaviour graph's edges and a search for fair cycles)."""
+        return []
 
     def layout(self) -> list[Field]:
         """The range of every field of `state_type`, in its order (what the
@@ -240,15 +326,25 @@ class Spec:
         return {c: [(self.format_value(c, state[c]), "")] for c in self.trace_columns}, {}
 
     def explain(self, invariant: str, state: State) -> str:
-        """One sentence on why `state` violates `invariant`."""
-        doc = (self.invariants[invariant].__doc__ or "").strip().split("\n\n")[0]
+        """One sentence on why `state` violates `invariant` (for a temporal
+        property: what the property asks, its docstring's first paragraph)."""
+        fn = self.invariants[invariant] if invariant in self.invariants else self.properties[invariant]
+        doc = (fn.__doc__ or "").strip().split("\n\n")[0]
         return " ".join(doc.split())
 
-    def story(self, trace: list, invariant: str) -> str:
+    def story(self, trace: list, invariant: str, loop: int | None = None) -> str:
         """A counterexample in a few sentences (default: the actions, then
         the explanation); a spec may tell it in its own domain's words."""
         steps = ", ".join(s.action + (str(s.args) if s.args else "") for s in trace[1:])
-        return f"{steps}: {invariant} breaks: {self.explain(invariant, trace[-1].state)}."
+        return f"{steps}{self.loop_sentence(trace, loop)}: {invariant} breaks: {self.explain(invariant, trace[-1].state)}."
+
+    def loop_sentence(self, trace: list, loop: int | None) -> str:
+        """How a lasso goes on for ever ("" for an invariant's trace)."""
+        if loop is None:
+            return ""
+        if loop == len(trace) - 1:
+            return ", then nothing changes for ever (every fair action taken or disabled)"
+        return f", then steps {loop + 1}..{len(trace) - 1} repeat for ever (every fair action taken or disabled)"
 
     # --- what the engine uses ----------------------------------------------
     def never_enabled(self) -> frozenset[str]:
@@ -321,23 +417,44 @@ class Spec:
         return base + list(self.params[name][by].domain(self)).index(values[at])
 
     @cached_property
-    def _labelled_actions(self) -> list[tuple[str, Callable, list[tuple[tuple[int, ...], Args, int]]]]:
-        return [(name, fn, [(values, args, self.coverage_label(name, values)) for values, args in instances])
+    def instance_base(self) -> dict[str, int]:
+        """Every action instance has a number, the same in both executions:
+        actions in order, each one's argument tuples in enumeration order;
+        an action's first instance is its base."""
+        base, at = {}, 0
+        for name in self.actions:
+            base[name] = at
+            at += len(self._instances[name])
+        return base
+
+    @cached_property
+    def instance_count(self) -> int:
+        return sum(len(i) for i in self._instances.values())
+
+    def instance(self, number: int) -> tuple[str, tuple[int, ...]]:
+        """The action and argument values of instance `number`."""
+        name = next(n for n in reversed(self.actions) if self.instance_base[n] <= number)
+        return name, self._instances[name][number - self.instance_base[name]][0]
+
+    @cached_property
+    def _labelled_actions(self) -> list[tuple[str, Callable, list[tuple[tuple[int, ...], Args, int, int]]]]:
+        return [(name, fn, [(values, args, self.coverage_label(name, values), self.instance_base[name] + i)
+                            for i, (values, args) in enumerate(instances)])
                 for name, fn, instances in self._live_actions]
 
     def successors(self, state: State) -> list[tuple[str, Args, State]]:
         """Every enabled action instance, in deterministic order: actions by
         name, each one's arguments in their domains' order."""
-        return [(name, args, nxt) for name, args, nxt, _label in self.labelled_successors(state)]
+        return [(name, args, nxt) for name, args, nxt, _label, _instance in self.labelled_successors(state)]
 
-    def labelled_successors(self, state: State) -> list[tuple[str, Args, State, int]]:
-        """successors(), each with its place in coverage_labels."""
+    def labelled_successors(self, state: State) -> list[tuple[str, Args, State, int, int]]:
+        """successors(), each with its place in coverage_labels and its instance number."""
         out = []
         for name, fn, instances in self._labelled_actions:
-            for values, args, label in instances:
+            for values, args, label, number in instances:
                 nxt = fn(self, state, *values)
                 if nxt is not None:
-                    out.append((name, dict(args), nxt, label))
+                    out.append((name, dict(args), nxt, label, number))
         return out
 
     def instances(self, name: str, state: State) -> list[tuple[Args, State]]:
@@ -365,6 +482,17 @@ class Spec:
             if not reached[goal_name] and holds(self, before, after):
                 reached[goal_name] = new = True
         return new
+
+    def property_labels(self, state: State) -> int:
+        """The temporal properties' predicates in `state`, as bits: property
+        i (in `properties` order) puts P at bit 2i and, for a leads-to, Q at
+        bit 2i+1 (what the compiled kernel's labels compute)."""
+        bits = 0
+        for i, (name, fn) in enumerate(self.properties.items()):
+            value = fn(self, state)
+            p, q = value if self.property_form[name] == LEADS_TO else (value, False)
+            bits |= (bool(p) << 2 * i) | (bool(q) << 2 * i + 1)
+        return bits
 
     @cached_property
     def _checks(self) -> list[tuple[str, Callable]]:

@@ -120,3 +120,49 @@ def validate(spec: Spec, steps: list[Step], invariant: str) -> None:
             raise TraceError(f"replay: step {i} already violates {bad}")
     if invariant not in spec.violated(state):
         raise TraceError(f"replay: the last state does not violate {invariant}")
+
+
+def validate_lasso(spec: Spec, steps: list[Step], loop: int, prop: str) -> None:
+    """Replay a lasso (`steps`, then back to step `loop` for ever; stuttering
+    there when `loop` is the last step) and check, with the interpreted
+    spec alone, that it is a fair behaviour violating property `prop`;
+    raise TraceError if not."""
+    from .spec import ALWAYS_EVENTUALLY, LEADS_TO
+    canon = spec.canonical
+    last = len(steps) - 1
+    if not 0 <= loop <= last:
+        raise TraceError(f"replay: the loop starts at step {loop}, outside the trace")
+    if loop < last and canon(steps[loop].state) != canon(steps[last].state):
+        raise TraceError(f"replay: the last step does not return to step {loop}")
+    for i, step in enumerate(steps[1:], 1):
+        if not any(a == step.args and canon(t) == canon(step.state)
+                   for a, t in apply_step(spec, steps[i - 1].state, step.action, step.args)):
+            raise TraceError(f"replay: step {i} {step.action}{step.args} is not enabled")
+    if not any(canon(s) == canon(steps[0].state) for s in spec.init_states()):
+        raise TraceError("replay: the first state is not initial")
+    values = [spec.properties[prop](spec, s.state) for s in steps]
+    p, q = ([v[0] for v in values], [v[1] for v in values]) if spec.property_form[prop] == LEADS_TO else (values, None)
+    cycle = range(loop, last) if loop < last else range(last, last + 1)     # the states visited for ever
+    if q is not None:
+        ok = any(p[i] and not any(q[j] for j in range(min(i, loop), last + 1)) for i in range(last + 1))
+    elif spec.property_form[prop] == ALWAYS_EVENTUALLY:
+        ok = not any(p[i] for i in cycle)
+    else:
+        ok = not all(p[i] for i in cycle)
+    if not ok:
+        raise TraceError(f"replay: the lasso does not violate {prop}")
+    # the cycle's steps (a step to the same state is a stutter: TLA+'s <<A>>_vars)
+    taken = [s for i, s in enumerate(steps[loop + 1:], loop + 1) if canon(s.state) != canon(steps[i - 1].state)]
+    for f in spec.fairness[prop]:
+        shown = [None] if f.each is None else [
+            v if spec.params[f.action][f.each].show is None else spec.params[f.action][f.each].show(v)
+            for v in spec.params[f.action][f.each].domain(spec)]
+        for value in shown:
+            def mine(args: dict) -> bool:
+                return f.each is None or args.get(f.each) == value
+            if any(s.action == f.action and mine(s.args) for s in taken):
+                continue
+            enabled = [any(mine(a) and canon(t) != canon(steps[i].state) for a, t in spec.instances(f.action, steps[i].state))
+                       for i in cycle]
+            if all(enabled) if not f.strong else any(enabled):
+                raise TraceError(f"replay: the cycle is not fair to {f}{'' if value is None else f' ({value})'}")

@@ -124,7 +124,7 @@ def test_bad_input_exits_2_with_one_line(args, message):
     ('variant = "legacy"\ninvariants = ["ConsistentRead"]\n[expected]\nverdict = "violated: NoAckedLoss"\n',
      "[expected] verdict: 'NoAckedLoss' is not an invariant this config checks (ConsistentRead)"),
     ('[expected]\nverdict = "violated"\n',
-     "[expected] verdict is 'violated'; allowed: \"holds\" or \"violated: INVARIANT\""),
+     "[expected] verdict is 'violated'; allowed: \"holds\" or \"violated: NAME\""),
 ])
 def test_an_expected_verdict_that_can_never_come_out_exits_2(tmp_path, config, message):
     """Refused before the check runs, not reported as DIFFERS after it."""

@@ -55,7 +55,7 @@ def test_a_verdict_that_differs_from_its_pin_exits_1(tmp_path):
 @pytest.mark.parametrize("change, message", [
     (('variant = "legacy"', 'variant = "nope"'), "cell 1 (legacy): config key 'variant'"),
     (('expect = "violated: NoAckedLoss"', 'expect = "fails"'),
-     "cell 1 (legacy): expect is 'fails'; allowed: \"holds\" or \"violated: INVARIANT\""),
+     "cell 1 (legacy): expect is 'fails'; allowed: \"holds\" or \"violated: NAME\""),
     (('claim = "the last', 'colour = "red"\nclaim = "the last'), "cell 1 (legacy): unknown key 'colour'"),
     (('[[cell]]\nname = "no HWM rule"', '[[cell]]\nname = "legacy"'), "cell 2: duplicate name 'legacy'"),
     (('claim = "the last', 'symmetry = "yes"\nclaim = "the last'),

@@ -43,6 +43,13 @@ def run(spec: Spec, *, engine: str = "fast", workers: int = 1, progress: Progres
     fast and bfs)."""
     from .bfs import check as reference
     control = control or Control()
+    if spec.checked_properties():
+        if spec.symmetric:
+            raise ConfigError("--symmetry with temporal properties: fair cycles are searched in the states "
+                              "themselves (a cycle of a class need not be one of its members); leave out --symmetry")
+        if engine == "spark":
+            raise ConfigError("--engine spark does not check temporal properties (their behaviour graph is "
+                              "searched on one machine): use --engine fast")
     if engine == "bfs":
         return reference(spec, progress=progress, control=control)
     from .kernel import KernelUnavailable, kernel_for

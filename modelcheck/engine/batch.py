@@ -36,28 +36,32 @@ LINK_DTYPE = np.dtype([("parent", np.uint32), ("index", np.uint16)])    # 6 byte
 class Candidates:
     """Successors in the order the reference engine generates them: packed
     rows, keys, the frontier row of each one's parent, its index among the
-    parent's successors, and the action that made it."""
+    parent's successors, the action that made it (its coverage label) and
+    the action instance (Spec.instance numbers them)."""
     words: np.ndarray       # uint64 [m, W]
     keys: np.ndarray        # uint64 [m, K]
     parents: np.ndarray     # int64 [m]
     index: np.ndarray       # uint16 [m]
     action: np.ndarray      # uint8 [m]
+    instance: np.ndarray    # uint16 [m]
+
+    FIELDS = ("words", "keys", "parents", "index", "action", "instance")
 
     @staticmethod
     def empty(words: int, key_words: int, m: int = 0) -> "Candidates":
         return Candidates(np.empty((m, words), np.uint64), np.empty((m, key_words), np.uint64),
-                          np.empty(m, np.int64), np.empty(m, np.uint16), np.empty(m, np.uint8))
+                          np.empty(m, np.int64), np.empty(m, np.uint16), np.empty(m, np.uint8), np.empty(m, np.uint16))
 
     def __len__(self) -> int:
         return len(self.parents)
 
     def take(self, sel: np.ndarray | slice) -> "Candidates":
-        return Candidates(self.words[sel], self.keys[sel], self.parents[sel], self.index[sel], self.action[sel])
+        return Candidates(*(getattr(self, f)[sel] for f in self.FIELDS))
 
     def grown(self, size: int, used: int) -> "Candidates":
         """A larger buffer holding the first `used` rows of this one."""
         bigger = Candidates.empty(self.words.shape[1], self.keys.shape[1], size)
-        for f in ("words", "keys", "parents", "index", "action"):
+        for f in self.FIELDS:
             getattr(bigger, f)[:used] = getattr(self, f)[:used]
         return bigger
 
@@ -67,8 +71,7 @@ class Candidates:
             return parts[0]
         if not parts:
             return Candidates.empty(words, key_words)
-        return Candidates(*(np.concatenate([getattr(p, f) for p in parts])
-                            for f in ("words", "keys", "parents", "index", "action")))
+        return Candidates(*(np.concatenate([getattr(p, f) for p in parts]) for f in Candidates.FIELDS))
 
 
 class Abandoned(Exception):
@@ -93,7 +96,8 @@ def expand(kernel, frontier: np.ndarray, lo: int, hi: int, stop: Callable[[], bo
         if stop():
             raise Abandoned
         rows, k, status = kernel.module.expand(kernel.params, kernel.tables, frontier, row, min(hi, row + chunk),
-                                               out.words, out.keys, out.parents, out.index, out.action, k, reached)
+                                               out.words, out.keys, out.parents, out.index, out.action,
+                                               out.instance, k, reached)
         if status < -1:
             raise kernel.field_error(-2 - status)
         if status == -1:

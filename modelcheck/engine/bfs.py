@@ -24,6 +24,7 @@ from ..spec import Spec
 from ..store import DictStore
 from ..trace import rebuild, validate
 from .control import Control, check_identity, identity, spec_source
+from .liveness import Recorder, check_properties
 from .progress import Progress, progress_counts
 
 PROGRESS_EVERY = 4096  # states between progress reports inside a level
@@ -46,6 +47,9 @@ class Reference:
         self.generated = 0
         self.depth = 0
         self.identity = identity(spec, "bfs", spec_source(spec)) if control.checkpoints else {}
+        # temporal properties: the behaviour graph (states numbered as found: the store's order)
+        self.recorder = Recorder(1, control.max_memory) if spec.checked_properties() else None
+        self.numbers: dict[int, int] = {}
 
     def run(self) -> CheckResult:
         with self.control.stop.polling():
@@ -60,7 +64,7 @@ class Reference:
                 if frontier:
                     self.depth += 1
                 self.report(len(frontier))
-        return self.result(None)
+            return self.result(None) if self.recorder is None else self.properties()
 
     def initial(self) -> list | CheckResult:
         frontier = []
@@ -73,7 +77,21 @@ class Reference:
                     return self.result(bad, fp, 1)
                 frontier.append((fp, state))
         self.depth = 1 if frontier else 0
+        self.record(frontier, [])
         return frontier
+
+    def record(self, new: list, transitions: list) -> None:
+        """A level's new states and its transitions (source number, target fingerprint, instance)."""
+        if self.recorder is None:
+            return
+        for fp, _state in new:
+            self.numbers[fp] = len(self.numbers)
+        if transitions:
+            src, dst, inst = zip(*transitions)
+            self.recorder.add_transitions(np.array(src, np.uint32), np.array(dst, np.uint64).reshape(-1, 1),
+                                          np.array(inst, np.uint16))
+        self.recorder.add_states(np.array([fp for fp, _s in new], np.uint64).reshape(-1, 1),
+                                 np.array([self.spec.property_labels(s) for _fp, s in new], np.uint64))
 
     def level(self, frontier: list) -> list | CheckResult:
         """The new states of the next level, or the result of a violation."""
@@ -81,15 +99,20 @@ class Reference:
         before = (self.generated, dict(coverage), dict(reached))
         open_goals = {a: [(g, fn) for g, fn in goals if not reached[g]] for a, goals in spec.goals_of.items()}
         level: list = []
+        transitions: list = []
+        recording = self.recorder is not None
         for done, (parent_fp, state) in enumerate(frontier):
             if done % POLL_EVERY == 0:
                 self.safe_point(frontier, level, before)
-            for name, _args, nxt, label in spec.labelled_successors(state):
+            source = self.numbers[parent_fp] if recording else 0
+            for name, _args, nxt, label, instance in spec.labelled_successors(state):
                 self.generated += 1
                 coverage[labels[label]] += 1
                 if open_goals[name] and spec.reached_goals(name, state, nxt, reached):
                     open_goals = {a: [(g, fn) for g, fn in goals if not reached[g]] for a, goals in open_goals.items()}
                 fp = fingerprint(spec.canonical(nxt))
+                if recording:
+                    transitions.append((source, fp, instance))
                 if self.store.put(fp, parent_fp):
                     bad = spec.first_violation(nxt)
                     if bad:
@@ -97,6 +120,7 @@ class Reference:
                     level.append((fp, nxt))
             if done % PROGRESS_EVERY == PROGRESS_EVERY - 1:
                 self.report(len(frontier) - done + len(level))
+        self.record(level, transitions)
         return level
 
     def report(self, queue: int) -> None:
@@ -129,14 +153,21 @@ class Reference:
         state = {"identity": self.identity, "depth": self.depth, "generated": self.generated,
                  "coverage": self.coverage, "reached": self.reached,
                  "elapsed_s": time.perf_counter() - self.started}
-        self.control.checkpoints.save(state, {"fps": fps, "parents": parents, "frontier": np.frombuffer(
-            pickle.dumps(frontier, pickle.HIGHEST_PROTOCOL), np.uint8)})
+        arrays = {"fps": fps, "parents": parents, "frontier": np.frombuffer(
+            pickle.dumps(frontier, pickle.HIGHEST_PROTOCOL), np.uint8)}
+        if self.recorder is not None:
+            arrays.update({f"graph-{name}": parts or [np.empty((0, 1) if name in ("keys", "targets") else 0, np.uint64)]
+                           for name, parts in self.recorder.arrays().items()})
+        self.control.checkpoints.save(state, arrays)
 
     def restore(self) -> list:
         checkpoints = self.control.checkpoints
         state, arrays = checkpoints.load()
         check_identity(state["identity"], self.identity, str(checkpoints.dir))
         self.store = DictStore.from_arrays(arrays["fps"], arrays["parents"])
+        if self.recorder is not None:
+            self.recorder.load({name: [arrays[f"graph-{name}"]] for name in self.recorder.arrays()})
+            self.numbers = {fp: i for i, fp in enumerate(arrays["fps"].tolist())}
         self.depth, self.generated = state["depth"], state["generated"]
         self.coverage.update(state["coverage"])
         self.reached.update(state["reached"])
@@ -144,6 +175,21 @@ class Reference:
         return pickle.loads(arrays["frontier"].tobytes())
 
     # ---- the result -----------------------------------------------------------------
+    def properties(self) -> CheckResult:
+        """Every invariant holds: now the temporal properties, on the graph recorded."""
+        initial = []
+        for state in self.spec.init_states():
+            if not any(self.spec.canonical(s) == self.spec.canonical(state) for s in initial):
+                initial.append(state)
+        found, counts = check_properties(self.spec, self.recorder, initial,
+                                         lambda s: np.array([fingerprint(self.spec.canonical(s))], np.uint64))
+        result = self.result(None)
+        if found is not None:
+            result.verdict, result.invariant, result.trace, result.goals = "violated", found[0], found[1], {}
+            result.loop = found[2]
+        result.triggers = counts
+        return result
+
     def result(self, invariant: str | None, fp: int | None = None, depth: int | None = None) -> CheckResult:
         trace = []
         if invariant is not None:

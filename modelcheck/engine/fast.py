@@ -47,9 +47,10 @@ from ..result import CheckResult
 from ..spec import Spec
 from ..trace import replay_path
 from . import batch
-from .batch import BUCKET_BITS, LINK_DTYPE, Abandoned, Candidates, Visited, reshard, run_info
+from .batch import BUCKET_BITS, LINK_DTYPE, Abandoned, Candidates, Visited, first_occurrences, reshard, run_info
 from .control import Control, check_identity, identity
 from .kernel import Kernel
+from .liveness import Recorder, check_properties
 from .progress import Progress, progress_counts
 from .spill import on_disk, to_disk
 
@@ -73,6 +74,7 @@ class Cursor:
     depth: int
     frontier: np.ndarray
     done: int = 0
+    first: int = 0              # the number of the frontier's first state (in the order states were found)
     next_rows: list[np.ndarray] = field(default_factory=list)
     next_links: list[np.ndarray] = field(default_factory=list)
 
@@ -95,30 +97,41 @@ class Search:
         self.spilled = False                     # frontiers and links live on disk from now on
         self.segments = 0
         self.per_row = 4.0                       # successors a frontier row, the most a segment had
-        self.candidate_bytes = 8 * (kernel.words + kernel.key_words) + 8 + 2 + 1
+        self.candidate_bytes = 8 * (kernel.words + kernel.key_words) + 8 + 2 + 1 + 2
+        # temporal properties: the behaviour graph, recorded as the search goes
+        self.recorder = Recorder(kernel.key_words, self.control.max_memory) if spec.checked_properties() else None
 
     # ---- the search ---------------------------------------------------------------
     def run(self) -> CheckResult:
         self.inits = self.spec.init_states()
         with self.control.stop.polling():
-            cur = self.restore() if self.control.resume else self.initial()
-            if isinstance(cur, CheckResult):
-                return cur
-            while len(cur.frontier):
-                self.frontier_peak = max(self.frontier_peak, cur.frontier.nbytes)
-                self.report(cur.depth, len(cur.frontier) - cur.done)
-                while cur.done < len(cur.frontier):
-                    found = self.segment(cur)
-                    if found is not None:
-                        return found
-                cur = self.next_level(cur)
-        return self.result("holds", None, cur.depth, [])
+            found = self.search()
+            if found is not None or self.recorder is None:
+                return found
+            return self.properties()
+
+    def search(self) -> CheckResult | None:
+        """The breadth-first search: a violation, or the holds result when
+        no property is to be checked (None: check them)."""
+        cur = self.restore() if self.control.resume else self.initial()
+        if isinstance(cur, CheckResult):
+            return cur
+        while len(cur.frontier):
+            self.frontier_peak = max(self.frontier_peak, cur.frontier.nbytes)
+            self.report(cur.depth, len(cur.frontier) - cur.done)
+            while cur.done < len(cur.frontier):
+                found = self.segment(cur)
+                if found is not None:
+                    return found
+            cur = self.next_level(cur)
+        self.depth = cur.depth
+        return None if self.recorder is not None else self.result("holds", None, cur.depth, [])
 
     def initial(self) -> Cursor | CheckResult:
         rows = np.array([self.kernel.pack(s) for s in self.inits], dtype=np.uint64).reshape(
             len(self.inits), self.kernel.words)
         level = Candidates(rows, self.kernel.keys(rows), np.arange(len(rows), dtype=np.int64),
-                           np.zeros(len(rows), np.uint16), np.zeros(len(rows), np.uint8))
+                           np.zeros(len(rows), np.uint16), np.zeros(len(rows), np.uint8), np.zeros(len(rows), np.uint16))
         cur = Cursor(0, rows[:0])
         bad = self.settle(level, cur)
         return self.violated(level, cur, *bad) if bad else self.next_level(cur)
@@ -126,7 +139,7 @@ class Search:
     def next_level(self, cur: Cursor) -> Cursor:
         self.links.append(self.joined(cur.next_links, np.empty(0, LINK_DTYPE)))
         rows = self.joined(cur.next_rows, np.empty((0, self.kernel.words), np.uint64))
-        return Cursor(cur.depth + (1 if len(rows) else 0), rows)
+        return Cursor(cur.depth + (1 if len(rows) else 0), rows, first=self.distinct - len(rows))
 
     def segment(self, cur: Cursor) -> CheckResult | None:
         """Expand and settle the next segment of the frontier (at a safe
@@ -199,6 +212,11 @@ class Search:
         links["parent"], links["index"] = level.parents[winners], level.index[winners]
         cur.next_links.append(self.kept(links))
         cur.next_rows.append(self.kept(rows))
+        if self.recorder is not None:
+            if cur.depth:
+                self.recorder.add_transitions(self.kept(level.parents + cur.first), self.kept(level.keys),
+                                              self.kept(level.instance))
+            self.recorder.add_states(self.kept(level.keys[winners]), self.kept(self.kernel.labels(rows)))
         self.distinct += len(winners)
         self.generated += len(level)
         if cur.depth:
@@ -259,6 +277,8 @@ class Search:
         """From now on frontiers and parent links live on disk."""
         d = self.control.spill_dir
         self.links = [to_disk(x, d) for x in self.links]
+        if self.recorder is not None:
+            self.recorder.moved(lambda a: to_disk(a, d))
         cur.frontier = to_disk(cur.frontier, d)
         cur.next_rows = [to_disk(x, d) for x in cur.next_rows]
         cur.next_links = [to_disk(x, d) for x in cur.next_links]
@@ -289,16 +309,21 @@ class Search:
 
     def checkpoint(self, cur: Cursor) -> None:
         buckets = [s.buckets[b] for b in range(1 << BUCKET_BITS) for s in self.shards]
-        state = {"identity": self.identity, "depth": cur.depth, "done": cur.done, "levels": len(self.links),
+        state = {"identity": self.identity, "depth": cur.depth, "done": cur.done, "first": cur.first,
+                 "levels": len(self.links),
                  "distinct": self.distinct, "generated": self.generated, "coverage": self.coverage.tolist(),
                  "reached": self.reached.tolist(), "elapsed_s": time.perf_counter() - self.started,
                  "workers": self.workers, "bucket_sizes": [len(b) for b in buckets], "per_row": self.per_row,
                  "fingerprint_bits": self.kernel.fingerprint_bits}
         empty_rows, empty_links = np.empty((0, self.kernel.words), np.uint64), np.empty(0, LINK_DTYPE)
+        fixed = {f"links-{d}": x for d, x in enumerate(self.links)}
+        if self.recorder is not None:       # its arrays never change once made: each is written once
+            parts = self.recorder.arrays()
+            state["recorded"] = {name: len(p) for name, p in parts.items()}
+            fixed.update({f"graph-{name}-{i}": x for name, p in parts.items() for i, x in enumerate(p)})
         self.control.checkpoints.save(
             state, {"visited": buckets, "frontier": cur.frontier, "next_rows": [empty_rows, *cur.next_rows],
-                    "next_links": [empty_links, *cur.next_links]},
-            fixed={f"links-{d}": x for d, x in enumerate(self.links)})
+                    "next_links": [empty_links, *cur.next_links]}, fixed=fixed)
 
     def restore(self) -> Cursor:
         checkpoints = self.control.checkpoints
@@ -309,15 +334,34 @@ class Search:
         self.shards = reshard([keys[starts[b * old]:starts[(b + 1) * old]] for b in range(1 << BUCKET_BITS)],
                               self.workers)
         self.links = [arrays[f"links-{d}"] for d in range(state["levels"])]
+        if self.recorder is not None:
+            self.recorder.load({name: [arrays[f"graph-{name}-{i}"] for i in range(n)]
+                                for name, n in state["recorded"].items()})
         self.distinct, self.generated = state["distinct"], state["generated"]
         self.coverage = np.array(state["coverage"], dtype=np.int64)
         self.reached = np.array(state["reached"], dtype=np.uint8)
         self.per_row = state["per_row"]
         self.started = time.perf_counter() - state["elapsed_s"]
-        return Cursor(state["depth"], arrays["frontier"], state["done"], [arrays["next_rows"]],
+        return Cursor(state["depth"], arrays["frontier"], state["done"], state["first"], [arrays["next_rows"]],
                       [arrays["next_links"]])
 
     # ---- results ------------------------------------------------------------------
+    def properties(self) -> CheckResult:
+        """Every invariant holds: now the temporal properties, on the graph recorded."""
+        kernel = self.kernel
+        keys = kernel.keys(np.array([kernel.pack(s) for s in self.inits], dtype=np.uint64).reshape(
+            len(self.inits), kernel.words))
+        distinct_inits = [self.inits[i] for i in first_occurrences(keys).tolist()]
+        found, counts = check_properties(self.spec, self.recorder, distinct_inits,
+                                         lambda state: kernel.keys(kernel.pack(state).reshape(1, -1))[0])
+        if found is None:
+            result = self.result("holds", None, self.depth, [])
+        else:
+            result = self.result("violated", found[0], self.depth, found[1])
+            result.loop = found[2]
+        result.triggers = counts
+        return result
+
     def violated(self, level: Candidates, cur: Cursor, position: int, new_before: int, which: int) -> CheckResult:
         """The reference engine stops at the violating state (candidate
         `position` of this segment, its new state number `new_before`): it

@@ -48,11 +48,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import ops
-from ..spec import Spec
+from ..spec import LEADS_TO, Spec
 
 BUILTINS = {"min", "max", "range", "len", "int", "bool", "abs"}
 OPS = {ops.replace_at: "replace_at", ops.popcount: "popcount", ops.lowest_bit: "lowest_bit"}
-GENERATOR_VERSION = "2"     # bump when the generated code changes shape
+GENERATOR_VERSION = "3"     # bump when the generated code changes shape
 MAX_SUCCESSORS = 1 << 16    # a successor's index under its parent is a uint16
 
 
@@ -398,7 +398,7 @@ def key_of(P, C, s, row, scratch, out):
     return 0
 
 @jit
-def expand(P, C, frontier, lo, hi, words, keys, parents, index, action, k, reached):
+def expand(P, C, frontier, lo, hi, words, keys, parents, index, action, instance, k, reached):
     \"\"\"Successors of frontier rows lo..hi-1 into the buffers from position k: (rows
     expanded, the new k, status: 0 done, -1 buffers full, -2 - field for a field out of
     its range).\"\"\"
@@ -406,8 +406,8 @@ def expand(P, C, frontier, lo, hi, words, keys, parents, index, action, k, reach
     v = np.empty(SLOTS, np.int64)
     cap = len(words)
     for i in range(lo, hi):
-        end = successors(P, C, unpack_into(C[0], frontier[i], v), i, words, keys, parents, index, action, k, cap,
-                         scratch, reached)
+        end = successors(P, C, unpack_into(C[0], frontier[i], v), i, words, keys, parents, index, action, instance,
+                         k, cap, scratch, reached)
         if end < 0:
             return i - lo, k, end
         k = end
@@ -460,21 +460,24 @@ def _glue_source(spec: Spec, flat: Flattener, spec_module: str) -> str:
     lines.insert(lines.index(f"SLOTS = {len(values)}") + 1,
                  f"FIELD_OF = {tuple(names.index(v.split('.')[1].split('[')[0]) for v in values)!r}")
     # the successors of one state, in the interpreted spec's order
-    lines += ["@jit", "def successors(P, C, s, row, words, keys, parents, index, action, k, cap, scratch, reached):",
+    lines += ["@jit", "def successors(P, C, s, row, words, keys, parents, index, action, instance, k, cap, scratch,"
+              " reached):",
               '    """Append the successors of s (frontier row `row`) from position k; the new k,',
               '    -1 when the buffers are full, or -2 - field for a field out of range; mark in',
               '    `reached` the goals its steps reach."""',
-              "    D, DN, LIVE, LABEL = C[1], C[2], C[3], C[6]", "    j = 0"]
+              "    D, DN, LIVE, LABEL, BASE = C[1], C[2], C[3], C[6], C[7]", "    j = 0"]
     param = 0
     goals = list(cls.goals)
     for number, (name, fn) in enumerate(cls.actions.items()):
         # the coverage label: the action's first, plus the place of its coverage_by argument's value
         split = list(cls.params[name]).index(cls.coverage_by[name]) if cls.coverage_by[name] else None
         label = f"LABEL[{number}]" + ("" if split is None else f" + x{split}")
-        lines.append(f"    if LIVE[{number}]:")
+        lines += [f"    if LIVE[{number}]:", "        n0 = 0"]
         indent, variables = "        ", []
         for d in range(len(cls.params[name])):
-            lines += [f"{indent}for x{d} in range(DN[{param}]):", f"{indent}    a{d} = D[{param}, x{d}]"]
+            # the instance's number: the action's base, then its argument tuple in mixed radix
+            lines += [f"{indent}for x{d} in range(DN[{param}]):", f"{indent}    a{d} = D[{param}, x{d}]",
+                      f"{indent}    n{d + 1} = n{d} * DN[{param}] + x{d}"]
             variables.append(f"a{d}")
             indent += "    "
             param += 1
@@ -485,6 +488,7 @@ def _glue_source(spec: Spec, flat: Flattener, spec_module: str) -> str:
                   f"{indent}    if not bad:", f"{indent}        bad = key_of(P, C, t, words[k], scratch, keys[k])",
                   f"{indent}    if bad:", f"{indent}        return -2 - bad",
                   f"{indent}    parents[k] = row", f"{indent}    index[k] = j", f"{indent}    action[k] = {label}",
+                  f"{indent}    instance[k] = BASE[{number}] + n{len(cls.params[name])}",
                   f"{indent}    k += 1", f"{indent}    j += 1"]
         for g, goal_fn in spec.goals_of[name]:
             lines += [f"{indent}    if reached[{goals.index(g)}] == 0 and {flat.method(goal_fn.__name__, g)}(P, s, t):",
@@ -500,6 +504,17 @@ def _glue_source(spec: Spec, flat: Flattener, spec_module: str) -> str:
         lines += [f"            {'if' if number == 0 else 'elif'} which == {number}:",
                   f"                ok = {flat.method(fn.__name__, name)}(P, s)"]
     lines += ["            if not ok:", "                return i, j", "    return -1, -1", ""]
+    # the temporal properties' predicates of each row, as bits (Kernel.labels)
+    lines += ["@jit", "def labels(P, C, rows, out):", "    v = np.empty(SLOTS, np.int64)", "    for i in range(len(rows)):",
+              "        s = unpack_into(C[0], rows[i], v)", "        bits = uint64(0)"]
+    for number, (name, fn) in enumerate(cls.properties.items()):
+        call = f"{flat.method(fn.__name__, name)}(P, s)"
+        if cls.property_form[name] == LEADS_TO:
+            lines += [f"        p, q = {call}", "        if p:", f"            bits |= uint64(1) << uint64({2 * number})",
+                      "        if q:", f"            bits |= uint64(1) << uint64({2 * number + 1})"]
+        else:
+            lines += [f"        if {call}:", f"            bits |= uint64(1) << uint64({2 * number})"]
+    lines += ["        out[i] = bits", ""]
     return "\n".join(lines)
 
 
@@ -514,6 +529,10 @@ class Kernel:
         self.fields = spec.layout()
         self.action_count = len(spec.coverage_labels)      # what the kernel's action codes count
         self.goal_count = len(cls.goals)
+        self.property_count = len(cls.properties)
+        if self.property_count > 32:
+            raise KernelError(f"{cls.__name__} declares {self.property_count} temporal properties; a state's "
+                              f"labels hold 32")
         self.spec_name = cls.__name__
         slots, self.words, self.bits = plan_layout(spec)
         self.exact = self.bits <= 128          # the visited set holds the packed states themselves
@@ -531,7 +550,8 @@ class Kernel:
         # enables, so that the flattened module (and its cached machine code)
         # serves every config of the variant; numba compiles only what is called
         flat = Flattener(spec)
-        flat.run([(fn.__name__, None) for fn in [*cls.actions.values(), *cls.invariants.values(), *cls.goals.values()]]
+        flat.run([(fn.__name__, None) for fn in [*cls.actions.values(), *cls.invariants.values(), *cls.goals.values(),
+                                                 *cls.properties.values()]]
                  + [("representative", None)])
         self.params = tuple(getattr(spec, a) for a in flat.attrs)
         self.source = {"spec": flat.source()}
@@ -547,7 +567,8 @@ class Kernel:
             np.array([a not in dormant for a in cls.actions], dtype=np.uint8),
             np.array([invariants.index(n) for n in spec.checked_invariants()], dtype=np.int64),
             np.array([self.words, mode, spec.symmetric], dtype=np.int64),
-            np.array([spec.first_label(a) for a in cls.actions] or [0], dtype=np.int64))
+            np.array([spec.first_label(a) for a in cls.actions] or [0], dtype=np.int64),
+            np.array([spec.instance_base[a] for a in cls.actions] or [0], dtype=np.int64))
         self.cache_dir = cache_dir
         self.module = self._load()
 
@@ -592,6 +613,14 @@ class Kernel:
             raise self.field_error(bad)
         return out
 
+    def labels(self, rows: Any) -> Any:
+        """Each row's temporal-property predicates, as bits: property i of
+        the class's (in order) holds P at bit 2i and Q (leads-to) at 2i+1."""
+        import numpy as np
+        out = np.zeros(len(rows), dtype=np.uint64)
+        self.module.labels(self.params, self.tables, rows, out)
+        return out
+
     def check(self, rows: Any, lo: int, hi: int) -> tuple[int, int]:
         """(row, place in checked_invariants()) of the first violation in lo..hi-1, or (-1, -1)."""
         row, which = self.module.check(self.params, self.tables, rows, lo, hi)
@@ -610,7 +639,9 @@ class Kernel:
         m = 1 << 12
         self.module.expand(self.params, self.tables, rows, 0, 1, np.empty((m, self.words), np.uint64),
                            np.empty((m, self.key_words), np.uint64), np.empty(m, np.int64), np.empty(m, np.uint16),
-                           np.empty(m, np.uint8), 0, np.zeros(max(1, self.goal_count), np.uint8))
+                           np.empty(m, np.uint8), np.empty(m, np.uint16), 0, np.zeros(max(1, self.goal_count), np.uint8))
+        if self.property_count:
+            self.labels(rows)
 
 
 def kernel_for(spec: Spec, note: Callable[[str], None] = lambda text: None, compile: bool = True,

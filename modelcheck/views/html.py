@@ -16,7 +16,7 @@ from typing import Any
 from ..result import Step
 from ..spec import Spec
 from .render import CSS, config_line, detail, timeline
-from .terminal import rows
+from .terminal import loop_marks, rows
 
 SCRIPT = """
 (function () {
@@ -53,11 +53,30 @@ SCRIPT = """
 })();
 """
 
-def render(spec: Spec, trace: list[Step], config: dict[str, Any], invariant: str | None) -> str:
+LOOP_SCRIPT = """
+(function () {
+  var rows = document.querySelectorAll('tr.step'), loop = +document.body.dataset.loop;
+  rows[loop].classList.add('loop-start');
+  rows[rows.length - 1].classList.add('loop-back');
+})();
+"""
+LOOP_CSS = """
+tr.step.loop-start td:first-child::after { content: " \\27F2"; color: #b35900; }
+tr.step.loop-back td:first-child::after { content: " \\21A9"; color: #b35900; }
+p.loop { color: #b35900; }
+"""
+
+
+def render(spec: Spec, trace: list[Step], config: dict[str, Any], invariant: str | None,
+           loop: int | None = None) -> str:
+    """The page; a lasso (a temporal property's counterexample) has its
+    loop said in the header and marked on its rows."""
     views = rows(spec, trace)
     last = len(views) - 1
     explanation = spec.explain(invariant, trace[-1].state) if invariant else ""
     title = (f"{invariant} violated after {last} steps" if invariant else f"a trace of {last} steps")
+    _marks, looped = loop_marks(trace, loop)
+    loop_line = f'<p class="loop">{escape(looped)}</p>' if loop is not None else ""
     details = "\n".join(detail(spec, views[r.index - 1] if r.index else None, r, trace[r.index], hidden=r.index > 0)
                          for r in views)
     verdict = f'<p class="verdict"><b>{escape(invariant)}</b>: {escape(explanation)}</p>' if invariant else ""
@@ -67,13 +86,14 @@ def render(spec: Spec, trace: list[Step], config: dict[str, Any], invariant: str
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>modelcheck: {escape(title)}</title>
-<style>{CSS}</style>
+<style>{CSS}{LOOP_CSS if loop is not None else ""}</style>
 </head>
-<body data-step="0">
+<body data-step="0"{"" if loop is None else f' data-loop="{loop}"'}>
 <header>
 <h1>{escape(title)}</h1>
 <p class="config">{escape(config_line(config))}</p>
 {verdict}
+{loop_line}
 </header>
 <nav>
 <button id="prev" title="previous step (left arrow)">&#9664;</button>
@@ -87,7 +107,7 @@ def render(spec: Spec, trace: list[Step], config: dict[str, Any], invariant: str
 {details}
 </main>
 <footer>{escape("; ".join(filter(None, (spec.trace_legend, "a highlighted cell changed in that step"))))}</footer>
-<script>{SCRIPT}</script>
+<script>{SCRIPT}{LOOP_SCRIPT if loop is not None else ""}</script>
 </body>
 </html>
 """

@@ -158,10 +158,15 @@ def _order(v: Any) -> tuple:
 
 
 def to_itf(config: dict[str, Any], invariant: str | None, steps: list[dict[str, Any]],
-           types: dict[str, Type]) -> dict[str, Any]:
-    """Steps `{"action", "args", "state"}` (described states) as an ITF trace."""
+           types: dict[str, Type], loop: int | None = None) -> dict[str, Any]:
+    """Steps `{"action", "args", "state"}` (described states) as an ITF
+    trace. A lasso (the last step returns to step `loop`) uses ITF's `loop`:
+    the states up to the last but one, `loop` the index the last returns
+    to, and the closing step's action in `#meta.loopAction`; a lasso that
+    stutters at its last state loops to that state itself."""
     names = list(steps[0]["state"])
-    return {
+    closing = loop is not None and loop < len(steps) - 1
+    doc = {
         "#meta": {"format": "ITF", "format-description": FORMAT_DESCRIPTION, "source": "modelcheck",
                   "description": f"counterexample to {invariant}" if invariant else "a trace",
                   "varTypes": {n: str(types[n]) for n in names if n in types},
@@ -169,8 +174,13 @@ def to_itf(config: dict[str, Any], invariant: str | None, steps: list[dict[str, 
         "vars": names,
         "states": [{"#meta": {"index": i, "action": s["action"], "args": s["args"]},
                     **{n: encode(s["state"][n], types.get(n)) for n in names}}
-                   for i, s in enumerate(steps)],
+                   for i, s in enumerate(steps[:-1] if closing else steps)],
     }
+    if loop is not None:
+        doc["loop"] = loop
+    if closing:
+        doc["#meta"]["loopAction"] = {"action": steps[-1]["action"], "args": steps[-1]["args"]}
+    return doc
 
 
 def is_itf(data: Any) -> bool:
@@ -178,10 +188,11 @@ def is_itf(data: Any) -> bool:
     return isinstance(data, dict) and ("states" in data or "vars" in data)
 
 
-def from_itf(data: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None, list[dict[str, Any]]]:
-    """(config, invariant, steps) of an ITF trace; config is None when the
-    trace was not written by modelcheck (no `#meta.config`). ItfError for a
-    malformed document."""
+def from_itf(data: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None, list[dict[str, Any]], int | None]:
+    """(config, invariant, steps, loop) of an ITF trace; config is None when
+    the trace was not written by modelcheck (no `#meta.config`); a lasso's
+    closing step is added back (the state `loop` names, reached by
+    `#meta.loopAction`). ItfError for a malformed document."""
     meta = _meta(data, "")
     names, states = data.get("vars"), data.get("states")
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
@@ -195,7 +206,15 @@ def from_itf(data: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None, l
         m = _meta(s, f"state {i}: ")
         steps.append({"action": m.get("action"), "args": m.get("args") or {},
                       "state": {n: decode(s[n]) for n in names if n in s}})
-    return meta.get("config"), meta.get("invariant"), steps
+    loop = data.get("loop")
+    if loop is not None and not (type(loop) is int and 0 <= loop < len(steps)):
+        raise ItfError(f"loop is {shown(loop)}, not the index of a state (0..{len(steps) - 1})")
+    closing = meta.get("loopAction")
+    if closing is not None:
+        if loop is None or not isinstance(closing, dict) or not isinstance(closing.get("args", {}), dict):
+            raise ItfError(f"#meta.loopAction is {shown(closing)}, not the {{action, args}} of a loop's closing step")
+        steps.append({"action": closing.get("action"), "args": closing.get("args") or {}, "state": steps[loop]["state"]})
+    return meta.get("config"), meta.get("invariant"), steps, loop
 
 
 def _meta(obj: dict[str, Any], where: str) -> dict[str, Any]:

@@ -73,11 +73,23 @@ def styled(cell: Cell, changed: bool) -> Text:
     return text
 
 
-def trace_table(spec: Spec, trace: list[Step], title: str = "") -> Table:
+def loop_marks(trace: list[Step], loop: int | None) -> tuple[dict[int, str], str]:
+    """A lasso's marks on the step numbers (where the loop starts, the
+    step that returns there) and the line that explains them."""
+    if loop is None:
+        return {}, ""
+    last = len(trace) - 1
+    if loop == last:
+        return {last: f"{last} ⟲"}, f"⟲ step {last} stays unchanged for ever"
+    return {loop: f"{loop} ⟲", last: f"{last} ↩{loop}"}, f"⟲ the loop starts at step {loop}; step {last} returns to it (↩), for ever"
+
+
+def trace_table(spec: Spec, trace: list[Step], title: str = "", loop: int | None = None) -> Table:
     """One row a step: the action, the spec's cells (changed ones marked)
-    and every other variable that changed."""
+    and every other variable that changed; a lasso's loop marked."""
     views = rows(spec, trace)
-    legend = "; ".join(filter(None, (spec.trace_legend, "* changed by this step")))
+    marks, explained = loop_marks(trace, loop)
+    legend = "; ".join(filter(None, (spec.trace_legend, "* changed by this step", explained)))
     table = Table(title=title or None, header_style="bold", caption=legend, caption_justify="left")
     table.add_column("#", justify="right")
     table.add_column("action")
@@ -86,19 +98,20 @@ def trace_table(spec: Spec, trace: list[Step], title: str = "") -> Table:
     table.add_column("other changes")
     for r in views:
         other = "  ".join(f"{k}={spec.format_value(k, r.state[k])}" for k in r.other)
-        table.add_row(str(r.index), r.action, *(styled(c, k in r.changed) for k, c in r.cells.items()),
-                      Text(other, style=CHANGED))
+        table.add_row(marks.get(r.index, str(r.index)), r.action,
+                      *(styled(c, k in r.changed) for k, c in r.cells.items()), Text(other, style=CHANGED))
     return table
 
 
-def diff_table(spec: Spec, trace: list[Step]) -> Table:
+def diff_table(spec: Spec, trace: list[Step], loop: int | None = None) -> Table:
     """Only what each step changed (the first step: everything shown)."""
-    table = Table(header_style="bold")
+    marks, explained = loop_marks(trace, loop)
+    table = Table(header_style="bold", caption=explained or None, caption_justify="left")
     for c in ("#", "action", "changes"):
         table.add_column(c)
     for r in rows(spec, trace):
         lines = [f"{k}: {after}" if not r.index else f"{k}: {before} -> {after}" for k, before, after in r.diff]
-        table.add_row(str(r.index), r.action, Text("\n".join(lines) or "(no visible change)"))
+        table.add_row(marks.get(r.index, str(r.index)), r.action, Text("\n".join(lines) or "(no visible change)"))
     return table
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..config import ConfigError, Malformed, parse_text, read_text
+from ..config import ConfigError, Malformed, parse_text, read_text, shown
 from ..result import Step, checked_invariant
 from ..spec import Spec
-from ..trace import TraceError, apply_step, check_step, validate
+from ..trace import TraceError, apply_step, check_step, validate, validate_lasso
 from .itf import ItfError, from_itf, is_itf
 
 NOT_A_TRACE = "not a trace (expected the JSON of check --trace-out or an ITF trace written by trace export)"
@@ -25,10 +25,12 @@ class TraceFile:
     config: dict[str, Any]
     invariant: str | None
     steps: list[dict[str, Any]]     # {"action", "args", "state"}, the first being Init
+    loop: int | None = None         # a temporal property's lasso: the step the last one returns to
 
     def to_json(self) -> dict[str, Any]:
         """The document `check --trace-out` writes."""
-        return {"config": self.config, "invariant": self.invariant, "trace": self.steps}
+        doc = {"config": self.config, "invariant": self.invariant, "trace": self.steps}
+        return doc if self.loop is None else {**doc, "loop": self.loop}
 
 
 def read(path: str) -> TraceFile:
@@ -40,13 +42,13 @@ def read(path: str) -> TraceFile:
         raise ConfigError(f"{path}: {NOT_A_TRACE}: not JSON") from None
     if is_itf(data):
         try:
-            config, invariant, steps = from_itf(data)
+            config, invariant, steps, loop = from_itf(data)
         except ItfError as e:
             raise ConfigError(f"{path}: malformed ITF: {e}") from None
         if config is None:
             raise ConfigError(f"{path}: an ITF trace without modelcheck's #meta.config cannot be replayed")
     elif isinstance(data, dict) and {"config", "invariant", "trace"} <= set(data):
-        config, invariant, steps = data["config"], data["invariant"], data["trace"]
+        config, invariant, steps, loop = data["config"], data["invariant"], data["trace"], data.get("loop")
     else:
         raise ConfigError(f"{path}: {NOT_A_TRACE}")
     well_formed = (isinstance(config, dict) and (invariant is None or isinstance(invariant, str))
@@ -55,7 +57,10 @@ def read(path: str) -> TraceFile:
                            and isinstance(s.get("state"), dict) and "action" in s for s in steps))
     if not well_formed:
         raise ConfigError(f"{path}: {NOT_A_TRACE}")
-    return TraceFile(config, invariant, steps)
+    if loop is not None and not (type(loop) is int and 0 <= loop < len(steps) and invariant is not None):
+        raise ConfigError(f"{path}: loop is {shown(loop)}; allowed: the number of a step (0..{len(steps) - 1}) "
+                          "that the last step returns to, in a temporal property's counterexample")
+    return TraceFile(config, invariant, steps, loop)
 
 
 def open_trace(path: str, load: Callable[[dict[str, Any]], Spec]) -> tuple[Spec, TraceFile, list[Step]]:
@@ -87,8 +92,14 @@ def replay(spec: Spec, tf: TraceFile, where: str) -> list[Step]:
         steps.append(Step(s["action"], s["args"], state))
     if tf.invariant is not None:
         checked_invariant(spec, tf.invariant, f"{where}: invariant")
+        temporal = tf.invariant in spec.checked_properties()
+        if temporal and tf.loop is None:
+            raise ConfigError(f"{where}: {tf.invariant} is a temporal property: its counterexample needs a loop")
         try:
-            validate(spec, steps, tf.invariant)
+            if temporal:
+                validate_lasso(spec, steps, tf.loop, tf.invariant)
+            else:
+                validate(spec, steps, tf.invariant)
         except TraceError as e:
             raise ConfigError(f"{where}: not a counterexample to {tf.invariant}: {e}") from None
     return steps

@@ -99,4 +99,11 @@ class KafkaPresentation:
         }
         if invariant in simple:
             return simple[invariant]
+        down = [b for b, st in enumerate(d["status"]) if st != "RUNNING"]
+        if invariant.startswith("Leaderless") or invariant == "BalancedElectsOnceLastKnownElrIsBack":
+            return (f"the partition stays without a leader for ever: ISR {d['isr']}, ELR {d['elr']}, "
+                    f"LastKnownELR {d['last_known_elr']}, fenced {d['fenced']}, not running {down}")
+        if invariant == "HwmAdvancesAtMinIsr":
+            return (f"leader {s.leader}'s HWM stays at {d['hwm'][s.leader]} below its log end "
+                    f"{len(d['log'][s.leader])} for ever with ISR {d['isr']} at min ISR {d['min_isr']}")
         return super().explain(invariant, s)

@@ -13,7 +13,7 @@ import marshal
 from typing import Any
 
 from modelcheck.ops import lowest_bit, popcount, replace_at
-from modelcheck.spec import Field, Param, Spec, SymmetryError, action, goal, invariant
+from modelcheck.spec import Field, Param, Spec, SymmetryError, action, goal, invariant, leads_to, weak
 
 from . import logs, rules
 from .presentation import KafkaPresentation
@@ -46,6 +46,20 @@ MIN_ISR = Param(lambda spec: range(1, spec.n + 1))
 AT = Param(lambda spec: spec.brokers if spec.propagated else (NO_LEADER,), absent=NO_LEADER)
 # a broker receiving metadata: none under "atomic"
 RECEIVER = Param(lambda spec: spec.brokers if spec.propagated else ())
+
+# ---- fairness: what the temporal properties assume keeps happening -----------------
+# (an action a variant lacks asks nothing; docs/model.md "Temporal properties")
+# the controller acts: it fences a broker that stops heartbeating (and, within
+# max_fences, one cut off), unfences a running registered one, elects, runs the
+# unclean recovery and answers AlterPartition requests
+CONTROLLER = (*weak("FenceBroker", "UnfenceBroker", each="broker"),
+              *weak("ElectLeader", "UncleanRecovery", "CommitAlterPartition"))
+# replication goes on: followers fetch, the leader advances its HWM, grows the
+# ISR and finishes a recovery; propagated metadata reaches every running broker
+REPLICATION = (*weak("Fetch", "MetadataUpdate", each="broker"),
+               *weak("AdvanceHwm", "ExpandIsr", "CompleteRecovery"))
+# a stopped broker comes back
+RESTARTS = weak("StartBroker", each="broker")
 
 
 class Kip966(KafkaStory, KafkaPresentation, Spec):
@@ -127,6 +141,9 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
 
     def checked_invariants(self) -> list[str]:
         return self._checked
+
+    def checked_properties(self) -> list[str]:
+        return self.config["properties"]
 
     VIEW_FIELDS = ("pending_from", "seen_leader", "seen_epoch", "seen_isr", "seen_min_isr")
 
@@ -866,3 +883,39 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         """The controller rejects an AlterPartition made at an old partition
         epoch (Kafka: INVALID_UPDATE_VERSION)."""
         return s.pending_stale == 1
+
+    # ---- temporal properties (checked when the config names them: `properties`) --
+    @leads_to("LeaderlessGetsLeader", *CONTROLLER)
+    def leaderless_gets_leader(self, s: State) -> tuple[bool, bool]:
+        """KIP-966: with the ELR, "the controller can elect a new leader from
+        the ELR members" when the ISR is empty: a leaderless partition gets a
+        leader again while the controller keeps acting, even if a broker that
+        stopped never comes back (the config bounds the faults). Before
+        KIP-966 the last ISR member had to come back."""
+        return s.leader == NO_LEADER, s.leader != NO_LEADER
+
+    @leads_to("LeaderlessGetsLeaderOnceBrokersRestart", *CONTROLLER, *RESTARTS)
+    def leaderless_gets_leader_once_brokers_restart(self, s: State) -> tuple[bool, bool]:
+        """KIP-966's unclean recovery: when ISR and ELR are empty, Balanced
+        and Aggressive elect once the replicas they wait for answer, while
+        None "stops the partition" until an operator elects: a leaderless
+        partition gets a leader if every stopped broker comes back."""
+        return s.leader == NO_LEADER, s.leader != NO_LEADER
+
+    @leads_to("BalancedElectsOnceLastKnownElrIsBack", *CONTROLLER, *RESTARTS)
+    def balanced_elects_once_last_known_elr_is_back(self, s: State) -> tuple[bool, bool]:
+        """KIP-966 Balanced recovery "requires all the LastKnownELR members to
+        reply": once each of them runs again, a leaderless partition whose
+        ISR and ELR are empty gets a leader."""
+        back = s.last_known_elr != 0 and s.last_known_elr & ~running_mask(s) == 0
+        return s.leader == NO_LEADER and s.isr == 0 and s.elr == 0 and back, s.leader != NO_LEADER
+
+    @leads_to("HwmAdvancesAtMinIsr", *CONTROLLER, *REPLICATION, *RESTARTS)
+    def hwm_advances_at_min_isr(self, s: State) -> tuple[bool, bool]:
+        """KIP-966's HWM rule holds the HWM while the ISR is below min ISR;
+        once the ISR has min ISR members the HWM advances again: a leader's
+        records above its HWM are eventually below it (or the ISR drops
+        under min ISR, or leadership moves)."""
+        ld = s.leader
+        stuck = ld != NO_LEADER and size(s.isr) >= self.eff_min_isr(s) and s.hwm[ld] < logs.length(s.log[ld])
+        return stuck, not stuck

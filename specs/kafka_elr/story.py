@@ -84,7 +84,7 @@ def phrase(action: str, args: dict[str, Any], a: dict[str, Any], b: dict[str, An
 
 
 class KafkaStory:
-    def story(self, trace: list[Step], invariant: str) -> str:
+    def story(self, trace: list[Step], invariant: str, loop: int | None = None) -> str:
         """Three sentences or fewer of steps, then why the last state breaks
         `invariant`."""
         states = [describe(s.state) for s in trace]
@@ -96,4 +96,6 @@ class KafkaStory:
             text = ", ".join(chunk[:-1]) + (" and " if len(chunk) > 1 else "") + chunk[-1]
             lead = "Then " if i else "From the initial state (leader 0, ISR all), "
             sentences.append(lead + text + ".")
+        if loop is not None and sentences:
+            sentences[-1] = sentences[-1][:-1] + self.loop_sentence(trace, loop) + "."
         return " ".join(sentences + [f"{invariant} breaks: {self.explain(invariant, trace[-1].state)}."])
