@@ -799,5 +799,72 @@ def graph(config: str | None, overrides: tuple[str, ...], out: str, max_states: 
                + (f"; counterexample to {result.invariant} marked ({len(result.trace) - 1} steps)" if result else ""))
 
 
+@main.command()
+@click.argument("config", required=False, metavar="[CONFIG.toml]")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key. Repeatable.")
+@click.option("--trace", "trace_path", metavar="TRACE", help="Start on a saved trace (check --trace-out, or ITF), "
+              "in its config: forward walks it, and any step can branch off it.")
+@click.option("--step", "step_no", type=click.IntRange(min=0), metavar="K",
+              help="With --trace: open at step K (default 0).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to serve on (another than loopback serves the network).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
+              help="Port to serve on (0: any free port).")
+@click.option("--seen-states", type=click.IntRange(min=0), metavar="N",
+              help="Index the first N states a breadth-first check visits, to mark which successors the "
+                   "checker has seen and at what depth (default 1,000,000 compiled, 50,000 interpreted; 0: none).")
+def explore(config: str | None, overrides: tuple[str, ...], trace_path: str | None, step_no: int | None,
+            host: str, port: int, seen_states: int | None) -> None:
+    """Explore a configuration's states in the browser, from the initial
+    state or from any step of a saved trace: every enabled action with its
+    arguments, the diff of the state it leads to, the invariants that state
+    breaks and whether the checker has seen it; the path walked is the URL,
+    and exports as a scenario (modelcheck replay) or a trace file
+    (modelcheck trace show/html/export).
+
+    \b
+    modelcheck explore --set variant=legacy        then open the URL it prints
+    modelcheck explore --trace t.json --step 5     branch off a counterexample
+
+    Serves until Ctrl-C (exit 130) or SIGTERM (143); bad input exits 2.
+    """
+    from modelcheck.engine.reach import index
+    from modelcheck.views.explorer import Explorer, address, server, url
+
+    try:
+        if trace_path and (config or overrides):
+            raise ConfigError("--trace: a trace brings its own config; leave out CONFIG.toml and --set")
+        if step_no is not None and not trace_path:
+            raise ConfigError("--step applies to --trace only")
+        if trace_path:
+            spec, _tf, steps = read_and_replay(trace_path, kafka_elr.load)
+            if step_no is not None and step_no >= len(steps):
+                raise ConfigError(f"--step {step_no}: the trace's steps are 0 to {len(steps) - 1}")
+        else:
+            spec, steps = kafka_elr.load(load_check_config(config, overrides)[0]), None
+        explorer = Explorer(spec)
+        httpd = server(explorer, host, port)
+    except ConfigError as e:
+        fail(str(e))
+    console = stderr_console()
+    with stop_on_signals():
+        try:
+            explorer.reach = None if seen_states == 0 else index(spec, seen_states, lambda text: console.print(
+                text, highlight=False, markup=False))
+            if explorer.reach:
+                r = explorer.reach
+                console.print(f"seen: indexed {r.states:,} states to depth {r.deepest} in {r.elapsed_s:.1f} s"
+                              + (" (all reachable states)" if r.complete else ""), highlight=False)
+            path = explorer.path_of(steps) if steps else ()
+            start = url(path[:step_no or 0], path[step_no or 0:])
+            click.echo(f"serving {address(httpd)}{start[1:]}  (Ctrl-C stops it)")
+            httpd.serve_forever()
+        except Stopped as e:
+            click.echo(f"explorer {e.why}", err=True)
+            sys.exit(exit_code(e))
+        finally:
+            httpd.server_close()
+
+
 if __name__ == "__main__":
     main()

@@ -66,7 +66,9 @@ class Browser:
             time.sleep(0.05)
 
     def js(self, expression: str):
-        return self.send("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
+        """The value of `expression` (of the promise it makes, once settled)."""
+        return self.send("Runtime.evaluate", expression=expression, returnByValue=True,
+                         awaitPromise=True)["result"].get("value")
 
     def wait(self, expression: str, timeout: float = 30):
         """Poll until `expression` is truthy (across a navigation, when the
