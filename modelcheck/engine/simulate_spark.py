@@ -13,7 +13,7 @@ from ..spec import Spec
 from .simulate import Chunk, Fold, KernelSteps, Plan, chunks, walk_chunk
 from .spark_session import spark_context
 
-CHUNKS_A_TASK = 2       # chunks a task runs; a round is a few tasks a core
+CHUNKS_A_TASK = 8       # chunks a task runs in a round (a job): fewer jobs, a little work past a violation
 
 
 def _walks(shipped: Any, p: Plan, items: Iterator[tuple[int, int]]) -> Iterator[Chunk]:
@@ -31,12 +31,12 @@ def run_chunks(spec: Spec, kernel: Any, p: Plan, fold: Fold, master: str | None,
         shipped = sc.broadcast((spec, kernel))
         tasks = partitions or sc.defaultParallelism
         todo = chunks(p)
-        per_round = tasks * CHUNKS_A_TASK * 2
+        per_round = tasks * CHUNKS_A_TASK
         for start in range(0, len(todo), per_round):
             if fold.done or stop.asked:
                 break
             batch = todo[start:start + per_round]
-            rdd = sc.parallelize(batch, min(len(batch), tasks * 2))
+            rdd = sc.parallelize(batch, min(len(batch), tasks))
             for chunk in rdd.mapPartitions(lambda items: _walks(shipped, p, items)).collect():
                 fold.add(chunk)
             report()
