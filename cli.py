@@ -825,5 +825,237 @@ def graph(config: str | None, overrides: tuple[str, ...], out: str, max_states: 
                + (f"; counterexample to {result.invariant} marked ({len(result.trace) - 1} steps)" if result else ""))
 
 
+@main.command()
+@click.argument("config", required=False, metavar="[CONFIG.toml]")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key. Repeatable.")
+@click.option("--trace", "trace_path", metavar="TRACE", help="Start on a saved trace (check --trace-out, or ITF), "
+              "in its config: forward walks it, and any step can branch off it.")
+@click.option("--step", "step_no", type=click.IntRange(min=0), metavar="K",
+              help="With --trace: open at step K (default 0).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to serve on (another than loopback serves the network).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
+              help="Port to serve on (0: any free port).")
+@click.option("--seen-states", type=click.IntRange(min=0), metavar="N",
+              help="Index the first N states a breadth-first check visits, to mark which successors the "
+                   "checker has seen and at what depth (default 1,000,000 compiled, 50,000 interpreted; 0: none).")
+def explore(config: str | None, overrides: tuple[str, ...], trace_path: str | None, step_no: int | None,
+            host: str, port: int, seen_states: int | None) -> None:
+    """Explore a configuration's states in the browser, from the initial
+    state or from any step of a saved trace: every enabled action with its
+    arguments, the diff of the state it leads to, the invariants that state
+    breaks and whether the checker has seen it; the path walked is the URL,
+    and exports as a scenario (modelcheck replay) or a trace file
+    (modelcheck trace show/html/export).
+
+    \b
+    modelcheck explore --set variant=legacy        then open the URL it prints
+    modelcheck explore --trace t.json --step 5     branch off a counterexample
+
+    Serves until Ctrl-C (exit 130) or SIGTERM (143); bad input exits 2.
+    """
+    from modelcheck.engine.reach import index
+    from modelcheck.views.explorer import Explorer, address, server, url
+
+    try:
+        if trace_path and (config or overrides):
+            raise ConfigError("--trace: a trace brings its own config; leave out CONFIG.toml and --set")
+        if step_no is not None and not trace_path:
+            raise ConfigError("--step applies to --trace only")
+        if trace_path:
+            spec, _tf, steps = read_and_replay(trace_path, kafka_elr.load)
+            if step_no is not None and step_no >= len(steps):
+                raise ConfigError(f"--step {step_no}: the trace's steps are 0 to {len(steps) - 1}")
+        else:
+            spec, steps = kafka_elr.load(load_check_config(config, overrides)[0]), None
+        explorer = Explorer(spec)
+        httpd = server(explorer, host, port)
+    except ConfigError as e:
+        fail(str(e))
+    console = stderr_console()
+    with stop_on_signals():
+        try:
+            explorer.reach = None if seen_states == 0 else index(spec, seen_states, lambda text: console.print(
+                text, highlight=False, markup=False))
+            if explorer.reach:
+                r = explorer.reach
+                console.print(f"seen: indexed {r.states:,} states to depth {r.deepest} in {r.elapsed_s:.1f} s"
+                              + (" (all reachable states)" if r.complete else ""), highlight=False)
+            path = explorer.path_of(steps) if steps else ()
+            start = url(path[:step_no or 0], path[step_no or 0:])
+            click.echo(f"serving {address(httpd)}{start[1:]}  (Ctrl-C stops it)")
+            httpd.serve_forever()
+        except Stopped as e:
+            click.echo(f"explorer {e.why}", err=True)
+            sys.exit(exit_code(e))
+        finally:
+            httpd.server_close()
+
+
+@main.command()
+@click.argument("config", required=False, metavar="[CONFIG.toml]")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key. Repeatable.")
+@click.option("--walks", type=click.IntRange(min=1), default=1000, show_default=True, help="Random walks to run.")
+@click.option("--depth", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Steps a walk takes at most (it ends sooner at a violation or where nothing is enabled).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="The seed: the same seed, config and options give the same walks, results and trace, "
+                   "whatever --workers or --engine.")
+@click.option("--weight", "weights", multiple=True, metavar="ACTION=W",
+              help="Weight of an action's steps (default 1 each; 0 never takes it). Repeatable.")
+@click.option("--pick", type=click.Choice(["instance", "action"]), default="instance", show_default=True,
+              help="instance: each enabled action instance with probability in proportion to its action's "
+                   "weight (uniform by default, as TLC); action: each enabled action by its weight, then one "
+                   "of its instances uniformly (actions with many arguments are not favoured).")
+@click.option("--workers", "-w", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Processes running walks (the results do not depend on it).")
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help="local: here, on --workers processes; spark: walks spread over Spark executors "
+                   "(pip install '.[spark]', Java 17+), the same results.")
+@click.option("--master", metavar="URL", help="Spark master for --engine spark (as check's; default local[*]).")
+@click.option("--partitions", type=click.IntRange(min=1), metavar="P",
+              help="Spark tasks a round of walks is split into (default: Spark's default parallelism).")
+@click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
+              help="A Spark setting for --engine spark, as spark-submit's --conf. Repeatable.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of tables.")
+@click.option("--trace-out", metavar="FILE", help="Write the shrunk counterexample (JSON, as check's) to FILE.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+def simulate(config: str | None, overrides: tuple[str, ...], walks: int, depth: int, seed: int,
+             weights: tuple[str, ...], pick: str, workers: int, engine: str, master: str | None,
+             partitions: int | None, spark_conf: tuple[str, ...], as_json: bool, trace_out: str | None,
+             quiet: bool) -> None:
+    """Random walks through a configuration too large to check
+    exhaustively (TLC's -simulate): each walk takes a random enabled action
+    at each step, up to --depth steps, checking the invariants in every
+    state it visits. A violation's walk is shrunk to a short
+    counterexample (steps dropped and reordered while replay still breaks
+    the invariant) and re-validated by replay.
+
+    \b
+    modelcheck simulate --set brokers=5 --set min_isr=3 --set max_unclean_shutdowns=3
+    modelcheck simulate --set brokers=5 --walks 20000 --depth 60 --seed 7 --workers 2
+
+    Exit status: 0 no violation found (the search is not exhaustive: it
+    says nothing of the states it did not visit), 1 a violation (the
+    shrunk counterexample is printed), 2 bad input, 130/143 stopped.
+    """
+    from modelcheck.engine.simulate import plan as make_plan, simulate as run_simulation
+
+    try:
+        spark_only = [name for name, given in (("master", master), ("partitions", partitions),
+                                               ("spark-conf", spark_conf)) if given]
+        if engine != "spark" and spark_only:
+            raise ConfigError(f"--{spark_only[0]} applies to --engine spark only")
+        if engine == "spark" and workers != 1:
+            raise ConfigError("--workers applies to --engine local; Spark's parallelism is --partitions")
+        if master and not SPARK_MASTER.fullmatch(master):
+            raise ConfigError(f"--master {master!r}: expected local, local[N], local[*], spark://HOST:PORT, "
+                              "yarn or k8s://https://HOST:PORT")
+        bad = [kv for kv in spark_conf if "=" not in kv or not kv.split("=", 1)[0].strip()]
+        if bad:
+            raise ConfigError(f"--spark-conf {bad[0]!r}: expected KEY=VALUE, e.g. spark.executor.memory=8g")
+        weight = {}
+        for item in weights:
+            name, eq, value = item.partition("=")
+            try:
+                weight[name.strip()] = float(value) if eq else float("nan")
+            except ValueError:
+                weight[name.strip()] = float("nan")
+            if weight[name.strip()] != weight[name.strip()]:
+                raise ConfigError(f"--weight {item!r}: expected ACTION=W, W a number >= 0 (e.g. FenceBroker=0.5)")
+        given, _expected = load_check_config(config, overrides)
+        spec = kafka_elr.load(given)
+        the_plan = make_plan(spec, walks, depth, seed, weight, pick)
+        if trace_out:
+            check_file(trace_out, "--trace-out")
+    except ConfigError as e:
+        fail(str(e))
+    with stop_on_signals() as stop, Progress(enabled=not quiet and not as_json) as progress:
+        try:
+            kernel = simulation_kernel(spec, engine, progress)
+            result = run_simulation(spec, the_plan, kernel=kernel, workers=workers, progress=progress, stop=stop,
+                                    engine=engine, master=master, partitions=partitions,
+                                    spark_settings=dict(kv.split("=", 1) for kv in spark_conf))
+        except Stopped as e:
+            click.echo(f"simulate {e.why} after {e.elapsed_s:.1f} s, no verdict: {e.generated:,} states visited, "
+                       f"{e.distinct:,} distinct", err=True)
+            sys.exit(exit_code(e))
+        except ConfigError as e:        # the engine cannot start here (e.g. no Java for Spark)
+            fail(str(e))
+    trace = described(spec, result.trace)
+    if trace_out and result.invariant:
+        write_output(trace_out, "--trace-out", json.dumps(
+            TraceFile(spec.config, result.invariant, trace).to_json(), indent=1) + "\n")
+    rate = result.states_visited / result.elapsed_s if result.elapsed_s else 0.0
+    if as_json:
+        click.echo(json.dumps({
+            "verdict": result.verdict, "invariant": result.invariant, "exhaustive": False,
+            "walks": result.walks, "states_visited": result.states_visited, "distinct_seen": result.distinct_seen,
+            "seed": seed, "depth": depth, "pick": pick, "weights": weight,
+            "elapsed_s": round(result.elapsed_s, 3), "states_per_s": round(rate, 1), "config": spec.config,
+            "coverage": result.coverage, "trace": trace, "walk_steps": result.shrink.get("walk_steps"),
+            "shrink": result.shrink, **result.run_info}))
+    else:
+        print_simulation(spec, result, the_plan, trace_out, rate)
+    sys.exit(EXIT_VIOLATED if result.invariant else EXIT_HOLDS)
+
+
+def simulation_kernel(spec: Any, engine: str, progress: Progress) -> Any:
+    """The compiled kernel walks run on (compiled now, once, if need be),
+    or None to run the interpreted spec, with a warning saying why; Spark
+    needs it."""
+    from modelcheck.engine.kernel import KernelUnavailable, kernel_for
+    try:
+        return kernel_for(spec, lambda text: progress({"note": text}))
+    except KernelUnavailable as e:
+        if engine == "spark":
+            raise ConfigError(f"--engine spark runs the compiled kernel, and there is none here: {e}") from None
+        click.echo(f"warning: no compiled kernel ({e}); walks run on the interpreted spec", err=True)
+        return None
+
+
+def action_weights(the_plan: Any) -> list[float]:
+    """Each action's weight, in the spec's order of actions."""
+    first = {}
+    for label, number in enumerate(the_plan.label_action):
+        first.setdefault(number, the_plan.label_weight[label])
+    return [first.get(number, 1.0) for number in range(max(first, default=-1) + 1)]
+
+
+def print_simulation(spec: Any, result: Any, the_plan: Any, trace_out: str | None, rate: float) -> None:
+    out = stdout_console()
+    cfg = " ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in spec.config.items() if v is not None)
+    out.print(f"config: {cfg}")
+    weighted = sorted((a, w) for a, w in zip(spec.actions, action_weights(the_plan)) if w != 1.0)
+    how = ("among enabled action instances" if the_plan.by == "instance" else
+           "among enabled actions, then among the action's instances")
+    how = (f"{'uniformly ' if not weighted else ''}{how}"
+           + (f", weights {', '.join(f'{a}={w:g}' for a, w in weighted)}" if weighted else ""))
+    out.print(f"simulate: {result.walks:,} of {the_plan.walks:,} walk(s) of at most {result.depth} steps, "
+              f"seed {result.seed}, each step taken {how}")
+    if result.invariant:
+        s = result.shrink
+        out.print(f"[bold red]violated: {result.invariant}[/] in walk {s['walk']} after {s['walk_steps']} steps; "
+                  f"shrunk to {s['steps']} steps ({s['replays']:,} replays, {s['elapsed_s']:.1f} s), "
+                  f"re-validated by replay (not necessarily a shortest counterexample)")
+        out.print(trace_table(spec, result.trace))
+        out.print(Text.assemble((result.invariant, "bold"), ": ",
+                                spec.explain(result.invariant, result.trace[-1].state)))
+        if trace_out:
+            out.print(Text(f"trace written to {trace_out}; view it with: modelcheck trace show "
+                           f"{shlex.quote(trace_out)}"))
+    else:
+        out.print(f"[bold yellow]nothing found[/]: no invariant broke in the states these walks visited. "
+                  f"Not exhaustive: a random search says nothing of the states it did not reach "
+                  f"(modelcheck check explores them all).")
+    out.print(f"walks: {result.walks:,}  states visited: {result.states_visited:,}  distinct seen: "
+              f"{result.distinct_seen:,}  time: {result.elapsed_s:.1f} s ({rate:,.0f} states/s)")
+    out.print("coverage (steps taken per action): "
+              + "  ".join(f"{name} {count:,}" for name, count in result.coverage.items()))
+    never = [name for name, count in result.coverage.items() if count == 0]
+    if never:
+        out.print(f"[yellow]never taken[/]: {', '.join(never)}")
+
+
 if __name__ == "__main__":
     main()

@@ -271,3 +271,21 @@ def test_without_a_kernel_the_spark_engine_refuses_instead_of_running_on_one_thr
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr == ("error: --engine spark runs the compiled kernel, and there is none here: "
                         "MODELCHECK_KERNEL=interpreted\n")
+
+
+def test_simulate_on_spark_gives_the_local_walks_exactly():
+    """Random walks (modelcheck simulate) spread over executors: the same
+    seed, the same walks, counts and shrunk trace as one local process."""
+    from modelcheck.engine.kernel import kernel_for
+    from modelcheck.engine.simulate import plan, simulate
+    spec = load({"max_unclean_shutdowns": 2})
+    p = plan(spec, 300, 40, 3, {}, "action")
+    kernel = kernel_for(spec)
+
+    def walks(r):
+        return (r.verdict, r.invariant, r.walks, r.states_visited, r.distinct_seen, r.coverage,
+                [(s.action, s.args) for s in r.trace], r.shrink.get("walk"))
+
+    spark = simulate(spec, p, kernel=kernel, engine="spark", master="local[2]")
+    assert walks(spark) == walks(simulate(spec, p, kernel=kernel))
+    assert (spark.walks, spark.states_visited, len(spark.trace) - 1) == (95, 2506, 6)

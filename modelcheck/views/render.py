@@ -93,20 +93,24 @@ def config_line(config: dict[str, Any]) -> str:
     return " ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in config.items() if v is not None)
 
 
-def timeline(spec: Spec, views: list[Row], trace: list[Step], href: Callable[[int], str] | None = None) -> str:
+def timeline(spec: Spec, views: list[Row], trace: list[Step], href: Callable[[int], str] | None = None,
+             current: int | None = None) -> str:
     """The steps as rows and the spec's lanes as columns; with `href`, each
-    step's action links to it."""
+    step's action links to it; with `current`, that step is marked current
+    and those after it future (else the page's script marks them)."""
     head = "".join(f"<th{classes('lane' if k in views[0].lanes else '')}>{escape(k)}</th>" for k in views[0].cells)
-    body = "\n".join(timeline_row(spec, r, trace[r.index], href(r.index) if href else None) for r in views)
+    body = "\n".join(timeline_row(spec, r, trace[r.index], href(r.index) if href else None, current)
+                     for r in views)
     return (f'<table class="timeline">\n<thead><tr><th>#</th><th>action</th>{head}</tr></thead>\n'
             f"<tbody>\n{body}\n</tbody>\n</table>")
 
 
-def timeline_row(spec: Spec, r: Row, step: Step, href: str | None = None) -> str:
+def timeline_row(spec: Spec, r: Row, step: Step, href: str | None = None, current: int | None = None) -> str:
     cells = "".join(f"<td{classes('lane' if k in r.lanes else '', 'chg' if k in r.changed else '')}>"
                     f"{cell_html(cell)}</td>" for k, cell in r.cells.items())
     action = f'<a href="{escape(href)}">{escape(r.action)}</a>' if href else escape(r.action)
-    return (f'<tr{classes("step", "bad" if spec.violated(step.state) else "")} id="step-{r.index}">'
+    where = "" if current is None else "current" if r.index == current else "future" if r.index > current else ""
+    return (f'<tr{classes("step", "bad" if spec.violated(step.state) else "", where)} id="step-{r.index}">'
             f'<td>{r.index}</td><td class="act">{action}</td>{cells}</tr>')
 
 

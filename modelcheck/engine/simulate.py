@@ -1,0 +1,522 @@
+"""Random walks (TLC's -simulate, Stateright's simulation checker): for
+configurations whose state space cannot be exhausted.
+
+A walk starts at an initial state and, up to `depth` steps, takes one of
+the enabled action instances at random (uniformly, or by a stated
+weighting), checking the invariants on every state it visits; it ends at
+the first violation, or at a state with nothing enabled. The successors
+are the spec's own: the compiled kernel's (`KernelSteps`), whose
+successors come in the interpreted spec's order, or the interpreted
+`spec.successors` (`SpecSteps`), so a walk is the same list of successor
+indices either way, and a counterexample is that list replayed through
+the interpreted spec and re-validated (trace.validate).
+
+Determinism: walk w draws from its own generator, seeded by (seed, w)
+(numpy's SeedSequence), so what a walk does depends on neither the
+workers nor the engine nor the order walks run in. Walks run in chunks of
+CHUNK consecutive walks; a chunk stops at its first violating walk, and
+the result folds chunks in order up to the first chunk with a violation:
+its counts are those of walks 0..v, v the first violating walk. Workers
+(processes, or Spark tasks) only change where chunks run.
+
+Counts: `states_visited` counts every state a walk stands on (its
+initial state included), `distinct_seen` the distinct ones among them
+(the visited-set keys of the kernel, or fingerprints interpreted: a
+cheap estimate of coverage), coverage the steps taken per coverage label.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..config import ConfigError
+from ..fingerprint import fingerprint
+from ..lifetime import StopRequest, end_pool
+from ..result import Step
+from ..spec import Spec
+from ..trace import validate
+from .progress import Progress
+
+CHUNK = 32                  # consecutive walks a task runs
+PICKS = ("instance", "action")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What every walk needs besides its successors: the number of walks,
+    their depth, the seed, and the weighting (a weight a coverage label;
+    `by` "instance": an enabled instance is taken with probability in
+    proportion to its action's weight; "action": each enabled action in
+    proportion to its weight, then one of its instances uniformly)."""
+    walks: int
+    depth: int
+    seed: int
+    label_weight: tuple[float, ...]     # coverage label -> its action's weight
+    label_action: tuple[int, ...]       # coverage label -> its action's number
+    by: str = "instance"
+
+    @property
+    def uniform(self) -> bool:
+        return self.by == "instance" and len(set(self.label_weight)) <= 1
+
+
+def plan(spec: Spec, walks: int, depth: int, seed: int, weights: dict[str, float] | None = None,
+         by: str = "instance") -> Plan:
+    """A Plan for `spec`; ConfigError for a weight of no action or a
+    negative one, or an unknown `by`."""
+    weights = dict(weights or {})
+    for name, w in weights.items():
+        if name not in spec.actions:
+            raise ConfigError(f"--weight {name}: no such action (allowed: {', '.join(spec.actions)})")
+        if not (w >= 0 and w != float("inf")):
+            raise ConfigError(f"--weight {name}={w}: a weight is a finite number >= 0")
+    if by not in PICKS:
+        raise ConfigError(f"--pick {by}: allowed: {', '.join(PICKS)}")
+    label_weight, label_action = [], []
+    for number, name in enumerate(spec.actions):
+        for _label in spec.labels_of(name):
+            label_weight.append(float(weights.get(name, 1.0)))
+            label_action.append(number)
+    return Plan(walks, depth, seed, tuple(label_weight), tuple(label_action), by)
+
+
+# ---- the random numbers: one generator, in Python and compiled ----------------------
+# splitmix64 (Steele, Lea, Flood 2014), a walk's stream seeded by (seed, walk):
+# small enough to write twice, so the interpreted and the compiled walks draw
+# exactly the same numbers and take exactly the same steps.
+
+MASK = (1 << 64) - 1
+GOLDEN, MIX1, MIX2, WALK_MIX = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD1B54A32D192ED03
+
+
+class Stream:
+    def __init__(self, seed: int, walk: int):
+        self.s = (seed * GOLDEN + walk * WALK_MIX) & MASK
+
+    def next(self) -> int:
+        self.s = (self.s + GOLDEN) & MASK
+        z = self.s
+        z = ((z ^ (z >> 30)) * MIX1) & MASK
+        z = ((z ^ (z >> 27)) * MIX2) & MASK
+        return z ^ (z >> 31)
+
+    def uniform(self) -> float:
+        """A float in [0, 1) with 53 random bits."""
+        return (self.next() >> 11) * (1.0 / (1 << 53))
+
+
+def pick(u: float, labels: list[int] | np.ndarray, p: Plan) -> int:
+    """The index of the successor a walk takes, given a draw `u` in [0, 1)
+    (-1: no successor has weight). The compiled walk does the same sums in
+    the same order."""
+    n = len(labels)
+    if p.uniform:
+        return int(u * n)
+    weights = [p.label_weight[int(x)] for x in labels]
+    if p.by == "action":
+        counts: dict[int, int] = {}
+        for x in labels:
+            a = p.label_action[int(x)]
+            counts[a] = counts.get(a, 0) + 1
+        weights = [w / counts[p.label_action[int(x)]] for w, x in zip(weights, labels)]
+    total = 0.0
+    for w in weights:
+        total += w
+    if total <= 0:
+        return -1
+    target, acc = u * total, 0.0
+    for i, w in enumerate(weights):
+        acc += w
+        if acc > target and w > 0:
+            return i
+    return max(i for i, w in enumerate(weights) if w > 0)
+
+
+# ---- walks ---------------------------------------------------------------------------
+
+@dataclass
+class Chunk:
+    """What a run of consecutive walks did, up to its first violation."""
+    first: int                          # the first walk's number
+    walks: int = 0                      # walks run (the violating one included)
+    visited: int = 0
+    coverage: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    seen: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))   # sorted distinct keys
+    violation: tuple[int, int, list[int], str] | None = None    # (walk, initial state, indices, invariant)
+    elapsed_s: float = 0.0
+
+
+def walk_chunk(steps: SpecSteps | KernelSteps, p: Plan, first: int, last: int,
+               stop: Callable[[], bool] = lambda: False) -> Chunk:
+    """Walks first..last-1, in order, up to the first that violates an
+    invariant (or until `stop()` says so between walks)."""
+    started = time.perf_counter()
+    if isinstance(steps, KernelSteps):
+        out = steps.walk(p, first, last, stop)
+    else:
+        out = _interpreted_walks(steps, p, first, last, stop)
+    out.elapsed_s = time.perf_counter() - started
+    return out
+
+
+def _interpreted_walks(steps: SpecSteps, p: Plan, first: int, last: int, stop: Callable[[], bool]) -> Chunk:
+    spec = steps.spec
+    out = Chunk(first, coverage=np.zeros(len(p.label_weight), np.int64))
+    seen: list[int] = []
+    for w in range(first, last):
+        if stop():
+            break
+        rng = Stream(p.seed, w)
+        init = int(rng.uniform() * len(steps.inits))
+        state = steps.inits[init]
+        out.walks += 1
+        out.visited += 1
+        seen.append(steps.key(state))
+        bad = spec.first_violation(state)
+        path: list[int] = []
+        while bad is None and len(path) < p.depth:
+            succ = spec.labelled_successors(state)       # (name, args, state, label, ...)
+            if not succ:
+                break
+            i = pick(rng.uniform(), [t[3] for t in succ], p)
+            if i < 0:
+                break
+            state = succ[i][2]
+            path.append(i)
+            out.coverage[succ[i][3]] += 1
+            out.visited += 1
+            seen.append(steps.key(state))
+            bad = spec.first_violation(state)
+        if bad is not None:
+            out.violation = (w, init, path, bad)
+            break
+    out.seen = np.unique(np.array(seen, np.uint64))
+    return out
+
+
+class SpecSteps:
+    """Walks on the interpreted spec."""
+
+    def __init__(self, spec: Spec):
+        self.spec = spec
+        self.inits = spec.init_states()
+
+    def key(self, state: Any) -> int:
+        """A state's fingerprint (64 bits, as the compiled walks' keys)."""
+        return fingerprint(self.spec.canonical(state)) & MASK
+
+
+class KernelSteps:
+    """Walks on the compiled kernel: a chunk of walks is one call of a
+    compiled loop (WALK_SOURCE) over the kernel's own successors and
+    invariant checks."""
+
+    def __init__(self, kernel: Any, spec: Spec):
+        from .kernel import _load
+        self.kernel = k = kernel
+        self.checked = spec.checked_invariants()
+        self.inits = np.array([kernel.pack(s) for s in spec.init_states()], np.uint64).reshape(-1, k.words)
+        self.module = _load(k.cache_dir, "walk", WALK_SOURCE.replace("GLUE", k.module.__name__))
+        most = max(1, sum(len(spec._instances[a]) for a in spec.actions))
+        self.buffers = (np.empty((most, k.words), np.uint64), np.empty((most, k.key_words), np.uint64),
+                        np.empty(most, np.int64), np.empty(most, np.uint16), np.empty(most, np.uint8),
+                        np.zeros(max(1, k.goal_count), np.uint8))
+
+    def walk(self, p: Plan, first: int, last: int, stop: Callable[[], bool]) -> Chunk:
+        k = self.kernel
+        labels = len(p.label_weight)
+        out = Chunk(first, coverage=np.zeros(labels, np.int64))
+        seen_parts = []
+        path = np.zeros(p.depth, np.int64)
+        weight = np.array(p.label_weight or (0.0,), np.float64)
+        action = np.array(p.label_action or (0,), np.int64)
+        for w in range(first, last):       # one walk a call: a stop request is seen between walks
+            if stop():
+                break
+            seen = np.zeros((p.depth + 1, k.key_words), np.uint64)
+            res = self.module.walk(k.params, k.tables, self.inits, np.uint64(p.seed), w, p.depth, p.uniform,
+                                   p.by == "action", weight, action, *self.buffers, seen, out.coverage, path)
+            status, visited, length, which, init = (int(x) for x in res)
+            if status < -1:
+                raise k.field_error(-2 - status)
+            out.walks += 1
+            out.visited += visited
+            seen_parts.append(seen[:visited])
+            if which >= 0:
+                out.violation = (w, init, [int(x) for x in path[:length]], self.checked[which])
+                break
+        keys = np.concatenate(seen_parts) if seen_parts else np.zeros((0, k.key_words), np.uint64)
+        # a key of two words counts by both (exact keys of 65..128 bits)
+        folded = keys[:, 0] if k.key_words == 1 else keys[:, 0] ^ (keys[:, 1] * np.uint64(GOLDEN))
+        out.seen = np.unique(folded)
+        return out
+
+
+WALK_SOURCE = """# generated by modelcheck.engine.simulate: random walks over a kernel; do not edit
+import numpy as np
+from numba import njit, uint64, int64
+from GLUE import expand, check, keys_of_rows
+
+jit = njit(cache=True, nogil=True)
+
+
+@jit
+def draw(s):
+    s = s + uint64(0x9E3779B97F4A7C15)
+    z = s
+    z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
+    z = z ^ (z >> uint64(31))
+    return s, float(z >> uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@jit
+def pick(u, n, labels, uniform, by_action, weight, action_of):
+    if uniform:
+        return int64(u * n)
+    w = np.empty(n, np.float64)
+    for i in range(n):
+        w[i] = weight[labels[i]]
+    if by_action:
+        for i in range(n):
+            c = 0
+            for j in range(n):
+                if action_of[labels[j]] == action_of[labels[i]]:
+                    c += 1
+            w[i] = w[i] / c
+    total = 0.0
+    for i in range(n):
+        total += w[i]
+    if total <= 0:
+        return -1
+    target = u * total
+    acc = 0.0
+    last = -1
+    for i in range(n):
+        acc += w[i]
+        if w[i] > 0:
+            last = i
+            if acc > target:
+                return i
+    return last
+
+
+@jit
+def walk(P, C, inits, seed, w, depth, uniform, by_action, weight, action_of,
+         words, keys, parents, index, action, reached, seen, coverage, path):
+    \"\"\"One walk: (status, states visited, steps, violated invariant's place or -1, initial state).\"\"\"
+    s = seed * uint64(0x9E3779B97F4A7C15) + uint64(w) * uint64(0xD1B54A32D192ED03)
+    s, u = draw(s)
+    init = int64(u * len(inits))
+    row = np.empty((1, inits.shape[1]), np.uint64)
+    row[0] = inits[init]
+    bad = keys_of_rows(P, C, row, seen[0:1])
+    if bad:
+        return -2 - bad, 0, 0, -1, init
+    visited = 1
+    _i, which = check(P, C, row, 0, 1)
+    steps = 0
+    labels = np.empty(len(action), np.int64)
+    while which < 0 and steps < depth:
+        _rows, n, status = expand(P, C, row, 0, 1, words, keys, parents, index, action, 0, reached)
+        if status != 0:
+            return status, visited, steps, -1, init
+        if n == 0:
+            break
+        for i in range(n):
+            labels[i] = action[i]
+        s, u = draw(s)
+        i = pick(u, n, labels, uniform, by_action, weight, action_of)
+        if i < 0:
+            break
+        row[0] = words[i]
+        path[steps] = i
+        steps += 1
+        coverage[labels[i]] += 1
+        seen[visited] = keys[i]
+        visited += 1
+        _i, which = check(P, C, row, 0, 1)
+    return 0, visited, steps, which, init
+"""
+
+
+# ---- the search: chunks in order, here, on processes, or on Spark ------------------
+
+@dataclass
+class SimResult:
+    verdict: str                        # "violated" or "nothing found" (never "holds")
+    invariant: str | None
+    walks: int
+    states_visited: int
+    distinct_seen: int
+    elapsed_s: float
+    coverage: dict[str, int]
+    seed: int
+    depth: int
+    trace: list[Step] = field(default_factory=list)         # the shrunk counterexample
+    walk_trace: list[Step] = field(default_factory=list)    # the violating walk as it was
+    shrink: dict[str, Any] = field(default_factory=dict)
+    run_info: dict[str, Any] = field(default_factory=dict)
+
+
+class Fold:
+    """Chunks folded in walk order, up to the first with a violation."""
+
+    def __init__(self, p: Plan, labels: int):
+        self.p = p
+        self.walks = self.visited = 0
+        self.coverage = np.zeros(labels, np.int64)
+        self._seen = np.zeros(0, np.uint64)     # distinct keys, sorted
+        self._parts: list[np.ndarray] = []      # keys of chunks folded since
+        self.violation: tuple | None = None
+        self.pending: dict[int, Chunk] = {}
+        self.next = 0       # the first walk of the next chunk to fold
+
+    def add(self, chunk: Chunk) -> None:
+        self.pending[chunk.first] = chunk
+        while self.violation is None and self.next in self.pending:
+            c = self.pending.pop(self.next)
+            self.walks += c.walks
+            self.visited += c.visited
+            self.coverage += c.coverage
+            self._parts.append(c.seen)
+            if sum(map(len, self._parts)) > max(1 << 20, len(self._seen)):
+                self.distinct()
+            self.violation = c.violation
+            self.next += CHUNK
+
+    def distinct(self) -> int:
+        if self._parts:
+            self._seen = np.unique(np.concatenate([self._seen, *self._parts]))
+            self._parts = []
+        return len(self._seen)
+
+    @property
+    def done(self) -> bool:
+        return self.violation is not None or self.next >= self.p.walks
+
+
+def chunks(p: Plan) -> list[tuple[int, int]]:
+    return [(a, min(a + CHUNK, p.walks)) for a in range(0, p.walks, CHUNK)]
+
+
+def simulate(spec: Spec, p: Plan, *, kernel: Any | None = None, workers: int = 1,
+             progress: Progress | None = None, stop: StopRequest | None = None,
+             engine: str = "local", master: str | None = None, partitions: int | None = None,
+             spark_settings: dict[str, str] | None = None, shrink_budget: int = 20_000) -> SimResult:
+    """Run plan `p`'s walks on `spec` (on `kernel`'s compiled successors
+    where given), then shrink and re-validate a violation found."""
+    stop = stop or StopRequest()
+    started = time.perf_counter()
+    fold = Fold(p, len(spec.coverage_labels))
+
+    def report() -> None:
+        if progress:
+            elapsed = time.perf_counter() - started
+            progress({"note": f"walks {fold.walks:,}/{p.walks:,}  states {fold.visited:,}  "
+                              f"distinct >= {len(fold._seen):,}  {fold.visited / elapsed if elapsed else 0:,.0f} "
+                              f"states/s  {elapsed:.0f} s"})
+
+    with stop.polling():
+        if engine == "spark":
+            from .simulate_spark import run_chunks
+            run_chunks(spec, kernel, p, fold, master, partitions, spark_settings, stop, report)
+        elif workers <= 1:
+            steps = KernelSteps(kernel, spec) if kernel is not None else SpecSteps(spec)
+            last = time.perf_counter()
+            for a, b in chunks(p):
+                fold.add(walk_chunk(steps, p, a, b, stop=lambda: stop.asked))
+                if stop.asked:
+                    break
+                if time.perf_counter() - last > 2:
+                    report()
+                    last = time.perf_counter()
+                if fold.done:
+                    break
+        else:
+            _on_processes(spec, kernel, p, fold, workers, stop, report)
+        if stop.asked:
+            raise stop.stopped(distinct=fold.distinct(), generated=fold.visited,
+                               elapsed_s=time.perf_counter() - started)
+    elapsed = time.perf_counter() - started
+    coverage = dict(zip(spec.coverage_labels, map(int, fold.coverage)))
+    info = {"kernel": "compiled" if kernel is not None else "interpreted", "engine": engine,
+            "workers": workers if engine == "local" else 1}
+    if fold.violation is None:
+        return SimResult("nothing found", None, fold.walks, fold.visited, fold.distinct(), elapsed, coverage,
+                         p.seed, p.depth, run_info=info)
+    from .shrink import shrink
+    w, init, path, invariant = fold.violation
+    walk = replay_walk(spec, init, path, invariant)
+    shrunk_started = time.perf_counter()
+    trace, tried = shrink(spec, walk, invariant, budget=shrink_budget)
+    validate(spec, trace, invariant)
+    shrink_info = {"walk": w, "walk_steps": len(walk) - 1, "steps": len(trace) - 1, "replays": tried,
+                   "elapsed_s": round(time.perf_counter() - shrunk_started, 3)}
+    return SimResult("violated", invariant, fold.walks, fold.visited, fold.distinct(), elapsed, coverage,
+                     p.seed, p.depth, trace, walk, shrink_info, info)
+
+
+def replay_walk(spec: Spec, init: int, path: list[int], invariant: str) -> list[Step]:
+    """A walk's successor indices replayed through the interpreted spec,
+    and re-validated as a counterexample to `invariant`."""
+    state = spec.init_states()[init]
+    steps = [Step(None, {}, state)]
+    for i in path:
+        name, args, state = spec.successors(state)[i]
+        steps.append(Step(name, args, state))
+    validate(spec, steps, invariant)
+    return steps
+
+
+# ---- on processes --------------------------------------------------------------------
+
+_worker: dict[str, Any] = {}
+
+
+def _setup(spec: Spec, kernel: Any | None, parent: int) -> None:
+    from ..lifetime import die_with_parent
+    die_with_parent(parent)
+    _worker["steps"] = KernelSteps(kernel, spec) if kernel is not None else SpecSteps(spec)
+
+
+def _run(p: Plan, a: int, b: int) -> Chunk:
+    return walk_chunk(_worker["steps"], p, a, b)
+
+
+def _on_processes(spec: Spec, kernel: Any | None, p: Plan, fold: Fold, workers: int, stop: StopRequest,
+                  report: Callable[[], None]) -> None:
+    """Chunks on `workers` processes (which die with this one and leave
+    Ctrl-C to it), a few in flight each; stopped at once on a stop request,
+    and, past a violation, once every chunk before it is in."""
+    from concurrent.futures import ProcessPoolExecutor
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_setup, initargs=(spec, kernel, os.getpid()))
+    todo = iter(chunks(p))
+    running: set[Future] = set()
+    last = time.perf_counter()
+    try:
+        while True:
+            while len(running) < 2 * workers and fold.violation is None and not stop.asked:
+                nxt = next(todo, None)
+                if nxt is None:
+                    break
+                running.add(pool.submit(_run, p, *nxt))
+            if not running or stop.asked:
+                break
+            done, running = wait(running, timeout=0.25, return_when=FIRST_COMPLETED)
+            for f in done:
+                fold.add(f.result())
+            if fold.done:
+                break       # past a violation: every chunk before it is folded
+            if time.perf_counter() - last > 2:
+                report()
+                last = time.perf_counter()
+    finally:
+        end_pool(pool)
+

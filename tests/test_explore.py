@@ -1,0 +1,200 @@
+"""`modelcheck explore`: the pages served (statuses, exports) and, in a
+real headless Chromium, a walk through the legacy counterexample by
+clicks: the diff and invariant marks on the way, back and forward, the
+URL reproducing a state, and the exported scenario replayed."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import urllib.error
+import urllib.request
+
+import pytest
+from click.testing import CliRunner
+
+from browser import CHROMIUM, Browser
+from cli import main
+from modelcheck.engine.reach import index
+from modelcheck.views.explorer import Explorer, address, server
+from modelcheck.views.tracefile import open_trace
+from processes import start, wait_for
+from specs import kafka_elr
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.fixture(scope="module")
+def legacy(tmp_path_factory):
+    """The legacy counterexample (check --trace-out), its steps and its URL path."""
+    path = tmp_path_factory.mktemp("trace") / "t.json"
+    r = invoke("check", "--set", "variant=legacy", "--trace-out", str(path))
+    assert r.exit_code == 1, r.output
+    spec, _tf, steps = open_trace(str(path), kafka_elr.load)
+    return path, steps, Explorer(spec).path_of(steps)
+
+
+@pytest.fixture(scope="module")
+def served(legacy):
+    """An explorer of the legacy config on a free loopback port, with a
+    seen-index of the first 200,000 states a check visits."""
+    spec = kafka_elr.load({"variant": "legacy"})
+    explorer = Explorer(spec, index(spec, 200_000))
+    httpd = server(explorer, "127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield address(httpd), explorer
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def get(url: str, method: str = "GET") -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method=method)) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def test_the_path_of_the_legacy_counterexample(legacy):
+    _path, steps, path = legacy
+    assert [s.action for s in steps[1:]] == ["FenceBroker", "Produce", "Fetch", "AdvanceHwm", "ShrinkIsr",
+                                            "CommitAlterPartition", "UncleanShutdown"]
+    assert path == (0, 1, 0, 0, 3, 0, 4)
+
+
+def test_bad_urls_are_4xx_pages_never_tracebacks(served, legacy):
+    base, _ = served
+    path = "/".join(map(str, legacy[2]))
+    cases = {"0/0/999": 404, "0/x": 404, "-1": 404, "0?then=1&x=2": 400, "0?then=a": 404,
+             "/".join(["0"] * 1001): 414, "scenario.toml": 404, f"{path}/99": 404}
+    for target, status in cases.items():
+        code, body = get(base + target)
+        assert code == status, (target, code)
+        assert "Traceback" not in body and f"<h1>{status}:" in body, target
+    code, body = get(base + "0/0/999")
+    assert "step 3: the state after step 2 has" in body and 'id="nearest" href="/0/0"' in body
+    assert get(base, "POST")[0] == 405
+    assert get(base + f"{path}?then=")[0] == 200
+
+
+def test_exports_read_back(served, legacy, tmp_path):
+    base, _ = served
+    path = "/".join(map(str, legacy[2]))
+    status, toml = get(f"{base}{path}/scenario.toml")
+    assert status == 200 and 'variant = "legacy"' in toml and 'violates = ["NoAckedLoss"]' in toml
+    (tmp_path / "s.toml").write_text(toml)
+    r = invoke("replay", str(tmp_path / "s.toml"), "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["ok"]
+    status, trace = get(f"{base}{path}/trace.json")
+    assert json.loads(trace)["trace"] == json.loads(legacy[0].read_text())["trace"]
+    assert json.loads(trace)["invariant"] == "NoAckedLoss"
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs Debian's chromium)")
+def test_click_through_the_legacy_counterexample_in_chromium(served, legacy, tmp_path):
+    base, _explorer = served
+    _file, steps, path = legacy
+    browser = Browser(tmp_path / "profile")
+    try:
+        browser.open(base)
+        assert browser.js("document.body.dataset.step") == "0"
+        assert browser.js("performance.getEntriesByType('resource').map(e => e.name)") == []     # nothing fetched
+        assert browser.js("Array.from(document.querySelectorAll('th.lane')).map(e => e.textContent)") == [
+            "b0", "b1", "b2"]
+        for k, i in enumerate(path):
+            choice = f'li.action[data-index="{i}"]'
+            assert browser.js(f"document.querySelector('{choice}').dataset.action") == steps[k + 1].action
+            last = k == len(path) - 1
+            # only the last step breaks an invariant; every state of a shortest counterexample
+            # is seen by the checker at its depth
+            assert browser.js(f"document.querySelector('{choice}').dataset.violates") == (
+                "NoAckedLoss" if last else "")
+            assert browser.js(f"document.querySelector('{choice}').dataset.seen") == str(k + 1)
+            browser.click(f"{choice} > a")
+            browser.wait(f"document.body.dataset.step === '{k + 1}'")
+        assert browser.js("location.pathname") == "/" + "/".join(map(str, path))
+        detail = browser.js("document.querySelector('.detail').textContent")
+        assert "Step 7: UncleanShutdown(broker=1, keep=0)" in detail and "violates NoAckedLoss" in detail
+        diff = browser.js("Array.from(document.querySelectorAll('.detail table.diff tr')).map(r => r.textContent)")
+        assert any(d.startswith("b1") and "down:dirty" in d for d in diff), diff
+        assert browser.js("document.querySelectorAll('tr.step').length") == 8
+        assert browser.js("document.querySelector('tr.current').id") == "step-7"
+        # the invariant marks of the next choices: the state after the loss breaks it still
+        assert browser.js("document.querySelectorAll('li.action.bad').length") == browser.js(
+            "document.querySelectorAll('li.action').length") > 0
+
+        browser.key("ArrowLeft", 37)
+        browser.wait("document.body.dataset.step === '6'")
+        assert browser.js("location.search") == f"?then={path[-1]}"
+        assert browser.js("document.querySelectorAll('tr.future').length") == 1
+        browser.click("#back")
+        browser.wait("document.body.dataset.step === '5'")
+        browser.click("#forward")
+        browser.wait("document.body.dataset.step === '6'")
+        browser.key("ArrowRight", 39)
+        browser.wait("document.body.dataset.step === '7'")
+
+        # the URL is the state: opened afresh, the same page
+        here = browser.js("location.href")
+        shown = browser.js("document.querySelector('main').innerHTML")
+        browser.open(here)
+        assert browser.js("document.querySelector('main').innerHTML") == shown
+
+        # export the path as a scenario through the page's own link, and replay it
+        toml = browser.js("fetch(document.getElementById('export-scenario').href).then(r => r.text())")
+        scenario = tmp_path / "walked.toml"
+        scenario.write_text(toml)
+        r = invoke("replay", str(scenario))
+        assert r.exit_code == 0, r.output
+        assert "UncleanShutdown" in r.stdout
+
+        browser.open(base + "0/0/999")
+        assert browser.js("document.title") == "modelcheck explore: 404"
+        browser.click("#nearest")
+        browser.wait("document.body.dataset.step === '2'")
+    finally:
+        browser.close()
+
+
+def test_explore_serves_until_ctrl_c(legacy):
+    proc = start("explore", "--trace", str(legacy[0]), "--step", "5", "--port", "0", "--seen-states", "0")
+    try:
+        line = wait_for(proc.stdout.readline, 60, "the serving line").decode()
+        assert line.startswith("serving http://127.0.0.1:"), line
+        url = line.split()[1]
+        p = legacy[2]
+        assert url.endswith("/" + "/".join(map(str, p[:5])) + "?then=" + "/".join(map(str, p[5:])))
+        status, body = get(url)
+        assert status == 200 and "Step 5 of 7" in body
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 130
+        assert proc.stderr.read().decode().strip().splitlines()[-1] == "explorer stopped by SIGINT"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def refused(r, message: str) -> None:
+    """Exit 2, nothing on stdout, one line on stderr."""
+    assert r.exit_code == 2, (r.exit_code, r.output)
+    assert r.stdout == "" and len(r.stderr.splitlines()) == 1 and message in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--step", "2"], "--step applies to --trace only"),
+    (["--set", "brokers=0"], "brokers"),
+    (["--port", "1", "--host", "203.0.113.7"], "--host 203.0.113.7 --port 1: cannot serve there"),
+])
+def test_explore_bad_input_is_one_line(args, message):
+    refused(invoke("explore", "--seen-states", "0", *args), message)
+
+
+def test_explore_trace_step_out_of_range(legacy):
+    refused(invoke("explore", "--trace", str(legacy[0]), "--step", "9"), "--step 9: the trace's steps are 0 to 7")
+    refused(invoke("explore", "--trace", str(legacy[0]), "--set", "brokers=4"), "a trace brings its own config")

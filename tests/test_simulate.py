@@ -1,0 +1,133 @@
+"""`modelcheck simulate`: random walks are deterministic for a seed (the
+same walks, counts and trace compiled or interpreted, on any number of
+workers), a violation is shrunk to a counterexample as short as check's
+and re-validated, exit codes and output are check's, Ctrl-C stops the
+walks and their workers."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import pytest
+from click.testing import CliRunner
+
+from cli import main
+from modelcheck.engine.kernel import kernel_for
+from modelcheck.engine.simulate import Stream, pick, plan, simulate
+from modelcheck.trace import validate
+from modelcheck.views.tracefile import open_trace
+from processes import alive, descendants, start, wait_for
+from specs.kafka_elr import load
+
+TWO_UNCLEAN = {"max_unclean_shutdowns": 2}      # check: NoAckedLoss in 6 steps (docs/verdicts.md)
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def summary(r):
+    return (r.verdict, r.invariant, r.walks, r.states_visited, r.distinct_seen, r.coverage,
+            [(s.action, s.args) for s in r.trace], r.shrink.get("walk"), r.shrink.get("walk_steps"))
+
+
+def test_the_stream_is_splitmix64():
+    s = Stream(0, 0)
+    assert [s.next() for _ in range(2)] == [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4]   # splitmix64 from 0
+    assert 0 <= Stream(7, 3).uniform() < 1
+
+
+def test_pick_by_weight():
+    p = plan(load({}), 1, 1, 0, {"Fetch": 0}, "instance")
+    fetch = p.label_action.index(list(load({}).actions).index("Fetch"))
+    produce = p.label_action.index(list(load({}).actions).index("Produce"))
+    assert [pick(u, [fetch, produce, fetch], p) for u in (0.0, 0.5, 0.999)] == [1, 1, 1]
+    p = plan(load({}), 1, 1, 0, {}, "action")       # Produce's one instance weighs as Fetch's two together
+    assert [pick(u, [fetch, produce, fetch], p) for u in (0.2, 0.3, 0.6, 0.8)] == [0, 1, 1, 2]
+
+
+@pytest.mark.parametrize("by, weights", [("instance", {}), ("action", {}), ("instance", {"Fetch": 0.5})])
+def test_compiled_and_interpreted_walks_agree_exactly(by, weights):
+    spec = load(TWO_UNCLEAN)
+    p = plan(spec, 200, 40, 3, weights, by)
+    compiled = simulate(spec, p, kernel=kernel_for(spec))
+    assert summary(compiled) == summary(simulate(spec, p))
+    assert compiled.run_info["kernel"] == "compiled"
+
+
+def test_a_violation_is_shrunk_to_checks_shortest_and_revalidated():
+    spec = load(TWO_UNCLEAN)
+    r = simulate(spec, plan(spec, 300, 40, 3, {}, "action"), kernel=kernel_for(spec))
+    assert (r.verdict, r.invariant, r.walks, r.states_visited, r.distinct_seen) == (
+        "violated", "NoAckedLoss", 95, 2506, 2188)
+    assert r.shrink["walk"] == 94 and r.shrink["walk_steps"] == 14 and len(r.walk_trace) == 15
+    assert len(r.trace) - 1 == 6 == r.shrink["steps"]           # check's shortest at N=3 is 6 steps
+    validate(spec, r.trace, "NoAckedLoss")
+    assert [s.action for s in r.trace[1:]] == ["FenceBroker", "Produce", "Fetch", "AdvanceHwm",
+                                              "UncleanShutdown", "UncleanShutdown"]
+
+
+def test_workers_give_the_same_result():
+    spec = load(TWO_UNCLEAN)
+    p = plan(spec, 300, 40, 3, {}, "action")
+    kernel = kernel_for(spec)
+    assert summary(simulate(spec, p, kernel=kernel, workers=2)) == summary(simulate(spec, p, kernel=kernel))
+
+
+def test_cli_json_and_the_trace_it_writes(tmp_path):
+    out = tmp_path / "t.json"
+    r = invoke("simulate", "--set", "max_unclean_shutdowns=2", "--walks", "300", "--depth", "40", "--seed", "3",
+               "--pick", "action", "--json", "--trace-out", str(out))
+    assert r.exit_code == 1, r.output
+    d = json.loads(r.stdout)
+    assert {k: d[k] for k in ("verdict", "invariant", "walks", "states_visited", "distinct_seen", "seed",
+                              "exhaustive", "walk_steps")} == {
+        "verdict": "violated", "invariant": "NoAckedLoss", "walks": 95, "states_visited": 2506,
+        "distinct_seen": 2188, "seed": 3, "exhaustive": False, "walk_steps": 14}
+    assert len(d["trace"]) == 7 and d["trace"][0]["action"] is None and d["coverage"]["UncleanShutdown"] == 190
+    _spec, tf, steps = open_trace(str(out), load)         # replayed through the spec as it is read
+    assert tf.invariant == "NoAckedLoss" and [s.action for s in steps] == [s["action"] for s in d["trace"]]
+    assert invoke("trace", "show", str(out)).exit_code == 0
+
+
+def test_nothing_found_is_never_holds():
+    r = invoke("simulate", "--walks", "50", "--depth", "30", "--seed", "1")
+    assert r.exit_code == 0, r.output
+    assert "nothing found" in r.stdout and "Not exhaustive" in r.stdout and "holds" not in r.stdout
+    assert "walks: 50  states visited:" in r.stdout and "never taken:" in r.stdout
+    d = json.loads(invoke("simulate", "--walks", "50", "--depth", "30", "--seed", "1", "--json").stdout)
+    assert d["verdict"] == "nothing found" and d["invariant"] is None and d["trace"] == [] and d["walks"] == 50
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--weight", "Bogus=1"], "--weight Bogus: no such action"),
+    (["--weight", "Fetch=-1"], "--weight Fetch=-1.0: a weight is a finite number >= 0"),
+    (["--weight", "Fetch"], "--weight 'Fetch': expected ACTION=W"),
+    (["--master", "local[2]"], "--master applies to --engine spark only"),
+    (["--engine", "spark", "--workers", "2"], "--workers applies to --engine local"),
+    (["--set", "brokers=9"], "brokers"),
+    (["--trace-out", "/nonexistent/dir/t.json"], "--trace-out"),
+])
+def test_bad_input_is_one_line(args, message):
+    r = invoke("simulate", *args)
+    assert r.exit_code == 2, (r.exit_code, r.output)
+    assert r.stdout == "" and len(r.stderr.splitlines()) == 1 and message in r.stderr, r.stderr
+
+
+def test_ctrl_c_stops_the_walks_and_their_workers():
+    proc = start("simulate", "--walks", "100000000", "--workers", "2")
+    try:
+        workers = wait_for(lambda: [p for p in descendants(proc.pid) if alive(p)], 60, "the workers")
+        wait_for(lambda: len([p for p in descendants(proc.pid) if alive(p)]) >= 2, 60, "two workers")
+        workers = descendants(proc.pid)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 130
+        err = proc.stderr.read().decode()
+        assert "simulate stopped by SIGINT after" in err and "Traceback" not in err, err
+        wait_for(lambda: not any(alive(p) for p in workers), 10, "the workers to end")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
