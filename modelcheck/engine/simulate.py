@@ -226,7 +226,7 @@ class KernelSteps:
         most = max(1, sum(len(spec._instances[a]) for a in spec.actions))
         self.buffers = (np.empty((most, k.words), np.uint64), np.empty((most, k.key_words), np.uint64),
                         np.empty(most, np.int64), np.empty(most, np.uint16), np.empty(most, np.uint8),
-                        np.zeros(max(1, k.goal_count), np.uint8))
+                        np.empty(most, np.uint16), np.zeros(max(1, k.goal_count), np.uint8))
 
     def walk(self, p: Plan, first: int, last: int, stop: Callable[[], bool]) -> Chunk:
         k = self.kernel
@@ -309,7 +309,7 @@ def pick(u, n, labels, uniform, by_action, weight, action_of):
 
 @jit
 def walk(P, C, inits, seed, w, depth, uniform, by_action, weight, action_of,
-         words, keys, parents, index, action, reached, seen, coverage, path):
+         words, keys, parents, index, action, instance, reached, seen, coverage, path):
     \"\"\"One walk: (status, states visited, steps, violated invariant's place or -1, initial state).\"\"\"
     s = seed * uint64(0x9E3779B97F4A7C15) + uint64(w) * uint64(0xD1B54A32D192ED03)
     s, u = draw(s)
@@ -324,7 +324,7 @@ def walk(P, C, inits, seed, w, depth, uniform, by_action, weight, action_of,
     steps = 0
     labels = np.empty(len(action), np.int64)
     while which < 0 and steps < depth:
-        _rows, n, status = expand(P, C, row, 0, 1, words, keys, parents, index, action, 0, reached)
+        _rows, n, status = expand(P, C, row, 0, 1, words, keys, parents, index, action, instance, 0, reached)
         if status != 0:
             return status, visited, steps, -1, init
         if n == 0:
