@@ -238,19 +238,10 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
     in CONFIG.toml is reported, not turned into the exit status.
     """
     try:
-        spark_only = [name for name, given in (("master", master), ("partitions", partitions),
-                                               ("spark-conf", spark_conf)) if given]
-        if engine != "spark" and spark_only:
-            raise ConfigError(f"--{spark_only[0]} applies to --engine spark only")
+        check_spark_options(engine, master, partitions, spark_conf)
         if engine == "bfs" and fingerprint_bits != "64":
             raise ConfigError("--fingerprint-bits applies to the compiled engines (fast, spark); "
                               "the reference engine keeps 64-bit fingerprints")
-        if master and not SPARK_MASTER.fullmatch(master):
-            raise ConfigError(f"--master {master!r}: expected local, local[N], local[*], spark://HOST:PORT, "
-                              "yarn or k8s://https://HOST:PORT")
-        bad = [kv for kv in spark_conf if "=" not in kv or not kv.split("=", 1)[0].strip()]
-        if bad:
-            raise ConfigError(f"--spark-conf {bad[0]!r}: expected KEY=VALUE, e.g. spark.executor.memory=8g")
         given, expected = load_check_config(config, overrides)
         local = [name for name, given_ in (("checkpoint", checkpoint_dir), ("resume", resume_dir),
                                            ("max-memory", max_memory)) if given_]
@@ -312,6 +303,20 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
     else:
         print_result(spec, result, expected, verdict, trace_out)
     sys.exit(EXIT_HOLDS if result.holds else EXIT_VIOLATED)
+
+
+def check_spark_options(engine: str, master: str | None, partitions: int | None, spark_conf: tuple[str, ...]) -> None:
+    """The Spark-only options: given only with --engine spark, and well formed."""
+    spark_only = [name for name, given in (("master", master), ("partitions", partitions),
+                                           ("spark-conf", spark_conf)) if given]
+    if engine != "spark" and spark_only:
+        raise ConfigError(f"--{spark_only[0]} applies to --engine spark only")
+    if master and not SPARK_MASTER.fullmatch(master):
+        raise ConfigError(f"--master {master!r}: expected local, local[N], local[*], spark://HOST:PORT, "
+                          "yarn or k8s://https://HOST:PORT")
+    bad = [kv for kv in spark_conf if "=" not in kv or not kv.split("=", 1)[0].strip()]
+    if bad:
+        raise ConfigError(f"--spark-conf {bad[0]!r}: expected KEY=VALUE, e.g. spark.executor.memory=8g")
 
 
 def resumed(directory: str, given: dict[str, Any], config_given: bool, engine: str, symmetry: bool,
@@ -942,18 +947,9 @@ def simulate(config: str | None, overrides: tuple[str, ...], walks: int, depth: 
     from modelcheck.engine.simulate import plan as make_plan, simulate as run_simulation
 
     try:
-        spark_only = [name for name, given in (("master", master), ("partitions", partitions),
-                                               ("spark-conf", spark_conf)) if given]
-        if engine != "spark" and spark_only:
-            raise ConfigError(f"--{spark_only[0]} applies to --engine spark only")
+        check_spark_options(engine, master, partitions, spark_conf)
         if engine == "spark" and workers != 1:
             raise ConfigError("--workers applies to --engine local; Spark's parallelism is --partitions")
-        if master and not SPARK_MASTER.fullmatch(master):
-            raise ConfigError(f"--master {master!r}: expected local, local[N], local[*], spark://HOST:PORT, "
-                              "yarn or k8s://https://HOST:PORT")
-        bad = [kv for kv in spark_conf if "=" not in kv or not kv.split("=", 1)[0].strip()]
-        if bad:
-            raise ConfigError(f"--spark-conf {bad[0]!r}: expected KEY=VALUE, e.g. spark.executor.memory=8g")
         weight = {}
         for item in weights:
             name, eq, value = item.partition("=")
@@ -1045,9 +1041,9 @@ def print_simulation(spec: Any, result: Any, the_plan: Any, trace_out: str | Non
             out.print(Text(f"trace written to {trace_out}; view it with: modelcheck trace show "
                            f"{shlex.quote(trace_out)}"))
     else:
-        out.print(f"[bold yellow]nothing found[/]: no invariant broke in the states these walks visited. "
-                  f"Not exhaustive: a random search says nothing of the states it did not reach "
-                  f"(modelcheck check explores them all).")
+        out.print("[bold yellow]nothing found[/]: no invariant broke in the states these walks visited. "
+                  "Not exhaustive: a random search says nothing of the states it did not reach "
+                  "(modelcheck check explores them all).")
     out.print(f"walks: {result.walks:,}  states visited: {result.states_visited:,}  distinct seen: "
               f"{result.distinct_seen:,}  time: {result.elapsed_s:.1f} s ({rate:,.0f} states/s)")
     out.print("coverage (steps taken per action): "
