@@ -54,7 +54,7 @@ def test_the_compiled_engine_reproduces_the_reference_exactly(config):
     assert summary(run(spec, engine="fast", workers=2)) == reference
 
 
-@settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(SMALL)
 def test_random_configs_give_the_same_answers_on_every_engine(config):
     """Random small configs of every variant (3 brokers, so each variant's

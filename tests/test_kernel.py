@@ -52,11 +52,11 @@ def test_compiled_successors_are_the_interpreted_ones_on_every_state(variant):
     states = reachable(spec)
     rows = np.array([kernel.pack(s) for s in states])
     got = expand(kernel, rows, 0, len(rows))
-    want = [(i, j, label, t) for i, s in enumerate(states)
-            for j, (_name, _a, t, label, _i) in enumerate(spec.labelled_successors(s))]
+    want = [(i, j, label, t, instance) for i, s in enumerate(states)
+            for j, (_name, _a, t, label, instance) in enumerate(spec.labelled_successors(s))]
     assert len(got) == len(want) > len(states)
-    for k, (i, j, label, t) in enumerate(want):
-        assert (got.parents[k], got.index[k], got.action[k]) == (i, j, label)
+    for k, (i, j, label, t, instance) in enumerate(want):
+        assert (got.parents[k], got.index[k], got.action[k], got.instance[k]) == (i, j, label, instance)
         assert kernel.unpack(got.words[k]) == t, (k, label)
 
 

@@ -46,8 +46,10 @@ CONSTANT_OF = {
 }
 
 # seconds, not minutes, each (kip966_default takes minutes: docs/tla.md)
+# kip966_propagated is compared state by state (SAME_STATES, TLC's verdict
+# there): the reference engine's whole check of it takes a minute
 HOLDS = ["kip966_tiny", "kip966_small", "kip966_n2", "kip966_operators", "kip966_recovery",
-         "kip966_fenced_fetch", "kip966_propagated", "legacy_no_unclean", "legacy_operators"]
+         "kip966_fenced_fetch", "legacy_no_unclean", "legacy_operators"]
 VIOLATED = ["legacy_default", "kip966_two_unclean", "kip966_propagated_min_isr"]
 SAME_STATES = ["kip966_tiny", "kip966_small", "kip966_recovery", "kip966_propagated"]
 
@@ -80,7 +82,7 @@ ALL_CFGS = sorted(p.stem for p in TLA_DIR.glob("*.cfg"))
 
 
 def test_every_cfg_is_tested_or_documented():
-    assert set(HOLDS + VIOLATED) | {"kip966_default"} == set(ALL_CFGS)
+    assert set(HOLDS + VIOLATED + SAME_STATES) | {"kip966_default"} == set(ALL_CFGS)
 
 
 @pytest.mark.parametrize("name", ALL_CFGS)
@@ -201,7 +203,7 @@ def test_tlc_same_states(name):
     tlc = tlc_result(name)
     theirs = {tla_state(d) for d in tlc["states"]}
     ours = {py_state(s) for s in python_states(spec)}
-    assert len(theirs) == len(tlc["states"]) == tlc["distinct"]
+    assert len(theirs) == len(tlc["states"]) == tlc["distinct"] and tlc["verdict"] == "holds"
     only_ours, only_theirs = ours - theirs, theirs - ours
     assert not only_ours and not only_theirs, (
         f"{len(only_ours)} states only in modelcheck, e.g. {sorted(only_ours, key=repr)[:1]}; "
