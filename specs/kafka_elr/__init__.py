@@ -26,7 +26,7 @@ def load(given: dict[str, Any]) -> Kip966:
         if unknown:
             raise ConfigError(f"config key 'invariants': {unknown[0]!r} is not an invariant of variant "
                               f"{config['variant']!r} (allowed: {', '.join(cls.invariants)})")
-    unknown = [x for x in config["properties"] if x not in cls.properties]
+    unknown = [x for x in config["properties"] or [] if x not in cls.properties]
     if unknown:
         raise ConfigError(f"config key 'properties': {unknown[0]!r} is not a temporal property of variant "
                           f"{config['variant']!r} (allowed: {', '.join(cls.properties) or 'none'})")

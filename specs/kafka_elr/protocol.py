@@ -143,7 +143,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         return self._checked
 
     def checked_properties(self) -> list[str]:
-        return self.config["properties"]
+        return self.config["properties"] or []
 
     VIEW_FIELDS = ("pending_from", "seen_leader", "seen_epoch", "seen_isr", "seen_min_isr")
 

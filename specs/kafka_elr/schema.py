@@ -39,7 +39,7 @@ def schema() -> list[Key]:
         Key("invariants", None, lambda v: isinstance(v, list) and bool(v) and all(isinstance(x, str) for x in v)
             and len(set(v)) == len(v), "a non-empty list of distinct invariant names of the variant",
             "invariants to check (default: all of the variant's)"),
-        Key("properties", [], lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)
+        Key("properties", None, lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)
             and len(set(v)) == len(v), "a list of distinct temporal property names of the variant",
             "temporal properties to check, each under the fairness the spec states beside it (default: none)"),
     ]
