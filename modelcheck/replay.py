@@ -92,7 +92,7 @@ def parse_steps(spec: Spec, raw: list[dict[str, Any]], where: str) -> list[Scena
         if not isinstance(violates, list):
             raise ConfigError(f"{at}: 'violates' must be a list of invariants")
         for k, invariant in enumerate(violates):
-            checked_invariant(spec, invariant, f"{at}: violates")
+            checked_invariant(spec, invariant, f"{at}: violates", properties=False)
             if invariant in violates[:k]:
                 raise ConfigError(f"{at}: violates: {invariant!r} is listed twice")
         steps.append(ScenarioStep(name, args, expect, violates))

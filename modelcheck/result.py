@@ -61,9 +61,10 @@ def collision_probability(distinct: int, generated: int, bits: int = 64) -> floa
 
 
 def checked_invariant(spec: Any, name: Any, where: str, properties: bool = True) -> str:
-    """`name` if the spec checks that invariant (or temporal property) in
-    this config: a pin or an expected violation of any other could never
-    come out."""
+    """`name` if the spec checks that invariant (or, unless `properties` is
+    false, temporal property) in this config: a pin or an expected
+    violation of any other could never come out. A scenario step's
+    `violates` is about its state, so it names invariants only."""
     checked = spec.checked_invariants() + (spec.checked_properties() if properties else [])
     if not isinstance(name, str) or name not in checked:
         what = "an invariant or temporal property" if properties and spec.checked_properties() else "an invariant"

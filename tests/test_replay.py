@@ -100,6 +100,14 @@ def test_bad_steps_are_rejected_before_running(steps, message):
         run({"config": {}, "steps": steps})
 
 
+def test_a_step_cannot_violate_a_temporal_property():
+    """A step's `violates` is about its state: a property the config checks
+    is refused there (it reached the invariants' table before, a KeyError)."""
+    with pytest.raises(ConfigError, match=re.escape("step 1: violates: 'LeaderlessGetsLeader' is not an invariant")):
+        run({"config": {"properties": ["LeaderlessGetsLeader"]},
+             "steps": [{"action": "Produce", "violates": ["LeaderlessGetsLeader"]}]})
+
+
 @pytest.mark.parametrize("step, message", [
     ({"action": "Fetch", "brokr": 1}, "step 1: Fetch has no argument 'brokr' (its arguments: broker)"),
     ({"action": "CommitAlterPartition", "broker": 1}, "step 1: CommitAlterPartition has no argument 'broker' "
