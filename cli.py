@@ -205,9 +205,16 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
     \b
     brokers, min_isr, max_records, max_unclean_shutdowns,
     max_clean_shutdowns, max_fences, max_isr_shrinks, max_min_isr_changes,
-    max_admin_elections, variant, unclean_leader_election,
-    unclean_recovery_strategy (none | balanced | aggressive),
-    fence_cuts_data_plane (true | false), acks, invariants, properties
+    max_admin_elections, max_reassignments, spare_brokers, variant,
+    unclean_leader_election, unclean_recovery_strategy (none | balanced |
+    aggressive), fence_cuts_data_plane (true | false), metadata (atomic |
+    propagated), acks, invariants, properties
+
+    Reassignment: `max_reassignments` operator reassignments move the
+    partition (of `brokers` replicas) within brokers + `spare_brokers`:
+
+    \b
+    modelcheck check --set spare_brokers=1 --set max_reassignments=1 --set max_records=1 --symmetry
 
     properties: temporal properties (P ~> Q under the fairness the spec
     states beside each; docs/model.md "Temporal properties"), checked on
@@ -225,7 +232,8 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
     \b
     variants: kip966 (default), legacy, kip966-elr-only, kafka-4,
     hwm-ignores-min-isr, hwm-on-maximal-isr, balanced-fixed-responses,
-    no-unclean-detection (see docs/model.md; `modelcheck matrix` runs them all)
+    no-unclean-detection, reassignment-ignores-min-isr (see docs/model.md;
+    `modelcheck matrix` runs them all)
 
     \b
     modelcheck check --engine spark                        Spark, local[*]

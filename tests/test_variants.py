@@ -79,7 +79,8 @@ def test_unclean_leader_election_maps_to_aggressive_which_breaks_the_electable_s
 
 def test_every_variant_is_registered():
     assert set(VARIANTS) == {"kip966", "legacy", "kip966-elr-only", "kafka-4", "hwm-ignores-min-isr",
-                             "hwm-on-maximal-isr", "balanced-fixed-responses", "no-unclean-detection"}
+                             "hwm-on-maximal-isr", "balanced-fixed-responses", "no-unclean-detection",
+                             "reassignment-ignores-min-isr"}
 
 
 # ---- recovery strategies on a leaderless partition --------------------------------

@@ -11,7 +11,7 @@ from typing import Any
 from modelcheck.config import ConfigError, resolve
 
 from .protocol import Kip966
-from .schema import schema
+from .schema import MAX_BROKERS, schema
 from .variants import VARIANTS
 
 __all__ = ["load", "schema", "VARIANTS", "Kip966"]
@@ -20,6 +20,14 @@ __all__ = ["load", "schema", "VARIANTS", "Kip966"]
 def load(given: dict[str, Any]) -> Kip966:
     config = resolve(schema(), given)
     cls = VARIANTS[config["variant"]]
+    if config["brokers"] + config["spare_brokers"] > MAX_BROKERS:
+        raise ConfigError(f"config key 'spare_brokers': {config['spare_brokers']} with {config['brokers']} brokers "
+                          f"makes {config['brokers'] + config['spare_brokers']} (allowed: brokers + spare_brokers "
+                          f"<= {MAX_BROKERS})")
+    if config["max_reassignments"] and (config["variant"] == "kafka-4" or config["metadata"] == "propagated"):
+        what = "variant 'kafka-4'" if config["variant"] == "kafka-4" else "metadata = \"propagated\""
+        raise ConfigError(f"config key 'max_reassignments': {config['max_reassignments']} with {what} is not "
+                          f"modelled (allowed: 0; reassignment runs on the other variants with atomic metadata)")
     names = config["invariants"]
     if names is not None:
         unknown = [x for x in names if x not in cls.invariants]

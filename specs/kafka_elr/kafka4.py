@@ -33,7 +33,9 @@ class Kafka4(Kip966):
     variant = "kafka-4"
     admin_types = (PREFERRED, UNCLEAN)          # ElectLeaders: ElectionType PREFERRED / UNCLEAN
     # no unclean recovery manager in 4.0, and no separate end of recovery (reported_recovery)
-    omit = frozenset({"UncleanRecovery", "CompleteRecovery", "RecoveryCompletes", *Kip966.RECOVERY_MANAGER})
+    # no reassignment modelled for 4.0 (the config refuses max_reassignments > 0 here)
+    omit = frozenset({"UncleanRecovery", "CompleteRecovery", "RecoveryCompletes", *Kip966.RECOVERY_MANAGER,
+                      *Kip966.REASSIGNMENT_NAMES})
 
     def enable_symmetry(self) -> None:
         raise SymmetryError("--symmetry: kafka-4 elects the first valid replica in assignment order "

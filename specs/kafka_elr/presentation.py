@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from modelcheck.views.itf import INT, STR, Fun, Option, Seq, Set, Tup
+from modelcheck.views.itf import BOOL, INT, STR, Fun, Option, Seq, Set, Tup
 
 from . import logs
 from .types import NO_LEADER, State, bit, describe, lost_unregistered, members
@@ -29,7 +29,8 @@ class KafkaPresentation:
         "hwm": Fun(INT), "pending_isr": Option(Set(INT)), "acked": Set(INT), "acks_all": Set(INT),
         "exposed": ENTRIES, "produced": INT, "unclean_shutdowns": INT, "lost_unregistered": Set(INT),
         "clean_shutdowns": INT, "fences": INT, "isr_shrinks": INT, "min_isr_changes": INT,
-        "admin_elections": INT,
+        "admin_elections": INT, "replicas": Set(INT), "adding": Set(INT), "removing": Set(INT),
+        "reassignments": INT, "below_min_isr_reassigned": BOOL,
     }
 
     def trace_row(self, d: dict[str, Any]) -> tuple[dict[str, list], dict[str, list]]:
@@ -45,6 +46,10 @@ class KafkaPresentation:
         tags = [("leader", "bold #1f77b4", d["leader"] == b), ("isr", "#2ca02c", b in d["isr"]),
                 ("elr", "#9467bd", b in d["elr"]), ("lkelr", "#9467bd", b in d["last_known_elr"]),
                 ("fenced", "bold #d62728", b in d["fenced"]),
+                # a reassignment (the replica set is shown only when one may happen)
+                ("adding", "bold #17becf", b in d.get("adding", ())),
+                ("removing", "bold #ff7f0e", b in d.get("removing", ())),
+                ("no replica", "dim", "replicas" in d and b not in d["replicas"]),
                 (DOWN.get(d["status"][b], ""), "bold #d62728", d["status"][b] in DOWN)]
         cell = [part for tag, style, on in tags if on for part in ((tag, style), (" ", ""))]
         log, hwm = d["log"][b], d["hwm"][b]
@@ -92,9 +97,13 @@ class KafkaPresentation:
             "LeaderInIsr": f"leader {s.leader} is not in the ISR {d['isr']}",
             "ElrDisjointIsr": f"broker(s) {members(s.isr & s.elr)} are in both ISR {d['isr']} and ELR {d['elr']}",
             "ElrOnlyUnderMinIsr": f"ELR {d['elr']} is not empty while the ISR {d['isr']} has min ISR "
-                                  f"({min(s.min_isr, len(s.log))}) members",
+                                  f"({self.eff_min_isr(s)}) members",
             "ElectableAtLeastMinIsr": f"ISR {d['isr']} + ELR {d['elr']} is below min ISR "
-                                      f"({min(s.min_isr, len(s.log))}) and no unclean shutdown has been registered",
+                                      f"({self.eff_min_isr(s)}) and no unclean shutdown has been registered",
+            "ElrWithinReplicas": f"ELR {d['elr']} or LastKnownELR {d['last_known_elr']} names a broker outside "
+                                 f"the replica set {d['replicas']}",
+            "ReassignmentKeepsMinIsr": f"a reassignment ended with ISR {d['isr']}, below min ISR "
+                                       f"({self.eff_min_isr(s)})",
             "RecoveringIsrSingleton": f"the partition is RECOVERING with leader {s.leader} and ISR {d['isr']}",
         }
         if invariant in simple:
@@ -103,6 +112,9 @@ class KafkaPresentation:
         if invariant.startswith("Leaderless") or invariant == "BalancedElectsOnceLastKnownElrIsBack":
             return (f"the partition stays without a leader for ever: ISR {d['isr']}, ELR {d['elr']}, "
                     f"LastKnownELR {d['last_known_elr']}, fenced {d['fenced']}, not running {down}")
+        if invariant == "ReassignmentEnds":
+            return (f"the reassignment (adding {d['adding']}, removing {d['removing']}) never ends: ISR {d['isr']}, "
+                    f"leader {s.leader}, fenced {d['fenced']}, not running {down}")
         if invariant == "HwmAdvancesAtMinIsr":
             return (f"leader {s.leader}'s HWM stays at {d['hwm'][s.leader]} below its log end "
                     f"{len(d['log'][s.leader])} for ever with ISR {d['isr']} at min ISR {d['min_isr']}")

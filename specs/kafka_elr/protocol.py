@@ -40,7 +40,9 @@ BROKER_SET = Param(lambda spec: spec.broker_sets, show=members)
 KEEP = Param(lambda spec: range(spec.max_records + 1))
 ACKS = Param(lambda spec: spec.acks_modes, show=ACKS_NAMES.__getitem__)
 ADMIN_TYPE = Param(lambda spec: spec.admin_types, show=ADMIN_TYPES.__getitem__)
-MIN_ISR = Param(lambda spec: range(1, spec.n + 1))
+MIN_ISR = Param(lambda spec: range(1, spec.rf + 1))
+# a reassignment's target: a replica set of replication-factor size
+TARGET = Param(lambda spec: spec.targets, show=members)
 # the broker acting as leader (metadata = "propagated": whoever believes it
 # leads); absent under "atomic", where it is the controller's leader
 AT = Param(lambda spec: spec.brokers if spec.propagated else (NO_LEADER,), absent=NO_LEADER)
@@ -60,6 +62,8 @@ REPLICATION = (*weak("Fetch", "MetadataUpdate", each="broker"),
                *weak("AdvanceHwm", "ExpandIsr", "CompleteRecovery"))
 # a stopped broker comes back
 RESTARTS = weak("StartBroker", each="broker")
+# the controller completes a reassignment it may complete
+REASSIGNMENT = weak("CompleteReassignment")
 
 
 class Kip966(KafkaStory, KafkaPresentation, Spec):
@@ -73,9 +77,13 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
 
     def __init__(self, config: dict[str, Any]):
         self.config = config
-        n = self.n = config["brokers"]
+        # the replication factor, and every broker of the cluster: the first
+        # rf brokers are the partition's replicas at first, the spares may
+        # become replicas through a reassignment
+        self.rf = config["brokers"]
+        n = self.n = self.rf + config["spare_brokers"]
         for bound in ("max_records", "max_unclean_shutdowns", "max_clean_shutdowns", "max_fences",
-                      "max_isr_shrinks", "max_min_isr_changes", "max_admin_elections"):
+                      "max_isr_shrinks", "max_min_isr_changes", "max_admin_elections", "max_reassignments"):
             setattr(self, bound, config[bound])
         self.acks_modes = tuple(ACKS_NAMES.index(a) for a in sorted(config["acks"]))
         self.unclean_leader_election = config["unclean_leader_election"]
@@ -86,10 +94,11 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         self.strategy = STRATEGY_AGGRESSIVE if self.unclean_leader_election else \
             STRATEGIES.index(config["unclean_recovery_strategy"])
         self.brokers = tuple(range(n))
-        self.everyone = (1 << n) - 1
+        self.assigned = (1 << self.rf) - 1      # the initial replica set
         self.zeros = (0,) * n
         # ShrinkIsr/ExpandIsr groups: non-empty sets of brokers, smallest first, then lexicographic
         self.broker_sets = tuple(sorted(range(1, 1 << n), key=lambda m: (popcount(m), members(m))))
+        self.targets = tuple(m for m in self.broker_sets if popcount(m) == self.rf)
         self._checked = config["invariants"] if config["invariants"] is not None else list(self.invariants)
 
     # ---- engine interface ---------------------------------------------------
@@ -97,16 +106,17 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         n, m = self.n, self.config["min_isr"]
         views = self.propagated     # every broker has seen the initial metadata; "atomic" keeps them constant
         return [State(
-            leader=PREFERRED_REPLICA, leader_epoch=0, isr=self.everyone, elr=0, last_known_elr=0,
+            leader=PREFERRED_REPLICA, leader_epoch=0, isr=self.assigned, elr=0, last_known_elr=0,
             last_known_leader=NO_LEADER, leader_recovery=RECOVERED, fenced=0,
-            broker_epoch=(1,) * n, min_isr=self.config["min_isr"],
+            broker_epoch=(1,) * n, min_isr=self.config["min_isr"], replicas=self.assigned, adding=0, removing=0,
             status=(RUNNING,) * n, clean_shutdown_epoch=(NO_EPOCH,) * n,
             log=(logs.EMPTY,) * n, hwm=(0,) * n, pending_isr=NO_PROPOSAL, pending_epochs=self.zeros,
             pending_stale=0, pending_from=NO_LEADER,
             seen_leader=(PREFERRED_REPLICA if views else NO_LEADER,) * n, seen_epoch=self.zeros,
-            seen_isr=tuple(self.everyone if views and b == PREFERRED_REPLICA else 0 for b in range(n)),
+            seen_isr=tuple(self.assigned if views and b == PREFERRED_REPLICA else 0 for b in range(n)),
             seen_min_isr=tuple(m if views and b == PREFERRED_REPLICA else 0 for b in range(n)), acked=0, acks_all=0, exposed=logs.EMPTY, produced=0, unclean_shutdowns=0,
-            clean_shutdowns=0, fences=0, isr_shrinks=0, min_isr_changes=0, admin_elections=0)]
+            clean_shutdowns=0, fences=0, isr_shrinks=0, min_isr_changes=0, admin_elections=0, reassignments=0,
+            below_min_isr_reassigned=0)]
 
     def layout(self) -> list[Field]:
         """Value ranges for the kernel's packing. Every bound follows from
@@ -118,7 +128,8 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         return [Field("leader", -1, n - 1), Field("leader_epoch", 0, logs.MAX_EPOCH), Field("isr", 0, sets),
                 Field("elr", 0, sets), Field("last_known_elr", 0, sets), Field("last_known_leader", -1, n - 1),
                 Field("leader_recovery", 0, 1), Field("fenced", 0, sets),
-                Field("broker_epoch", 1, 1 + restarts, n), Field("min_isr", 1, max(n, self.config["min_isr"])),
+                Field("broker_epoch", 1, 1 + restarts, n), Field("min_isr", 1, max(self.rf, self.config["min_isr"])),
+                *self.assignment_layout(sets),
                 Field("status", 0, 2, n), Field("clean_shutdown_epoch", -1, 1 + restarts, n),
                 Field("log", 0, log, n), Field("hwm", 0, r, n), Field("pending_isr", -1, sets),
                 Field("pending_epochs", 0, 1 + restarts, n), Field("pending_stale", 0, 1),
@@ -127,7 +138,15 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
                 Field("unclean_shutdowns", 0, self.max_unclean_shutdowns),
                 Field("clean_shutdowns", 0, self.max_clean_shutdowns), Field("fences", 0, self.max_fences),
                 Field("isr_shrinks", 0, self.max_isr_shrinks), Field("min_isr_changes", 0, self.max_min_isr_changes),
-                Field("admin_elections", 0, self.max_admin_elections)]
+                Field("admin_elections", 0, self.max_admin_elections),
+                Field("reassignments", 0, self.max_reassignments),
+                Field("below_min_isr_reassigned", 0, 1 if self.max_reassignments else 0)]
+
+    def assignment_layout(self, sets: int) -> list[Field]:
+        """The replica set: constant without reassignments (no bits)."""
+        if not self.max_reassignments:
+            return [Field("replicas", self.assigned, self.assigned), Field("adding", 0, 0), Field("removing", 0, 0)]
+        return [Field("replicas", 1, sets), Field("adding", 0, sets), Field("removing", 0, sets)]
 
     def view_layout(self, sets: int) -> list[Field]:
         """The brokers' views: constant under "atomic" (no bits)."""
@@ -137,7 +156,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
                     Field("seen_isr", 0, 0, n), Field("seen_min_isr", 0, 0, n)]
         return [Field("pending_from", -1, n - 1), Field("seen_leader", -1, n - 1, n),
                 Field("seen_epoch", 0, logs.MAX_EPOCH, n), Field("seen_isr", 0, sets, n),
-                Field("seen_min_isr", 0, max(n, self.config["min_isr"]), n)]
+                Field("seen_min_isr", 0, max(self.rf, self.config["min_isr"]), n)]
 
     def checked_invariants(self) -> list[str]:
         return self._checked
@@ -146,11 +165,15 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         return self.config["properties"] or []
 
     VIEW_FIELDS = ("pending_from", "seen_leader", "seen_epoch", "seen_isr", "seen_min_isr")
+    ASSIGNMENT_FIELDS = ("replicas", "adding", "removing", "reassignments", "below_min_isr_reassigned")
 
     def describe(self, state: State) -> dict[str, Any]:
         named = describe(state)
         if not self.propagated:     # every broker sees the controller's state: no views to show
             for name in self.VIEW_FIELDS:
+                del named[name]
+        if not self.max_reassignments:  # the replica set never changes: nothing to show
+            for name in self.ASSIGNMENT_FIELDS:
                 del named[name]
         return named
 
@@ -158,14 +181,21 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     RECOVERY_MANAGER = ("RecoveryKeepsLastKnownElrData", "NoneNeverElectsUnclean", "RecoveryElects",
                         "BalancedRecoveryWaitsForLastKnownElr")
 
+    # reassignment's actions, invariants, goals and property
+    REASSIGNMENT_NAMES = ("ReassignPartition", "CompleteReassignment", "CancelReassignment", "ElrWithinReplicas",
+                          "ReassignmentKeepsMinIsr", "AddingReplicaJoinsIsr", "ReassignmentMovesLeader",
+                          "ReassignmentEnds")
+
     # actions whose first guard is `counter >= config[bound]`, the counter
     # starting at 0 and never decreasing: never enabled when the bound is 0
     BOUNDED = {"UncleanShutdown": "max_unclean_shutdowns", "CleanShutdown": "max_clean_shutdowns",
                "ShrinkIsr": "max_isr_shrinks", "AlterMinIsr": "max_min_isr_changes",
-               "AdminElectLeaders": "max_admin_elections"}
+               "AdminElectLeaders": "max_admin_elections", "ReassignPartition": "max_reassignments"}
 
     def never_enabled(self) -> frozenset[str]:
         dormant = {a for a, bound in self.BOUNDED.items() if not self.config[bound]}
+        if not self.max_reassignments:      # nothing to complete or cancel
+            dormant |= {"CompleteReassignment", "CancelReassignment"}
         return frozenset(dormant if self.propagated else dormant | {"MetadataUpdate"})
 
     # States are tuples of ints and tuples of ints: marshal (format 2, which
@@ -190,8 +220,9 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     # ---- derived values -------------------------------------------------------
     def eff_min_isr(self, s: State) -> int:
         """KIP-966: "the effective min.insync.replicas will be
-        min(min.insync.replicas, replication factor)"."""
-        return min(s.min_isr, self.n)
+        min(min.insync.replicas, replication factor)" (a reassignment keeps
+        the replication factor: its target has `brokers` replicas)."""
+        return min(s.min_isr, self.rf)
 
     def running(self, s: State, b: int) -> bool:
         return s.status[b] == RUNNING
@@ -220,7 +251,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
 
     def min_isr_seen_by(self, s: State, ld: int) -> int:
         """The effective min ISR leader `ld` acts on."""
-        return min(s.seen_min_isr[ld], self.n) if self.propagated else self.eff_min_isr(s)
+        return min(s.seen_min_isr[ld], self.rf) if self.propagated else self.eff_min_isr(s)
 
     def proposed_by(self, s: State, ld: int) -> int:
         """The members of `ld`'s own AlterPartition in flight (0 if none)."""
@@ -308,7 +339,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
             return 0
         if s.isr or (s.elr and strategy != STRATEGY_AGGRESSIVE):
             return 0    # wait for the fenced ISR/ELR members to come back
-        answered = running_mask(s) & ~s.fenced
+        answered = running_mask(s) & ~s.fenced & s.replicas
         if strategy == STRATEGY_BALANCED:
             return self.balanced_winners(s, answered)
         return answered
@@ -342,8 +373,10 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         flight (made at the old one) is stale (Kafka: INVALID_UPDATE_VERSION).
         Only that equality matters, so the epoch itself is not kept."""
         if t.pending_isr == NO_PROPOSAL or (t.leader, t.leader_epoch, t.isr, t.elr, t.last_known_elr,
-                                            t.last_known_leader, t.leader_recovery) == \
-                (s.leader, s.leader_epoch, s.isr, s.elr, s.last_known_elr, s.last_known_leader, s.leader_recovery):
+                                            t.last_known_leader, t.leader_recovery, t.replicas, t.adding,
+                                            t.removing) == \
+                (s.leader, s.leader_epoch, s.isr, s.elr, s.last_known_elr, s.last_known_leader, s.leader_recovery,
+                 s.replicas, s.adding, s.removing):
             return t
         return t._replace(pending_stale=1)
 
@@ -407,7 +440,8 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
 
     @action("Fetch", broker=BROKER)
     def fetch(self, s: State, b: int) -> State | None:
-        """A running follower fetches (a fenced one too unless fencing cuts
+        """A running follower (a replica of the partition: one a reassignment
+        adds starts with an empty log) fetches (a fenced one too unless fencing cuts
         it off from the leader, fence_cuts_data_plane): truncate a divergent
         suffix, else copy the next entry; hwm := min(leader hwm, own log end).
         Under "propagated" it fetches from the leader it knows, which answers
@@ -415,6 +449,8 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         NOT_LEADER_OR_FOLLOWER otherwise)."""
         ld = self.leader_seen_by(s, b)
         if ld == NO_LEADER or b == ld or not self.running(s, ld) or not self.running(s, b):
+            return None
+        if not s.replicas >> b & 1:
             return None
         if self.fence_cuts_data_plane and s.fenced & (bit(b) | bit(ld)):
             return None
@@ -511,7 +547,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         one would be rejected, with no other effect)."""
         lead_log = s.log[ld]
         floor = max(s.hwm[ld], rules.epoch_start_offset(lead_log, self.epoch_seen_by(s, ld)))
-        outside = running_mask(s) & ~s.fenced & ~self.isr_seen_by(s, ld)
+        outside = running_mask(s) & ~s.fenced & s.replicas & ~self.isr_seen_by(s, ld)
         found = 0
         for b in range(self.n):
             if outside >> b & 1 and logs.length(s.log[b]) >= floor and logs.is_prefix(s.log[b], lead_log) \
@@ -672,7 +708,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
             clean = rules.clean_candidates(s.isr, s.elr, s.fenced)
             if clean:
                 return self.elect(s, leader, False) if leader == lowest_bit(clean) else None
-            live = self.everyone & ~s.fenced
+            live = s.replicas & ~s.fenced
             return self.elect(s, leader, True) if live and leader == lowest_bit(live) else None
         strategy = STRATEGY_AGGRESSIVE if kind == LONGEST_LOG_AGGRESSIVE else STRATEGY_BALANCED
         return self.elect(s, leader, True) if self.recovery_winners(s, strategy) >> leader & 1 else None
@@ -684,13 +720,81 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
             return None
         return self.min_isr_changed(s._replace(min_isr=v, min_isr_changes=s.min_isr_changes + 1))
 
+    @action("ReassignPartition", replicas=TARGET)
+    def reassign_partition(self, s: State, target: int) -> State | None:
+        """An operator moves the partition to a new replica set
+        (AlterPartitionReassignments, bounded by max_reassignments): until
+        the controller completes or cancels it, the partition is assigned the
+        old and new replicas together, the new ones adding, the old ones
+        removing (PartitionReassignmentReplicas). The adding replicas fetch
+        and join the ISR through the leader's AlterPartition as any follower."""
+        if s.reassignments >= self.max_reassignments or s.adding | s.removing or target == s.replicas:
+            return None
+        return self.recorded(s, s._replace(replicas=s.replicas | target, adding=target & ~s.replicas,
+                                           removing=s.replicas & ~target, reassignments=s.reassignments + 1))
+
+    # ---- the controller ends a reassignment -----------------------------------------
+    @action("CompleteReassignment", leader=ELECTED)
+    def complete_reassignment(self, s: State, leader: int) -> State | None:
+        """The controller completes the reassignment once every adding replica
+        is in the ISR and the ISR without the removing replicas is one the
+        variant accepts (KIP-966 4a: at least min ISR members): the removing
+        replicas leave the partition."""
+        if not s.adding | s.removing or s.adding & ~s.isr or not self.may_end_reassignment(s, s.isr & ~s.removing):
+            return None
+        return self.reassigned(s, s.removing, leader)
+
+    @action("CancelReassignment", leader=ELECTED)
+    def cancel_reassignment(self, s: State, leader: int) -> State | None:
+        """An operator cancels the reassignment: the adding replicas leave the
+        partition and the original replica set is back (PartitionReassignmentRevert),
+        under the same ISR condition as a completion (KIP-966 4b: "This min ISR
+        requirement is also enforced when the reassignment is canceled")."""
+        if not s.adding | s.removing or not self.may_end_reassignment(s, s.isr & ~s.adding):
+            return None
+        return self.reassigned(s, s.adding, leader)
+
+    def may_end_reassignment(self, s: State, isr: int) -> bool:
+        """KIP-966 4a/4b: a reassignment ends only with an ISR of at least min
+        ISR members (before it, any non-empty ISR would do: "This behavior can
+        result in 1 replica in ISR")."""
+        return size(isr) >= self.eff_min_isr(s)
+
+    def reassigned(self, s: State, dropped: int, leader: int) -> State | None:
+        """The PartitionChangeRecord that ends a reassignment: the `dropped`
+        replicas leave the replica set and the ISR (with the ELR update), and
+        KIP-966 4: "the ELR only contains replicas in the final replica set"
+        (LastKnownELR and LastKnownLeader too: a broker that no longer hosts
+        the partition cannot lead it). Their logs are deleted (StopReplica).
+        A dropped leader is replaced in the same record (`leader`, or none if
+        no ISR member is unfenced); otherwise the leader epoch is bumped, as
+        for any change that removes replicas."""
+        led = s.leader
+        moved = led != NO_LEADER and dropped >> led & 1 == 1
+        if not moved and leader != NO_LEADER:
+            return None     # nothing to elect
+        final = s.replicas & ~dropped
+        t = self.change_isr(s._replace(replicas=final, adding=0, removing=0), s.isr & ~dropped)
+        log, hwm = s.log, s.hwm
+        for b in range(self.n):
+            if dropped >> b & 1:
+                log, hwm = replace_at(log, b, logs.EMPTY), replace_at(hwm, b, 0)
+        lkl = s.last_known_leader
+        t = t._replace(elr=t.elr & final, last_known_elr=t.last_known_elr & final, log=log, hwm=hwm,
+                       last_known_leader=NO_LEADER if lkl != NO_LEADER and dropped >> lkl & 1 else lkl,
+                       below_min_isr_reassigned=1 if size(t.isr) < self.eff_min_isr(s)
+                       else s.below_min_isr_reassigned)
+        if moved:
+            return self.reelect(t, leader)
+        return self.no_proposal(t)._replace(leader_epoch=t.leader_epoch + 1)
+
     # ---- invariants --------------------------------------------------------------
     @invariant("TypeOK")
     def type_ok(self, s: State) -> bool:
         """Every variable is in its domain."""
         n = self.n
         # sets are bitmasks: their union is in 0..2^N-1 iff each is (a negative one makes it negative)
-        sets = s.isr | s.elr | s.last_known_elr | s.fenced | proposed(s)
+        sets = s.isr | s.elr | s.last_known_elr | s.fenced | proposed(s) | s.replicas
         if not (-1 <= s.leader < n and -1 <= s.last_known_leader < n and s.leader_epoch >= 0
                 and 0 <= sets < 1 << n and 0 <= s.leader_recovery <= 1 and s.min_isr >= 1
                 and s.pending_isr >= NO_PROPOSAL
@@ -700,7 +804,11 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         for b in range(n):
             if not (RUNNING <= s.status[b] <= OFFLINE_DIRTY and 0 <= s.hwm[b] <= logs.length(s.log[b])):
                 return False
-        return True
+        # the assignment: ISR and leader are replicas; adding and removing
+        # split the replicas beyond the original and the target sets
+        leader = bit(s.leader) if s.leader != NO_LEADER else 0
+        return not (s.isr | leader | s.adding | s.removing) & ~s.replicas and not s.adding & s.removing \
+            and size(s.replicas & ~s.adding) == size(s.replicas & ~s.removing) == self.rf
 
     @invariant("ElrDisjointIsr")
     def elr_disjoint_isr(self, s: State) -> bool:
@@ -721,6 +829,19 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
             if checked >> b & 1 and not logs.is_prefix(s.exposed, s.log[b]):
                 return False
         return True
+
+    @invariant("ElrWithinReplicas")
+    def elr_within_replicas(self, s: State) -> bool:
+        """KIP-966 4: "upon completion, the ELR only contains replicas in the
+        final replica set" (and LastKnownELR: neither names a broker that no
+        longer hosts the partition)."""
+        return not (s.elr | s.last_known_elr) & ~s.replicas
+
+    @invariant("ReassignmentKeepsMinIsr")
+    def reassignment_keeps_min_isr(self, s: State) -> bool:
+        """KIP-966 4a/4b: no completion or cancellation of a reassignment has
+        left the ISR with fewer than min ISR members."""
+        return s.below_min_isr_reassigned == 0
 
     @invariant("LeaderInIsr")
     def leader_in_isr(self, s: State) -> bool:
@@ -884,6 +1005,17 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         epoch (Kafka: INVALID_UPDATE_VERSION)."""
         return s.pending_stale == 1
 
+    @goal("AddingReplicaJoinsIsr", "CommitAlterPartition")
+    def adding_replica_joins_isr(self, s: State, t: State) -> bool:
+        """A replica a reassignment adds has caught up and joins the ISR."""
+        return t.isr & s.adding & ~s.isr != 0
+
+    @goal("ReassignmentMovesLeader", "CompleteReassignment")
+    def reassignment_moves_leader(self, s: State, t: State) -> bool:
+        """A completion removes the leader and elects another replica in
+        the same record."""
+        return s.leader != NO_LEADER and s.removing >> s.leader & 1 == 1
+
     # ---- temporal properties (checked when the config names them: `properties`) --
     @leads_to("LeaderlessGetsLeader", *CONTROLLER)
     def leaderless_gets_leader(self, s: State) -> tuple[bool, bool]:
@@ -919,3 +1051,11 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         ld = s.leader
         stuck = ld != NO_LEADER and size(s.isr) >= self.eff_min_isr(s) and s.hwm[ld] < logs.length(s.log[ld])
         return stuck, not stuck
+
+    @leads_to("ReassignmentEnds", *CONTROLLER, *REPLICATION, *RESTARTS, *REASSIGNMENT)
+    def reassignment_ends(self, s: State) -> tuple[bool, bool]:
+        """A reassignment is eventually completed or cancelled: the adding
+        replicas catch up and join the ISR, and the controller completes
+        it once KIP-966's min ISR condition holds."""
+        moving = s.adding | s.removing != 0
+        return moving, not moving

@@ -25,6 +25,11 @@ def schema() -> list[Key]:
         Key("max_isr_shrinks", 1, int_at_least(0), bound, "leader-initiated ISR shrinks"),
         Key("max_min_isr_changes", 0, int_at_least(0), bound, "AlterMinIsr steps"),
         Key("max_admin_elections", 0, int_at_least(0), bound, "AdminElectLeaders steps"),
+        Key("max_reassignments", 0, int_at_least(0), bound,
+            "ReassignPartition steps (AlterPartitionReassignments; each completes or is cancelled)"),
+        Key("spare_brokers", 0, int_at_least(0), bound,
+            "brokers beyond the partition's replicas, which a reassignment may move it to "
+            f"(brokers + spare_brokers <= {MAX_BROKERS})"),
         Key("variant", "kip966", one_of(*VARIANTS), " | ".join(VARIANTS), "protocol variant"),
         Key("unclean_leader_election", False, is_bool, "true or false", "unclean.leader.election.enable"),
         Key("unclean_recovery_strategy", "balanced", one_of("none", "balanced", "aggressive"),

@@ -78,6 +78,13 @@ def phrase(action: str, args: dict[str, Any], a: dict[str, Any], b: dict[str, An
         return f"leader {b['leader']} completes its recovery"
     if action == "MetadataUpdate":
         return f"broker {who} receives the latest metadata (leader {b['leader']}, epoch {b['leader_epoch']})"
+    if action == "ReassignPartition":
+        return (f"an operator reassigns the partition to {_set(args['replicas'])} (adding {_set(b['adding'])}, "
+                f"removing {_set(b['removing'])})")
+    if action in ("CompleteReassignment", "CancelReassignment"):
+        how = "the controller completes" if action == "CompleteReassignment" else "an operator cancels"
+        return (f"{how} the reassignment: replicas {_set(b['replicas'])}, ISR {_set(b['isr'])}, "
+                f"ELR {_set(b['elr'])}{elected}")
     if action == "AlterMinIsr":
         return f"min.insync.replicas becomes {args['min_isr']} (ELR {_set(b['elr'])})"
     return action

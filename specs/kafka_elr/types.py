@@ -36,6 +36,12 @@ class State(NamedTuple):
     fenced: int
     broker_epoch: tuple[int, ...]
     min_isr: int
+    # the assignment (max_reassignments > 0; else constant): the replica set
+    # (during a reassignment the original and the target replicas together)
+    # and, while one is in progress, its adding and removing replicas
+    replicas: int
+    adding: int
+    removing: int
     # brokers
     status: tuple[int, ...]
     clean_shutdown_epoch: tuple[int, ...]
@@ -65,6 +71,8 @@ class State(NamedTuple):
     isr_shrinks: int
     min_isr_changes: int
     admin_elections: int
+    reassignments: int
+    below_min_isr_reassigned: int       # 1: a completion or cancellation left the ISR under min ISR
 
 
 _FIELD = {name: i for i, name in enumerate(State._fields)}
@@ -151,6 +159,9 @@ def describe(s: State) -> dict:
         "fenced": members(s.fenced),
         "broker_epoch": list(s.broker_epoch),
         "min_isr": s.min_isr,
+        "replicas": members(s.replicas),
+        "adding": members(s.adding),
+        "removing": members(s.removing),
         "status": [STATUS_NAMES[x] for x in s.status],
         "clean_shutdown_epoch": list(s.clean_shutdown_epoch),
         "log": [entries(lg) for lg in s.log],
@@ -173,6 +184,8 @@ def describe(s: State) -> dict:
         "isr_shrinks": s.isr_shrinks,
         "min_isr_changes": s.min_isr_changes,
         "admin_elections": s.admin_elections,
+        "reassignments": s.reassignments,
+        "below_min_isr_reassigned": bool(s.below_min_isr_reassigned),
     }
 
 
@@ -219,7 +232,8 @@ def permute(s: State, to: tuple[int, ...]) -> State:
     return s._replace(
         leader=renamed_id(s.leader, to), isr=renamed_mask(s.isr, to), elr=renamed_mask(s.elr, to),
         last_known_elr=renamed_mask(s.last_known_elr, to), last_known_leader=renamed_id(s.last_known_leader, to),
-        fenced=renamed_mask(s.fenced, to), broker_epoch=renamed_per_broker(s.broker_epoch, to),
+        fenced=renamed_mask(s.fenced, to), replicas=renamed_mask(s.replicas, to),
+        adding=renamed_mask(s.adding, to), removing=renamed_mask(s.removing, to), broker_epoch=renamed_per_broker(s.broker_epoch, to),
         status=renamed_per_broker(s.status, to),
         clean_shutdown_epoch=renamed_per_broker(s.clean_shutdown_epoch, to),
         log=renamed_per_broker(s.log, to), hwm=renamed_per_broker(s.hwm, to),
@@ -237,7 +251,8 @@ def view(s: State, b: int) -> tuple[int, ...]:
             s.elr >> b & 1, s.last_known_elr >> b & 1, s.fenced >> b & 1, int(s.leader == b),
             int(s.last_known_leader == b), s.pending_epochs[b], int(s.pending_from == b),
             int(s.seen_leader[b] == b), int(s.seen_leader[b] == s.leader), s.seen_epoch[b],
-            popcount(s.seen_isr[b]), s.seen_min_isr[b])
+            popcount(s.seen_isr[b]), s.seen_min_isr[b], s.replicas >> b & 1, s.adding >> b & 1,
+            s.removing >> b & 1)
 
 
 def sorted_renaming(s: State, identity: tuple[int, ...]) -> tuple[int, ...]:

@@ -17,7 +17,7 @@ class Legacy(Kip966):
 
     variant = "legacy"
     admin_types = (PREFERRED, UNCLEAN)      # KIP-460 only
-    omit = frozenset({"UncleanRecovery", "ElrDisjointIsr", "ElrOnlyUnderMinIsr",
+    omit = frozenset({"UncleanRecovery", "ElrDisjointIsr", "ElrOnlyUnderMinIsr", "ElrWithinReplicas",
                       "ElrHasDataToHwm", "ElectableAtLeastMinIsr", *Kip966.RECOVERY_MANAGER, "ElrMemberElected"})
 
     def change_isr(self, s: State, proposal: int) -> State:
@@ -29,13 +29,16 @@ class Legacy(Kip966):
     def registration_is_clean(self, s: State, b: int) -> bool:
         return True     # nothing is detected, so nothing is removed
 
+    def may_end_reassignment(self, s: State, isr: int) -> bool:
+        return isr != 0     # before KIP-966 4a/4b: any non-empty ISR
+
     def candidates(self, s: State) -> tuple[int, bool]:
         """An unfenced ISR member; else, with unclean.leader.election.enable,
         any unfenced replica (RECOVERING)."""
         clean = rules.clean_candidates(s.isr, 0, s.fenced)
         if clean or not self.unclean_leader_election:
             return clean, False
-        return self.everyone & ~s.fenced, True
+        return s.replicas & ~s.fenced, True
 
 
 class ElrOnly(Kip966):
@@ -55,7 +58,7 @@ class ElrOnly(Kip966):
             return clean, False
         if self.unclean_leader_election:
             # "The unclean leader election will be randomly choosing an unfenced replica as it is today."
-            return self.everyone & ~s.fenced, True
+            return s.replicas & ~s.fenced, True
         lkl = s.last_known_leader
         if not s.elr and lkl != NO_LEADER and self.unfenced(s, lkl):
             # "elect the LastKnownLeader once it is unfenced": outside ISR and ELR, so unclean (KIP-704)
@@ -109,6 +112,18 @@ class BalancedFixedResponses(Kip966):
         return winners
 
 
+class ReassignmentIgnoresMinIsr(Kip966):
+    """KIP-966 with the reassignment rule it replaces (4a: "when completing
+    the reassignment, all the adding replicas should be in ISR. This
+    behavior can result in 1 replica in ISR"): a reassignment completes, or
+    is cancelled, with any non-empty ISR."""
+
+    variant = "reassignment-ignores-min-isr"
+
+    def may_end_reassignment(self, s: State, isr: int) -> bool:
+        return isr != 0
+
+
 class NoUncleanDetection(Kip966):
     """Mutant: ELR without clean-shutdown detection: every registration is
     taken as clean, so a broker that lost its unflushed suffix stays in the
@@ -121,4 +136,5 @@ class NoUncleanDetection(Kip966):
 
 
 VARIANTS: dict[str, type[Kip966]] = {cls.variant: cls for cls in (
-    Kip966, Legacy, ElrOnly, Kafka4, HwmIgnoresMinIsr, HwmOnMaximalIsr, BalancedFixedResponses, NoUncleanDetection)}
+    Kip966, Legacy, ElrOnly, Kafka4, HwmIgnoresMinIsr, HwmOnMaximalIsr, BalancedFixedResponses, NoUncleanDetection,
+    ReassignmentIgnoresMinIsr)}
