@@ -1,0 +1,156 @@
+"""Partition reassignment (KIP-966 4): verdicts, traces, engines and
+symmetry agreeing, the rules' effects, and bad configs."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+from click.testing import CliRunner
+
+from cli import main
+from modelcheck.config import ConfigError
+from modelcheck.engine import run
+from specs.kafka_elr import load
+from specs.kafka_elr.types import NO_LEADER, mask_of, members
+
+# two replicas move within three brokers, once; one record, one unclean shutdown
+SMALL = dict(brokers=2, min_isr=2, spare_brokers=1, max_reassignments=1, max_records=1, max_fences=0)
+
+
+def check(engine: str = "bfs", symmetry: bool = False, workers: int = 1, **config):
+    spec = load({**SMALL, **config})
+    if symmetry:
+        spec.enable_symmetry()
+    return run(spec, engine=engine, workers=workers)
+
+
+def actions(r) -> list[tuple]:
+    return [(s.action, s.args) for s in r.trace[1:]]
+
+
+def test_kip966_holds_and_every_reassignment_action_fired():
+    r = check(max_isr_shrinks=0)
+    assert (r.verdict, r.distinct_states) == ("holds", 6_275)
+    assert all(r.coverage[a] > 0 for a in ("ReassignPartition", "CompleteReassignment", "CancelReassignment"))
+    assert r.goals["AddingReplicaJoinsIsr"] and r.goals["ReassignmentMovesLeader"]
+
+
+def test_engines_and_symmetry_agree():
+    """bfs and the compiled engine reach the same states; --symmetry (the
+    spare broker interchangeable with replica 1) fewer, with the same
+    verdict, on both engines."""
+    plain = check("bfs", max_isr_shrinks=0)
+    fast = check("fast", workers=2, max_isr_shrinks=0)
+    assert (fast.verdict, fast.distinct_states, fast.generated_states, fast.coverage) == \
+           (plain.verdict, plain.distinct_states, plain.generated_states, plain.coverage)
+    sym, fast_sym = check("bfs", symmetry=True, max_isr_shrinks=0), check("fast", symmetry=True, max_isr_shrinks=0)
+    assert sym.verdict == fast_sym.verdict == plain.verdict == "holds"
+    assert sym.distinct_states == fast_sym.distinct_states < plain.distinct_states
+
+
+def test_the_pre_kip966_rule_ends_a_reassignment_under_min_isr():
+    """4b: the old rule cancels with any non-empty ISR. Broker 0 crashes
+    while 0 -> 2 is under way; 1 leads alone, and cancelling leaves ISR {1}."""
+    r = check(variant="reassignment-ignores-min-isr", max_isr_shrinks=0)
+    assert (r.verdict, r.invariant) == ("violated", "ReassignmentKeepsMinIsr")
+    assert actions(r) == [("ReassignPartition", {"replicas": [0, 2]}), ("UncleanShutdown", {"broker": 0, "keep": 0}),
+                          ("FenceBroker", {"broker": 0, "leader": 1}), ("CancelReassignment", {})]
+    last = r.trace[-1].state
+    assert (members(last.replicas), members(last.isr), last.adding, last.removing) == ([0, 1], [1], 0, 0)
+
+
+def test_what_the_pre_kip966_rule_loses_within_the_tolerance():
+    """The kip966 rule holds NoAckedLoss with these bounds; the old rule loses
+    r1: the adding replica holds it with the leader, the cancellation drops
+    it (it cannot stay in the ELR), and the leader crashes."""
+    assert check().verdict == "holds"
+    r = check(variant="reassignment-ignores-min-isr", invariants=["NoAckedLoss"])
+    assert (r.verdict, r.invariant) == ("violated", "NoAckedLoss")
+    assert actions(r) == [
+        ("Produce", {"acks": "all"}), ("ReassignPartition", {"replicas": [0, 2]}),
+        ("ExpandIsr", {"brokers": [2]}), ("CommitAlterPartition", {}), ("Fetch", {"broker": 2}),
+        ("ShrinkIsr", {"brokers": [1]}), ("CommitAlterPartition", {}), ("AdvanceHwm", {}),
+        ("CancelReassignment", {}), ("UncleanShutdown", {"broker": 0, "keep": 0})]
+
+
+def test_legacy_has_the_pre_kip966_rule_too():
+    r = check(variant="legacy", max_isr_shrinks=0)
+    assert (r.verdict, r.invariant, len(r.trace) - 1) == ("violated", "ReassignmentKeepsMinIsr", 4)
+
+
+def test_a_reassignment_ends_unless_none_waits_for_an_operator():
+    holds = check("fast", max_isr_shrinks=0, properties=["ReassignmentEnds"])
+    assert holds.verdict == "holds" and holds.triggers["ReassignmentEnds"] > 0
+    stuck = check("fast", max_isr_shrinks=0, max_unclean_shutdowns=2, unclean_recovery_strategy="none",
+                  invariants=["TypeOK"], properties=["ReassignmentEnds"])
+    assert (stuck.verdict, stuck.invariant) == ("violated", "ReassignmentEnds")
+    looped = stuck.trace[stuck.loop].state
+    assert looped.adding and looped.leader == NO_LEADER and looped.isr == looped.elr == 0
+
+
+# ---- the rules, step by step ------------------------------------------------------------
+
+def test_completion_moves_the_partition_and_its_leader():
+    spec = load({**SMALL, "brokers": 3, "spare_brokers": 1})
+    s = spec.init_states()[0]
+    assert spec.reassign_partition(s, s.replicas) is None              # nothing to move
+    t = spec.reassign_partition(s, mask_of([1, 2, 3]))
+    assert (members(t.replicas), members(t.adding), members(t.removing)) == ([0, 1, 2, 3], [3], [0])
+    assert spec.reassign_partition(t, mask_of([0, 1, 3])) is None      # one at a time
+    assert spec.complete_reassignment(t, NO_LEADER) is None            # 3 is not in the ISR yet
+    t = t._replace(isr=mask_of([0, 1, 2, 3]), log=(5, 5, 5, 5), hwm=(1, 1, 1, 1))
+    assert spec.complete_reassignment(t, NO_LEADER) is None            # the leader 0 leaves: elect
+    done = spec.complete_reassignment(t, 2)
+    assert (done.leader, done.leader_epoch, members(done.replicas), members(done.isr)) == (2, 1, [1, 2, 3], [1, 2, 3])
+    assert (done.log[0], done.hwm[0], done.adding, done.removing) == (0, 0, 0, 0)   # 0's replica is deleted
+    # cancelled instead: 3 leaves, 0 stays leader, the epoch moves on (replicas removed)
+    back = spec.cancel_reassignment(t, NO_LEADER)
+    assert (back.leader, back.leader_epoch, members(back.replicas), members(back.isr)) == (0, 1, [0, 1, 2], [0, 1, 2])
+
+
+def test_the_min_isr_rule_refuses_and_the_elr_keeps_only_final_replicas():
+    spec = load({**SMALL, "brokers": 3, "spare_brokers": 1})
+    old = load({**SMALL, "brokers": 3, "spare_brokers": 1, "variant": "reassignment-ignores-min-isr"})
+    s = spec.reassign_partition(spec.init_states()[0], mask_of([1, 2, 3]))
+    # ISR {0,3}, the removing 0 leads: without it one replica is left
+    s = s._replace(isr=mask_of([0, 3]), elr=0)
+    assert spec.complete_reassignment(s, 3) is None
+    t = old.complete_reassignment(s, 3)
+    assert (t.leader, members(t.isr), t.elr, t.below_min_isr_reassigned) == (3, [3], 0, 1)
+    assert old.elr_within_replicas(t) and not old.reassignment_keeps_min_isr(t)
+
+
+def test_spare_brokers_neither_fetch_nor_join_the_isr():
+    spec = load({**SMALL, "max_reassignments": 0})
+    s = spec.produce(spec.init_states()[0], 1, NO_LEADER)
+    assert spec.fetch(s, 2) is None and spec.fetch(s, 1) is not None
+    assert spec.caught_up(s._replace(isr=mask_of([0])), 0) == mask_of([1])      # not the spare 2
+
+
+def test_the_assignment_shows_only_where_it_can_change():
+    plain = load({})
+    assert "replicas" not in plain.describe(plain.init_states()[0])
+    spec = load(SMALL)
+    d = spec.describe(spec.init_states()[0])
+    assert (d["replicas"], d["adding"], d["removing"], d["below_min_isr_reassigned"]) == ([0, 1], [], [], False)
+
+
+# ---- bad configs: one line, exit 2 -----------------------------------------------------
+
+@pytest.mark.parametrize("settings, message", [
+    (["brokers=5", "spare_brokers=4"], "config key 'spare_brokers': 4 with 5 brokers makes 9 (allowed: brokers + "
+                                       "spare_brokers <= 8)"),
+    (["spare_brokers=-1"], "config key 'spare_brokers'"),
+    (["max_reassignments=1", "variant=\"kafka-4\""], "config key 'max_reassignments': 1 with variant 'kafka-4' is "
+                                                     "not modelled (allowed: 0"),
+    (["max_reassignments=1", "metadata=\"propagated\""], "config key 'max_reassignments': 1 with metadata = "
+                                                         "\"propagated\" is not modelled"),
+])
+def test_bad_reassignment_configs_exit_2_in_one_line(settings, message):
+    args = ["check"] + [x for s in settings for x in ("--set", s)]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 2
+    assert message in r.output and len(r.output.strip().splitlines()) == 1
+    with pytest.raises(ConfigError, match="spare_brokers|max_reassignments"):
+        load(tomllib.loads("\n".join(settings)))
