@@ -12,7 +12,7 @@ from cli import main
 from modelcheck.config import ConfigError
 from modelcheck.engine import run
 from specs.kafka_elr import load
-from specs.kafka_elr.types import NO_LEADER, mask_of, members
+from specs.kafka_elr.types import NO_LEADER, mask_of, members, permute
 
 # two replicas move within three brokers, once; one record, one unclean shutdown
 SMALL = dict(brokers=2, min_isr=2, spare_brokers=1, max_reassignments=1, max_records=1, max_fences=0)
@@ -154,3 +154,19 @@ def test_bad_reassignment_configs_exit_2_in_one_line(settings, message):
     assert message in r.output and len(r.output.strip().splitlines()) == 1
     with pytest.raises(ConfigError, match="spare_brokers|max_reassignments"):
         load(tomllib.loads("\n".join(settings)))
+
+
+def test_symmetry_keeps_exactly_one_state_per_class():
+    """Replica 1 and the spare 2 are interchangeable once the replica set is
+    part of each broker's view: the reduced count is the number of classes
+    of the full state space under renaming brokers 1..N-1 (brute force)."""
+    spec = load({**SMALL, "max_isr_shrinks": 0})
+    seen, todo = {spec.encode(s): s for s in spec.init_states()}, list(spec.init_states())
+    while todo:
+        for _name, _args, nxt in spec.successors(todo.pop()):
+            if spec.encode(nxt) not in seen:
+                seen[spec.encode(nxt)] = nxt
+                todo.append(nxt)
+    classes = {min(spec.encode(permute(s, p)) for p in ((0, 1, 2), (0, 2, 1))) for s in seen.values()}
+    sym = check("fast", symmetry=True, max_isr_shrinks=0)
+    assert len(seen) == 6_275 and sym.distinct_states == len(classes) < len(seen)
