@@ -25,5 +25,5 @@ class BalancedIgnoringLastKnownElr(Kip966):
     RecoveryKeepsLastKnownElrData must catch)."""
 
     def balanced_winners(self, s, answered):
-        return self.everyone & answered if s.last_known_elr & ~answered else \
+        return answered if s.last_known_elr & ~answered else \
             Kip966.balanced_winners(self, s, answered)
