@@ -16,6 +16,7 @@ from modelcheck.engine import run
 from derived_specs import LeaderlessKip966
 from resuming import stopped_and_resumed
 from strategies import SMALL
+from symmetry_classes import class_of, reachable
 from specs.kafka_elr import VARIANTS, load
 from specs.kafka_elr.types import permute
 
@@ -102,12 +103,6 @@ def test_memory_a_state_visited_set_8_or_16_bytes_links_6():
 
 # ---- symmetry over brokers 1..N-1 ---------------------------------------------------
 
-def class_of(spec, state) -> bytes:
-    """The class of a state under renaming brokers 1..N-1, by brute force:
-    the smallest encoding over all (N-1)! renamings."""
-    return min(spec.encode(permute(state, (0, *p))) for p in permutations(range(1, spec.n)))
-
-
 def test_the_symmetric_form_identifies_exactly_the_renamed_states():
     spec = load({"max_records": 1, "max_fences": 0, "brokers": 4})
     sym = load({"max_records": 1, "max_fences": 0, "brokers": 4})
@@ -127,13 +122,7 @@ def test_symmetry_explores_exactly_one_state_per_class():
     """The reduced count equals the number of classes of the full state
     space under renaming brokers 1..N-1, counted by brute force."""
     spec = load({"max_records": 1, "max_fences": 0})
-    seen, todo = {spec.encode(s): s for s in spec.init_states()}, list(spec.init_states())
-    while todo:
-        for _name, _args, nxt in spec.successors(todo.pop()):
-            key = spec.encode(nxt)
-            if key not in seen:
-                seen[key] = nxt
-                todo.append(nxt)
+    seen = reachable(spec)
     classes = {class_of(spec, s) for s in seen.values()}
     assert len(seen) == 8302
     sym_spec = load({"max_records": 1, "max_fences": 0})
@@ -147,12 +136,7 @@ def test_symmetry_is_exact_with_propagated_metadata():
     """Brokers' views name brokers (the leader they follow, the ISR a leader
     sees): the sorted form still keeps one state per class."""
     spec = load({"max_records": 0, "metadata": "propagated"})
-    seen, todo = {spec.encode(s): s for s in spec.init_states()}, list(spec.init_states())
-    while todo:
-        for _name, _args, nxt in spec.successors(todo.pop()):
-            if spec.encode(nxt) not in seen:
-                seen[spec.encode(nxt)] = nxt
-                todo.append(nxt)
+    seen = reachable(spec)
     classes = {class_of(spec, s) for s in seen.values()}
     sym_spec = load({"max_records": 0, "metadata": "propagated"})
     sym_spec.enable_symmetry()
