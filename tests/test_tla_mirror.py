@@ -50,9 +50,10 @@ CONSTANT_OF = {
 # kip966_propagated is compared state by state (SAME_STATES, TLC's verdict
 # there): the reference engine's whole check of it takes a minute
 HOLDS = ["kip966_tiny", "kip966_small", "kip966_n2", "kip966_operators", "kip966_recovery",
-         "kip966_fenced_fetch", "legacy_no_unclean", "legacy_operators"]
-VIOLATED = ["legacy_default", "kip966_two_unclean", "kip966_propagated_min_isr"]
-SAME_STATES = ["kip966_tiny", "kip966_small", "kip966_recovery", "kip966_propagated"]
+         "kip966_fenced_fetch", "legacy_no_unclean", "legacy_operators", "kip966_reassign"]
+VIOLATED = ["legacy_default", "kip966_two_unclean", "kip966_propagated_min_isr", "legacy_reassign",
+            "reassignment_ignores_min_isr"]
+SAME_STATES = ["kip966_tiny", "kip966_small", "kip966_recovery", "kip966_propagated", "kip966_reassign"]
 
 
 def need_tlc() -> None:
