@@ -1,9 +1,9 @@
 """TLC on the TLA+ mirror's temporal properties agrees with modelcheck.
 
-specs/tla/KIP966.tla states the four `@leads_to` properties of
+specs/tla/KIP966.tla states the five `@leads_to` properties of
 specs/kafka_elr/protocol.py and their fairness (ControllerSpec,
-RestartsSpec, ReplicationSpec: docs/tla.md "Temporal properties in the
-mirror"). For each small config of specs/tla/liveness/ TLC and the
+RestartsSpec, ReplicationSpec, ReassignmentSpec: docs/tla.md "Temporal
+properties in the mirror"). For each small config of specs/tla/liveness/ TLC and the
 reference engine give the same verdict on the same number of distinct
 states, and TLC's counterexample, replayed through the Python spec, is a
 fair behaviour that violates the property (trace.validate_lasso). The
@@ -25,7 +25,7 @@ from modelcheck.result import Step
 from modelcheck.tlc import cfg_properties, parse_output, run_tlc
 from modelcheck.trace import validate_lasso
 from specs.kafka_elr import load
-from specs.kafka_elr.protocol import CONTROLLER, REPLICATION, RESTARTS
+from specs.kafka_elr.protocol import CONTROLLER, REASSIGNMENT, REPLICATION, RESTARTS
 from tests.test_tla_mirror import CONSTANT_OF, SPEC, TLA_DIR, need_tlc, py_state, read_cfg, tla_state
 
 LIVE = "liveness"
@@ -33,7 +33,8 @@ LIVE = "liveness"
 # checked against TLC here (each a few seconds), with the verdict both give
 TESTED = {"small_none_leaderless": "violated", "small_none_restart": "violated",
           "small_balanced_leaderless": "violated", "small_balanced_restart": "holds",
-          "small_balanced_lkelr": "holds", "small_legacy_hwm": "holds", "small_propagated_hwm": "holds"}
+          "small_balanced_lkelr": "holds", "small_legacy_hwm": "holds", "small_propagated_hwm": "holds",
+          "small_balanced_reassign": "holds", "small_none_reassign": "violated"}
 # measured in docs/tla.md (TLC: 6 to 50 s each)
 DOCUMENTED = {"none_leaderless", "none_restart", "balanced_restart", "balanced_lkelr",
               "legacy_restart", "legacy_hwm"}
@@ -43,11 +44,14 @@ ALL = sorted(p.stem for p in (TLA_DIR / LIVE).glob("*.cfg"))
 # the specification of each fairness set of protocol.py
 SPEC_OF_FAIRNESS = {frozenset(CONTROLLER): "ControllerSpec",
                     frozenset(CONTROLLER + RESTARTS): "RestartsSpec",
-                    frozenset(CONTROLLER + REPLICATION + RESTARTS): "ReplicationSpec"}
+                    frozenset(CONTROLLER + REPLICATION + RESTARTS): "ReplicationSpec",
+                    frozenset(CONTROLLER + REPLICATION + RESTARTS + REASSIGNMENT): "ReassignmentSpec"}
 # and its conjuncts in KIP966.tla
 FAIRNESS_OF_SPEC = {"ControllerSpec": ["ControllerFairness"],
                     "RestartsSpec": ["ControllerFairness", "RestartFairness"],
-                    "ReplicationSpec": ["ControllerFairness", "ReplicationFairness", "RestartFairness"]}
+                    "ReplicationSpec": ["ControllerFairness", "ReplicationFairness", "RestartFairness"],
+                    "ReassignmentSpec": ["ControllerFairness", "ReplicationFairness", "RestartFairness",
+                                         "ReassignmentFairness"]}
 
 
 def config_of(name: str) -> dict:

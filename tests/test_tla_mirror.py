@@ -43,15 +43,17 @@ CONSTANT_OF = {
     "variant": "Variant", "unclean_leader_election": "UncleanLeaderElection",
     "unclean_recovery_strategy": "UncleanRecoveryStrategy", "acks": "Acks",
     "fence_cuts_data_plane": "FenceCutsDataPlane", "metadata": "Metadata",
+    "spare_brokers": "Spare", "max_reassignments": "MaxReassignments",
 }
 
 # seconds, not minutes, each (kip966_default takes minutes: docs/tla.md)
 # kip966_propagated is compared state by state (SAME_STATES, TLC's verdict
 # there): the reference engine's whole check of it takes a minute
 HOLDS = ["kip966_tiny", "kip966_small", "kip966_n2", "kip966_operators", "kip966_recovery",
-         "kip966_fenced_fetch", "legacy_no_unclean", "legacy_operators"]
-VIOLATED = ["legacy_default", "kip966_two_unclean", "kip966_propagated_min_isr"]
-SAME_STATES = ["kip966_tiny", "kip966_small", "kip966_recovery", "kip966_propagated"]
+         "kip966_fenced_fetch", "legacy_no_unclean", "legacy_operators", "kip966_reassign"]
+VIOLATED = ["legacy_default", "kip966_two_unclean", "kip966_propagated_min_isr", "legacy_reassign",
+            "reassignment_ignores_min_isr"]
+SAME_STATES = ["kip966_tiny", "kip966_small", "kip966_recovery", "kip966_propagated", "kip966_reassign"]
 
 
 def need_tlc() -> None:
@@ -151,14 +153,15 @@ def py_state(s) -> tuple:
     return (s.leader, s.leader_epoch, frozenset(members(s.isr)), frozenset(members(s.elr)),
             frozenset(members(s.last_known_elr)), s.last_known_leader,
             RECOVERY_NAMES[s.leader_recovery], frozenset(members(s.fenced)), fn(s.broker_epoch),
-            s.min_isr, fn(tuple(STATUS_NAMES[x] for x in s.status)), fn(s.clean_shutdown_epoch),
+            s.min_isr, frozenset(members(s.replicas)), frozenset(members(s.adding)),
+            frozenset(members(s.removing)), fn(tuple(STATUS_NAMES[x] for x in s.status)), fn(s.clean_shutdown_epoch),
             fn(tuple(map(entries, s.log))), fn(s.hwm),
             None if s.pending_isr == NO_PROPOSAL else tuple((b, s.pending_epochs[b]) for b in members(s.pending_isr)),
             bool(s.pending_stale), s.pending_from, fn(s.seen_leader), fn(s.seen_epoch),
             fn(tuple(frozenset(members(m)) for m in s.seen_isr)), fn(s.seen_min_isr),
             frozenset(members(s.acked)), frozenset(members(s.acks_all)), entries(s.exposed), s.produced,
             s.unclean_shutdowns, s.clean_shutdowns, s.fences, s.isr_shrinks, s.min_isr_changes,
-            s.admin_elections)
+            s.admin_elections, s.reassignments, bool(s.below_min_isr_reassigned))
 
 
 def tla_state(d: dict) -> tuple:
@@ -174,11 +177,11 @@ def tla_state(d: dict) -> tuple:
         p = fn(p)
     return (d["leader"], d["leader_epoch"], d["isr"], d["elr"], d["last_known_elr"],
             d["last_known_leader"], d["leader_recovery"], d["fenced"], fn(d["broker_epoch"]),
-            d["min_isr"], fn(d["status"]), fn(d["clean_shutdown_epoch"]), fn(d["log"]), fn(d["hwm"]),
+            d["min_isr"], d["replicas"], d["adding"], d["removing"], fn(d["status"]), fn(d["clean_shutdown_epoch"]), fn(d["log"]), fn(d["hwm"]),
             p, d["pending_stale"], d["pending_from"], fn(d["seen_leader"]), fn(d["seen_epoch"]),
             fn(d["seen_isr"]), fn(d["seen_min_isr"]), d["acked"], d["acks_all"], d["exposed"], d["produced"], d["unclean_shutdowns"],
             d["clean_shutdowns"], d["fences"], d["isr_shrinks"], d["min_isr_changes"],
-            d["admin_elections"])
+            d["admin_elections"], d["reassignments"], d["below_min_isr_reassigned"])
 
 
 def python_states(spec) -> set:

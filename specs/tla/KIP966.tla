@@ -1,6 +1,7 @@
 ------------------------------- MODULE KIP966 -------------------------------
 (***************************************************************************)
-(* The TLA+ mirror of specs/kafka_elr (variants "kip966" and "legacy").    *)
+(* The TLA+ mirror of specs/kafka_elr (variants "kip966", "legacy" and    *)
+(* "reassignment-ignores-min-isr", which is kip966 but for one rule).      *)
 (*                                                                         *)
 (* The Python spec is the source of truth; this module follows it          *)
 (* operator by operator (docs/tla.md gives the mapping) so that TLC        *)
@@ -20,7 +21,8 @@
 EXTENDS Integers, Sequences, FiniteSets
 
 CONSTANTS
-    N,                        \* brokers: replicas 0..N-1, 0 the preferred one
+    N,                        \* the replication factor: replicas 0..N-1 at first, 0 the preferred one
+    Spare,                    \* spare brokers N..N+Spare-1, which a reassignment may add
     MinIsr,                   \* initial min.insync.replicas
     MaxRecords,
     MaxUncleanShutdowns,
@@ -29,7 +31,8 @@ CONSTANTS
     MaxIsrShrinks,
     MaxMinIsrChanges,
     MaxAdminElections,
-    Variant,                  \* "kip966" or "legacy"
+    MaxReassignments,
+    Variant,                  \* "kip966", "legacy" or "reassignment-ignores-min-isr"
     UncleanLeaderElection,    \* BOOLEAN
     UncleanRecoveryStrategy,  \* "none", "balanced" or "aggressive"
     Acks,                     \* a non-empty subset of {"1", "all"}
@@ -38,15 +41,21 @@ CONSTANTS
     NoProposal                \* a model value: no AlterPartition in flight
 
 ASSUME N \in Nat /\ N >= 1
+ASSUME Spare \in Nat
 ASSUME MinIsr \in Nat /\ MinIsr >= 1
-ASSUME Variant \in {"kip966", "legacy"}
+ASSUME Variant \in {"kip966", "legacy", "reassignment-ignores-min-isr"}
+ASSUME MaxReassignments \in Nat
 ASSUME UncleanLeaderElection \in BOOLEAN
 ASSUME FenceCutsDataPlane \in BOOLEAN
 ASSUME Metadata \in {"atomic", "propagated"}
 ASSUME UncleanRecoveryStrategy \in {"none", "balanced", "aggressive"}
 ASSUME Acks /= {} /\ Acks \subseteq {"1", "all"}
 
-Brokers == 0 .. (N - 1)
+\* every broker of the cluster (the domain of the per-broker functions);
+\* the partition's replica set is the variable `replicas`, N of them
+\* outside a reassignment
+Brokers == 0 .. (N + Spare - 1)
+Assigned == 0 .. (N - 1)      \* the initial replica set
 NoLeader == -1
 NoEpoch == -1
 Preferred == 0
@@ -55,6 +64,9 @@ VARIABLES
     \* controller
     leader, leader_epoch, isr, elr, last_known_elr, last_known_leader,
     leader_recovery, fenced, broker_epoch, min_isr,
+    \* the assignment: the replica set (during a reassignment the original
+    \* and the target replicas together), its adding and removing replicas
+    replicas, adding, removing,
     \* brokers
     status, clean_shutdown_epoch, log, hwm, pending_isr, pending_stale,
     \* each broker's view (Metadata = "propagated"; constant under "atomic")
@@ -62,21 +74,25 @@ VARIABLES
     \* ghosts and bound counters (part of the state's identity, as in Python)
     acked, acks_all, exposed,
     produced, unclean_shutdowns, clean_shutdowns, fences, isr_shrinks,
-    min_isr_changes, admin_elections
+    min_isr_changes, admin_elections,
+    \* reassignments made; a completion or cancellation left the ISR under min ISR
+    reassignments, below_min_isr_reassigned
 
 vars == <<leader, leader_epoch, isr, elr, last_known_elr, last_known_leader,
           leader_recovery, fenced, broker_epoch, min_isr,
+          replicas, adding, removing,
           status, clean_shutdown_epoch, log, hwm, pending_isr, pending_stale,
           pending_from, seen_leader, seen_epoch, seen_isr, seen_min_isr,
           acked, acks_all, exposed,
           produced, unclean_shutdowns, clean_shutdowns, fences, isr_shrinks,
-          min_isr_changes, admin_elections>>
+          min_isr_changes, admin_elections, reassignments, below_min_isr_reassigned>>
 
 \* The current state as one record: what the Python operators take as `s`.
 St == [leader |-> leader, leader_epoch |-> leader_epoch, isr |-> isr, elr |-> elr,
        last_known_elr |-> last_known_elr, last_known_leader |-> last_known_leader,
        leader_recovery |-> leader_recovery, fenced |-> fenced,
        broker_epoch |-> broker_epoch, min_isr |-> min_isr,
+       replicas |-> replicas, adding |-> adding, removing |-> removing,
        status |-> status, clean_shutdown_epoch |-> clean_shutdown_epoch,
        log |-> log, hwm |-> hwm, pending_isr |-> pending_isr, pending_stale |-> pending_stale,
        pending_from |-> pending_from, seen_leader |-> seen_leader, seen_epoch |-> seen_epoch,
@@ -85,7 +101,8 @@ St == [leader |-> leader, leader_epoch |-> leader_epoch, isr |-> isr, elr |-> el
        produced |-> produced, unclean_shutdowns |-> unclean_shutdowns,
        clean_shutdowns |-> clean_shutdowns, fences |-> fences,
        isr_shrinks |-> isr_shrinks, min_isr_changes |-> min_isr_changes,
-       admin_elections |-> admin_elections]
+       admin_elections |-> admin_elections, reassignments |-> reassignments,
+       below_min_isr_reassigned |-> below_min_isr_reassigned]
 
 \* Make record t the next state.
 Go(t) ==
@@ -99,6 +116,9 @@ Go(t) ==
     /\ fenced' = t.fenced
     /\ broker_epoch' = t.broker_epoch
     /\ min_isr' = t.min_isr
+    /\ replicas' = t.replicas
+    /\ adding' = t.adding
+    /\ removing' = t.removing
     /\ status' = t.status
     /\ clean_shutdown_epoch' = t.clean_shutdown_epoch
     /\ log' = t.log
@@ -120,6 +140,8 @@ Go(t) ==
     /\ isr_shrinks' = t.isr_shrinks
     /\ min_isr_changes' = t.min_isr_changes
     /\ admin_elections' = t.admin_elections
+    /\ reassignments' = t.reassignments
+    /\ below_min_isr_reassigned' = t.below_min_isr_reassigned
 
 -----------------------------------------------------------------------------
 (* Utilities *)
@@ -212,8 +234,10 @@ Forgotten(s, b) ==
 \* AlterPartition in flight was made at an older partition epoch (stale).
 Recorded(s, t) ==
     IF \/ t.pending_isr = NoProposal
-       \/ <<t.leader, t.leader_epoch, t.isr, t.elr, t.last_known_elr, t.last_known_leader, t.leader_recovery>>
-          = <<s.leader, s.leader_epoch, s.isr, s.elr, s.last_known_elr, s.last_known_leader, s.leader_recovery>>
+       \/ <<t.leader, t.leader_epoch, t.isr, t.elr, t.last_known_elr, t.last_known_leader, t.leader_recovery,
+            t.replicas, t.adding, t.removing>>
+          = <<s.leader, s.leader_epoch, s.isr, s.elr, s.last_known_elr, s.last_known_leader, s.leader_recovery,
+              s.replicas, s.adding, s.removing>>
     THEN t
     ELSE [t EXCEPT !.pending_stale = TRUE]
 
@@ -261,7 +285,7 @@ Elections(s) ==
     THEN LET clean == CleanCandidates(s.isr, {}, s.fenced)
          IN  IF clean /= {} THEN {Elect(s, c, FALSE) : c \in clean}
              ELSE IF ~UncleanLeaderElection THEN {}
-             ELSE {Elect(s, c, TRUE) : c \in {b \in Brokers : Unfenced(s, b)}}
+             ELSE {Elect(s, c, TRUE) : c \in {b \in s.replicas : Unfenced(s, b)}}
     ELSE {Elect(s, c, FALSE) : c \in CleanCandidates(s.isr, s.elr, s.fenced)}
 
 BalancedWinners(s, answered) ==
@@ -273,7 +297,7 @@ RecoveryWinners(s, strategy) ==
        \/ CleanCandidates(s.isr, s.elr, s.fenced) /= {}
        \/ s.isr /= {} \/ (s.elr /= {} /\ strategy /= "aggressive")
     THEN {}
-    ELSE LET answered == {b \in Brokers : Running(s, b) /\ Unfenced(s, b)}
+    ELSE LET answered == {b \in s.replicas : Running(s, b) /\ Unfenced(s, b)}
          IN  IF strategy = "balanced" THEN BalancedWinners(s, answered) ELSE answered
 
 RecoveryChoices(s, strategy) == {Elect(s, w, TRUE) : w \in RecoveryWinners(s, strategy)}
@@ -306,6 +330,7 @@ ProduceNext(s) == UNION {ProduceAt(s, ActingLeader(s, at)) : at \in AtDomain}
 Fetches(s, b) ==
     LET ld == LeaderSeenBy(s, b)
     IN  /\ ld /= NoLeader /\ b /= ld /\ Running(s, ld) /\ Running(s, b)
+        /\ b \in s.replicas      \* one a reassignment adds starts with an empty log
         /\ ~(FenceCutsDataPlane /\ (b \in s.fenced \/ ld \in s.fenced))
         /\ ActingLeader(s, ld) = ld /\ EpochSeenBy(s, b) = EpochSeenBy(s, ld)
 
@@ -362,7 +387,7 @@ ExpandIsrAt(s, ld) ==
     IF ~ProposalOk(s, ld) \/ s.leader_recovery = "RECOVERING" THEN {}
     ELSE LET lead == s.log[ld]
              floor == Max(s.hwm[ld], EpochStartOffset(lead, EpochSeenBy(s, ld)))
-             caught_up == {b \in Brokers : /\ b \notin IsrSeenBy(s, ld) /\ Running(s, b) /\ Unfenced(s, b)
+             caught_up == {b \in s.replicas : /\ b \notin IsrSeenBy(s, ld) /\ Running(s, b) /\ Unfenced(s, b)
                                            /\ Len(s.log[b]) >= floor /\ IsPrefix(s.log[b], lead)
                                            /\ Follows(s, b, ld)}
          IN  {Propose(s, ld, IsrSeenBy(s, ld) \cup group) : group \in SUBSET caught_up \ {{}}}
@@ -458,13 +483,13 @@ AdminChoices(s, kind) ==
     ELSE IF s.leader /= NoLeader THEN {}
     ELSE IF kind = "UNCLEAN"
     THEN LET clean == CleanCandidates(s.isr, s.elr, s.fenced)
-             live == {b \in Brokers : Unfenced(s, b)}
+             live == {b \in s.replicas : Unfenced(s, b)}
          IN  IF clean /= {} THEN {Elect(s, SetMin(clean), FALSE)}
              ELSE IF live /= {} THEN {Elect(s, SetMin(live), TRUE)}
              ELSE {}
     ELSE IF kind = "LONGEST_LOG_AGGRESSIVE" THEN RecoveryChoices(s, "aggressive")
     ELSE IF kind = "LONGEST_LOG_BALANCED" THEN RecoveryChoices(s, "balanced")
-    ELSE \* DESIGNATION
+    ELSE \* DESIGNATION: any unfenced broker, as in Python (spares included)
          {Elect(s, d, d \notin (s.isr \cup s.elr)) : d \in {b \in Brokers : Unfenced(s, b)}}
 
 AdminElectLeadersNext(s) ==
@@ -478,12 +503,66 @@ AlterMinIsrNext(s) ==
           : v \in (1 .. N) \ {s.min_isr}}
 
 -----------------------------------------------------------------------------
+(* Reassignment (AlterPartitionReassignments; KIP-966 4, 4a, 4b) *)
+
+\* An operator moves the partition to a new replica set of N replicas: until
+\* the controller completes or cancels it, the partition is assigned the old
+\* and new replicas together, the new ones adding, the old ones removing.
+ReassignPartitionNext(s) ==
+    IF s.reassignments >= MaxReassignments \/ s.adding \cup s.removing /= {} THEN {}
+    ELSE {Recorded(s, [s EXCEPT !.replicas = s.replicas \cup target, !.adding = target \ s.replicas,
+                                !.removing = s.replicas \ target, !.reassignments = s.reassignments + 1])
+          : target \in {x \in SUBSET Brokers : Size(x) = N /\ x /= s.replicas}}
+
+\* KIP-966 4a/4b: a reassignment ends only with an ISR of at least min ISR
+\* members; before it (legacy, and the variant that ignores the rule) any
+\* non-empty ISR does.
+MayEndReassignment(s, i) ==
+    IF Legacy \/ Variant = "reassignment-ignores-min-isr" THEN i /= {} ELSE Size(i) >= EffMinIsr(s)
+
+\* The PartitionChangeRecord that ends a reassignment: the `dropped` replicas
+\* leave the replica set and the ISR (with the ELR update); ELR,
+\* LastKnownELR and LastKnownLeader keep only final replicas; the dropped
+\* replicas' logs are deleted.  A dropped leader is replaced in the same
+\* record (an election, or none), else the leader epoch is bumped.
+Reassigned(s, dropped) ==
+    LET moved == s.leader /= NoLeader /\ s.leader \in dropped
+        final == s.replicas \ dropped
+        u == ChangeIsr([s EXCEPT !.replicas = final, !.adding = {}, !.removing = {}], s.isr \ dropped)
+        t == [u EXCEPT !.elr = u.elr \cap final, !.last_known_elr = u.last_known_elr \cap final,
+                       !.log = [b \in Brokers |-> IF b \in dropped THEN <<>> ELSE s.log[b]],
+                       !.hwm = [b \in Brokers |-> IF b \in dropped THEN 0 ELSE s.hwm[b]],
+                       !.last_known_leader = IF s.last_known_leader \in dropped THEN NoLeader
+                                             ELSE s.last_known_leader,
+                       !.below_min_isr_reassigned = IF Size(u.isr) < EffMinIsr(s) THEN TRUE
+                                                    ELSE s.below_min_isr_reassigned]
+        choices == Elections(t)
+    IN  IF ~moved
+        THEN {[t EXCEPT !.pending_isr = NoProposal, !.pending_stale = FALSE, !.pending_from = NoLeader,
+                        !.leader_epoch = t.leader_epoch + 1]}
+        ELSE IF choices = {} THEN {SetLeader(t, NoLeader, FALSE)}
+        ELSE choices
+
+\* The controller completes it once every adding replica is in the ISR and
+\* the ISR without the removing replicas may end it.
+CompleteReassignmentNext(s) ==
+    IF \/ s.adding \cup s.removing = {} \/ ~(s.adding \subseteq s.isr)
+       \/ ~MayEndReassignment(s, s.isr \ s.removing)
+    THEN {}
+    ELSE Reassigned(s, s.removing)
+
+\* An operator cancels it: the adding replicas leave (the same ISR condition).
+CancelReassignmentNext(s) ==
+    IF s.adding \cup s.removing = {} \/ ~MayEndReassignment(s, s.isr \ s.adding) THEN {}
+    ELSE Reassigned(s, s.adding)
+
+-----------------------------------------------------------------------------
 (* The specification *)
 
 Init ==
     /\ leader = Preferred
     /\ leader_epoch = 0
-    /\ isr = Brokers
+    /\ isr = Assigned
     /\ elr = {}
     /\ last_known_elr = {}
     /\ last_known_leader = NoLeader
@@ -491,6 +570,9 @@ Init ==
     /\ fenced = {}
     /\ broker_epoch = [b \in Brokers |-> 1]
     /\ min_isr = MinIsr
+    /\ replicas = Assigned
+    /\ adding = {}
+    /\ removing = {}
     /\ status = [b \in Brokers |-> "RUNNING"]
     /\ clean_shutdown_epoch = [b \in Brokers |-> NoEpoch]
     /\ log = [b \in Brokers |-> <<>>]
@@ -500,7 +582,7 @@ Init ==
     /\ pending_from = NoLeader
     /\ seen_leader = [b \in Brokers |-> IF Propagated THEN Preferred ELSE NoLeader]
     /\ seen_epoch = [b \in Brokers |-> 0]
-    /\ seen_isr = [b \in Brokers |-> IF Propagated /\ b = Preferred THEN Brokers ELSE {}]
+    /\ seen_isr = [b \in Brokers |-> IF Propagated /\ b = Preferred THEN Assigned ELSE {}]
     /\ seen_min_isr = [b \in Brokers |-> IF Propagated /\ b = Preferred THEN MinIsr ELSE 0]
     /\ acked = {}
     /\ acks_all = {}
@@ -512,6 +594,8 @@ Init ==
     /\ isr_shrinks = 0
     /\ min_isr_changes = 0
     /\ admin_elections = 0
+    /\ reassignments = 0
+    /\ below_min_isr_reassigned = FALSE
 
 Produce == \E t \in ProduceNext(St) : Go(t)
 Fetch == \E t \in FetchNext(St) : Go(t)
@@ -530,6 +614,9 @@ CompleteRecovery == \E t \in CompleteRecoveryNext(St) : Go(t)
 AdminElectLeaders == \E t \in AdminElectLeadersNext(St) : Go(t)
 AlterMinIsr == \E t \in AlterMinIsrNext(St) : Go(t)
 MetadataUpdate == \E t \in MetadataUpdateNext(St) : Go(t)
+ReassignPartition == \E t \in ReassignPartitionNext(St) : Go(t)
+CompleteReassignment == \E t \in CompleteReassignmentNext(St) : Go(t)
+CancelReassignment == \E t \in CancelReassignmentNext(St) : Go(t)
 
 \* the per-broker actions (Python: the instances with argument broker = b),
 \* for the per-broker fairness of the temporal properties
@@ -543,8 +630,10 @@ Next ==
     \/ AdminElectLeaders
     \/ AdvanceHwm
     \/ AlterMinIsr
+    \/ CancelReassignment
     \/ CleanShutdown
     \/ CommitAlterPartition
+    \/ CompleteReassignment
     \/ CompleteRecovery
     \/ ElectLeader
     \/ ExpandIsr
@@ -552,6 +641,7 @@ Next ==
     \/ Fetch
     \/ MetadataUpdate
     \/ Produce
+    \/ ReassignPartition
     \/ ShrinkIsr
     \/ StartBroker
     \/ UncleanRecovery
@@ -577,12 +667,23 @@ TypeOK ==
     /\ DOMAIN clean_shutdown_epoch = Brokers /\ DOMAIN log = Brokers /\ DOMAIN hwm = Brokers
     /\ \A b \in Brokers : status[b] \in {"RUNNING", "OFFLINE_CLEAN", "OFFLINE_DIRTY"}
     /\ \A b \in Brokers : 0 <= hwm[b] /\ hwm[b] <= Len(log[b])
+    \* the assignment: ISR and leader are replicas; adding and removing split
+    \* the replicas beyond the original and the target sets
+    /\ replicas \subseteq Brokers
+    /\ isr \cup adding \cup removing \cup (IF leader /= NoLeader THEN {leader} ELSE {}) \subseteq replicas
+    /\ adding \cap removing = {}
+    /\ Size(replicas \ adding) = N /\ Size(replicas \ removing) = N
+    /\ reassignments \in Nat /\ below_min_isr_reassigned \in BOOLEAN
 
 ElrDisjointIsr == isr \cap elr = {}
 
 ElrOnlyUnderMinIsr == elr = {} \/ Size(isr) < EffMinIsr(St)
 
 ElrHasDataToHwm == \A b \in elr \ LostUnregistered(St) : IsPrefix(exposed, log[b])
+
+ElrWithinReplicas == elr \cup last_known_elr \subseteq replicas
+
+ReassignmentKeepsMinIsr == ~below_min_isr_reassigned
 
 LeaderInIsr == leader = NoLeader \/ leader \in isr
 
@@ -648,6 +749,7 @@ CommitAlterPartitionFair == []<>~Moves(CommitAlterPartitionNext(St)) \/ []<><<Co
 AdvanceHwmFair == []<>~Moves(AdvanceHwmNext(St)) \/ []<><<AdvanceHwm>>_vars
 ExpandIsrFair == []<>~Moves(ExpandIsrNext(St)) \/ []<><<ExpandIsr>>_vars
 CompleteRecoveryFair == []<>~Moves(CompleteRecoveryNext(St)) \/ []<><<CompleteRecovery>>_vars
+CompleteReassignmentFair == []<>~Moves(CompleteReassignmentNext(St)) \/ []<><<CompleteReassignment>>_vars
 
 \* CONTROLLER: fences, unfences (each broker), elects, runs the unclean
 \* recovery and answers AlterPartition requests
@@ -668,11 +770,15 @@ ReplicationFairness ==
 \* RESTARTS: a stopped broker comes back
 RestartFairness == \A b \in Brokers : StartBrokerFair(b)
 
+\* REASSIGNMENT: the controller completes a reassignment it may complete
+ReassignmentFairness == CompleteReassignmentFair
+
 \* one specification per fairness set (TLC checks a PROPERTY under the
 \* SPECIFICATION's fairness)
 ControllerSpec == Spec /\ ControllerFairness
 RestartsSpec == Spec /\ ControllerFairness /\ RestartFairness
 ReplicationSpec == Spec /\ ControllerFairness /\ ReplicationFairness /\ RestartFairness
+ReassignmentSpec == Spec /\ ControllerFairness /\ ReplicationFairness /\ RestartFairness /\ ReassignmentFairness
 
 \* under ControllerSpec
 LeaderlessGetsLeader == (leader = NoLeader) ~> (leader /= NoLeader)
@@ -694,5 +800,9 @@ HwmStuck ==
     /\ Size(isr) >= EffMinIsr(St)
     /\ hwm[leader] < Len(log[leader])
 HwmAdvancesAtMinIsr == HwmStuck ~> ~HwmStuck
+
+\* under ReassignmentSpec: a reassignment is eventually completed or cancelled
+Reassigning == adding \cup removing /= {}
+ReassignmentEnds == Reassigning ~> ~Reassigning
 
 =============================================================================
