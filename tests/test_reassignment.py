@@ -12,6 +12,7 @@ from cli import main
 from modelcheck.config import ConfigError
 from modelcheck.engine import run
 from specs.kafka_elr import load
+from specs.kafka_elr.protocol import DESIGNATION
 from specs.kafka_elr.types import NO_LEADER, mask_of, members
 from symmetry_classes import class_of, reachable
 
@@ -166,3 +167,13 @@ def test_symmetry_keeps_exactly_one_state_per_class():
     classes = {class_of(spec, s) for s in seen.values()}
     sym = check("fast", symmetry=True, max_isr_shrinks=0)
     assert len(seen) == 6_275 and sym.distinct_states == len(classes) < len(seen)
+
+
+def test_an_admin_designation_elects_only_a_replica():
+    """KIP-966 DESIGNATION names the new leader; a spare broker (or one a
+    reassignment dropped) does not host the partition."""
+    spec = load({**SMALL, "max_admin_elections": 1})
+    s = spec.init_states()[0]._replace(leader=NO_LEADER, isr=0, elr=0)
+    assert spec.admin_elect_leaders(s, DESIGNATION, NO_LEADER, 2) is None
+    t = spec.admin_elect_leaders(s, DESIGNATION, NO_LEADER, 1)
+    assert (t.leader, members(t.isr)) == (1, [1]) and spec.type_ok(t)

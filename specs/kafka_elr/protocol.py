@@ -698,7 +698,8 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         if s.leader != NO_LEADER:
             return None
         if kind == DESIGNATION:
-            if leader != NO_LEADER or desired == NO_LEADER or not self.unfenced(s, desired):
+            if leader != NO_LEADER or desired == NO_LEADER or not self.unfenced(s, desired) \
+                    or not s.replicas >> desired & 1:
                 return None
             return self.elect(s, desired, not (s.isr | s.elr) & bit(desired))
         if desired != NO_LEADER or leader == NO_LEADER:
@@ -766,9 +767,10 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         KIP-966 4: "the ELR only contains replicas in the final replica set"
         (LastKnownELR and LastKnownLeader too: a broker that no longer hosts
         the partition cannot lead it). Their logs are deleted (StopReplica).
-        A dropped leader is replaced in the same record (`leader`, or none if
-        no ISR member is unfenced); otherwise the leader epoch is bumped, as
-        for any change that removes replicas."""
+        A dropped leader is replaced in the same record by the variant's
+        election (`reelect`: for kip966 a clean candidate, or none if every
+        one is fenced); otherwise the leader epoch is bumped, as for any
+        change that removes replicas."""
         led = s.leader
         moved = led != NO_LEADER and dropped >> led & 1 == 1
         if not moved and leader != NO_LEADER:

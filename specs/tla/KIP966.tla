@@ -489,8 +489,8 @@ AdminChoices(s, kind) ==
              ELSE {}
     ELSE IF kind = "LONGEST_LOG_AGGRESSIVE" THEN RecoveryChoices(s, "aggressive")
     ELSE IF kind = "LONGEST_LOG_BALANCED" THEN RecoveryChoices(s, "balanced")
-    ELSE \* DESIGNATION: any unfenced broker, as in Python (spares included)
-         {Elect(s, d, d \notin (s.isr \cup s.elr)) : d \in {b \in Brokers : Unfenced(s, b)}}
+    ELSE \* DESIGNATION: any unfenced replica
+         {Elect(s, d, d \notin (s.isr \cup s.elr)) : d \in {b \in s.replicas : Unfenced(s, b)}}
 
 AdminElectLeadersNext(s) ==
     IF s.admin_elections >= MaxAdminElections THEN {}
