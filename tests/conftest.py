@@ -26,7 +26,7 @@ os.environ.setdefault("MODELCHECK_KERNEL", "compiled")
 WARM = [[("kip966", 3), ("kip966", 4), ("legacy", 3), ("kip966-elr-only", 3), ("hwm-ignores-min-isr", 3),
          ("derived_specs.LeaderlessKip966", 3)],
         [("kafka-4", 3), ("hwm-on-maximal-isr", 3), ("balanced-fixed-responses", 3), ("no-unclean-detection", 3),
-         ("kip966", 2)]]
+         ("kip966", 2), ("reassignment-ignores-min-isr", 3)]]
 COMPILE = """
 import importlib, json, sys
 sys.path.insert(0, "tests")
