@@ -26,7 +26,7 @@ def schema() -> list[Key]:
         Key("max_min_isr_changes", 0, int_at_least(0), bound, "AlterMinIsr steps"),
         Key("max_admin_elections", 0, int_at_least(0), bound, "AdminElectLeaders steps"),
         Key("max_reassignments", 0, int_at_least(0), bound,
-            "ReassignPartition steps (AlterPartitionReassignments; each completes or is cancelled)"),
+            "operator reassignments of the partition (AlterPartitionReassignments, ReassignPartition)"),
         Key("spare_brokers", 0, int_at_least(0), bound,
             "brokers beyond the partition's replicas, which a reassignment may move it to "
             f"(brokers + spare_brokers <= {MAX_BROKERS})"),
