@@ -60,6 +60,9 @@ def test_the_pre_kip966_rule_ends_a_reassignment_under_min_isr():
                           ("FenceBroker", {"broker": 0, "leader": 1}), ("CancelReassignment", {})]
     last = r.trace[-1].state
     assert (members(last.replicas), members(last.isr), last.adding, last.removing) == ([0, 1], [1], 0, 0)
+    story = load({**SMALL, "variant": "reassignment-ignores-min-isr"}).story(r.trace, r.invariant)
+    assert story.startswith("From the initial state (leader 0, ISR all of replicas {0,1}, spare {2}), "
+                            "an operator reassigns the partition to {0,2} (adding {2}, removing {1})")
 
 
 def test_what_the_pre_kip966_rule_loses_within_the_tolerance():

@@ -90,6 +90,14 @@ def phrase(action: str, args: dict[str, Any], a: dict[str, Any], b: dict[str, An
     return action
 
 
+def _initial(state) -> str:
+    """The initial leader and ISR; spare brokers are named, since "ISR all"
+    would otherwise count them."""
+    brokers = len(state.status)
+    spare = [b for b in range(brokers) if not state.replicas >> b & 1]
+    return "leader 0, ISR all" + (f" of replicas {_set(describe(state)['replicas'])}, spare {_set(spare)}" if spare else "")
+
+
 class KafkaStory:
     def story(self, trace: list[Step], invariant: str, loop: int | None = None) -> str:
         """Three sentences or fewer of steps, then why the last state breaks
@@ -101,7 +109,7 @@ class KafkaStory:
         for i in range(0, len(phrases), per):
             chunk = phrases[i:i + per]
             text = ", ".join(chunk[:-1]) + (" and " if len(chunk) > 1 else "") + chunk[-1]
-            lead = "Then " if i else "From the initial state (leader 0, ISR all), "
+            lead = "Then " if i else f"From the initial state ({_initial(trace[0].state)}), "
             sentences.append(lead + text + ".")
         if loop is not None and sentences:
             sentences[-1] = sentences[-1][:-1] + self.loop_sentence(trace, loop) + "."
