@@ -7,6 +7,7 @@ from __future__ import annotations
 from modelcheck.spec import invariant
 from specs.kafka_elr import Kip966
 from specs.kafka_elr.types import NO_LEADER
+from specs.kafka_elr.variants import ReassignmentIgnoresMinIsr
 
 
 class LeaderlessKip966(Kip966):
@@ -27,3 +28,13 @@ class BalancedIgnoringLastKnownElr(Kip966):
     def balanced_winners(self, s, answered):
         return answered if s.last_known_elr & ~answered else \
             Kip966.balanced_winners(self, s, answered)
+
+
+class ReassignmentKeepingDroppedElr(ReassignmentIgnoresMinIsr):
+    """The pre-KIP-966 rule without KIP-966 4's filter: an ELR member that
+    the reassignment drops stays in the ELR (what ElrWithinReplicas must
+    catch; under kip966's own rule the ELR is empty when one ends)."""
+
+    def reassigned(self, s, dropped, leader):
+        t = ReassignmentIgnoresMinIsr.reassigned(self, s, dropped, leader)
+        return t if t is None else t._replace(elr=t.elr | s.elr & dropped)

@@ -24,10 +24,12 @@ def load(given: dict[str, Any]) -> Kip966:
         raise ConfigError(f"config key 'spare_brokers': {config['spare_brokers']} with {config['brokers']} brokers "
                           f"makes {config['brokers'] + config['spare_brokers']} (allowed: brokers + spare_brokers "
                           f"<= {MAX_BROKERS})")
-    if config["max_reassignments"] and (config["variant"] == "kafka-4" or config["metadata"] == "propagated"):
-        what = "variant 'kafka-4'" if config["variant"] == "kafka-4" else "metadata = \"propagated\""
-        raise ConfigError(f"config key 'max_reassignments': {config['max_reassignments']} with {what} is not "
-                          f"modelled (allowed: 0; reassignment runs on the other variants with atomic metadata)")
+    # kafka-4's elections and the propagated views were not written for brokers outside the replica set
+    for key in ("max_reassignments", "spare_brokers"):
+        if config[key] and (config["variant"] == "kafka-4" or config["metadata"] == "propagated"):
+            what = "variant 'kafka-4'" if config["variant"] == "kafka-4" else "metadata = \"propagated\""
+            raise ConfigError(f"config key {key!r}: {config[key]} with {what} is not modelled (allowed: 0; "
+                              f"reassignment runs on the other variants with atomic metadata)")
     names = config["invariants"]
     if names is not None:
         unknown = [x for x in names if x not in cls.invariants]

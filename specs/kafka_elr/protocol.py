@@ -769,8 +769,10 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
         the partition cannot lead it). Their logs are deleted (StopReplica).
         A dropped leader is replaced in the same record by the variant's
         election (`reelect`: for kip966 a clean candidate, or none if every
-        one is fenced); otherwise the leader epoch is bumped, as for any
-        change that removes replicas."""
+        one is fenced). A kept leader keeps its epoch: Kafka bumps it to
+        fence the removed replicas' fetches, which here stop with their
+        membership, and the leader still acks its pending records (an epoch
+        change reads as a leader change in `newly_acked`)."""
         led = s.leader
         moved = led != NO_LEADER and dropped >> led & 1 == 1
         if not moved and leader != NO_LEADER:
@@ -788,7 +790,7 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
                        else s.below_min_isr_reassigned)
         if moved:
             return self.reelect(t, leader)
-        return self.no_proposal(t)._replace(leader_epoch=t.leader_epoch + 1)
+        return self.no_proposal(t)
 
     # ---- invariants --------------------------------------------------------------
     @invariant("TypeOK")

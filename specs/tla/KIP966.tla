@@ -524,7 +524,8 @@ MayEndReassignment(s, i) ==
 \* leave the replica set and the ISR (with the ELR update); ELR,
 \* LastKnownELR and LastKnownLeader keep only final replicas; the dropped
 \* replicas' logs are deleted.  A dropped leader is replaced in the same
-\* record (an election, or none), else the leader epoch is bumped.
+\* record (an election, or none); a kept leader keeps its epoch (its pending
+\* acks=all records are still acknowledged).
 Reassigned(s, dropped) ==
     LET moved == s.leader /= NoLeader /\ s.leader \in dropped
         final == s.replicas \ dropped
@@ -538,8 +539,7 @@ Reassigned(s, dropped) ==
                                                     ELSE s.below_min_isr_reassigned]
         choices == Elections(t)
     IN  IF ~moved
-        THEN {[t EXCEPT !.pending_isr = NoProposal, !.pending_stale = FALSE, !.pending_from = NoLeader,
-                        !.leader_epoch = t.leader_epoch + 1]}
+        THEN {[t EXCEPT !.pending_isr = NoProposal, !.pending_stale = FALSE, !.pending_from = NoLeader]}
         ELSE IF choices = {} THEN {SetLeader(t, NoLeader, FALSE)}
         ELSE choices
 
