@@ -93,9 +93,9 @@ def phrase(action: str, args: dict[str, Any], a: dict[str, Any], b: dict[str, An
 def _initial(state) -> str:
     """The initial leader and ISR; spare brokers are named, since "ISR all"
     would otherwise count them."""
-    brokers = len(state.status)
-    spare = [b for b in range(brokers) if not state.replicas >> b & 1]
-    return "leader 0, ISR all" + (f" of replicas {_set(describe(state)['replicas'])}, spare {_set(spare)}" if spare else "")
+    replicas = [b for b in range(len(state.status)) if state.replicas >> b & 1]
+    spare = [b for b in range(len(state.status)) if b not in replicas]
+    return "leader 0, ISR all" + (f" of replicas {_set(replicas)}, spare {_set(spare)}" if spare else "")
 
 
 class KafkaStory:
