@@ -151,9 +151,10 @@ def main() -> None:
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=os.cpu_count() or 1,
               show_default="all cores", help="Threads that share the state space (fast engine; bfs is one "
               "thread, spark uses --partitions).")
-@click.option("--symmetry", is_flag=True, help="Explore one state of each class that differs only by renaming "
-              "brokers 1..N-1 (broker 0, the preferred replica, keeps its name): fewer states, same verdict. "
-              "Refused where the rules tell brokers apart (kafka-4, admin elections).")
+@click.option("--symmetry", is_flag=True, help="Explore one state of each class of states that differ only by "
+              "renaming the brokers (up to N! fewer states, same verdict and shortest counterexample; the output "
+              "says how many states the classes hold). Refused where the rules tell brokers apart (kafka-4, "
+              "admin elections).")
 @click.option("--engine", type=click.Choice(ENGINES), default="fast", show_default=True,
               help="fast: the spec compiled (numba; the first run of a variant compiles for about 30 s, later "
                    "runs load it) over packed states, sharded over --workers threads; bfs: the interpreted "
@@ -425,6 +426,10 @@ def print_result(spec: Any, result: CheckResult, expected: str | None, verdict: 
     keys = state_keys(result.run_info)
     if keys:
         out.print(keys)
+    if "symmetry" in result.run_info:
+        sym = result.run_info["symmetry"]
+        out.print(f"symmetry: {sym['classes']:,} classes of states equal up to renaming the brokers, holding "
+                  f"{sym['states']:,} states ({sym['reduction']:,.1f}x fewer to explore)")
     fired = "  ".join(f"{name} {count:,}" for name, count in result.coverage.items())
     out.print(f"coverage (transitions per action): {fired}")
     never = never_fired(result)

@@ -14,7 +14,7 @@ import argparse
 import time
 import tomllib
 
-from modelcheck.engine import batch, fast
+from modelcheck.engine import fast, visited
 from modelcheck.engine.kernel import kernel_for
 from specs.kafka_elr import load
 
@@ -40,7 +40,7 @@ def main() -> None:
 
     kernel.module.expand = timed("kernel: expand (successors, pack, keys)", kernel.module.expand)
     kernel.check = timed("kernel: invariants", kernel.check)
-    batch.Visited.insert_new = timed("visited set: insert_new (sort, merge)", batch.Visited.insert_new)
+    visited.Visited.insert_new = timed("visited set: insert_new (sort, merge)", visited.Visited.insert_new)
     started = time.perf_counter()
     r = fast.check(spec, kernel, workers=1)
     total = time.perf_counter() - started

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from modelcheck.engine.batch import Visited
+from modelcheck.engine.visited import Visited
 
 
 def main() -> None:

@@ -239,8 +239,8 @@ def markdown(meta: dict[str, Any], rows: list[Row], command: str, jobs: int) -> 
     for r in rows:
         out += [f"## {r.cell.name}", "",
                 "Config: " + ", ".join(f"`{k}={fmt(v)}`" for k, v in r.config.items() if v is not None)
-                + (" (with `--symmetry`: one state of each class of states that differ by renaming brokers "
-                   "1..N-1, so the count is of classes)" if r.cell.symmetry else ""), ""]
+                + (" (with `--symmetry`: one state of each class of states that differ by renaming the brokers, "
+                   "so the count is of classes)" if r.cell.symmetry else ""), ""]
         if r.cell.claim:
             out += [f"Claim: {r.cell.claim}", ""]
         if r.loop is not None:

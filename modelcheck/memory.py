@@ -64,3 +64,15 @@ def anon_rss() -> int:
         pass
     import resource
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024     # not Linux: the peak, a bound
+
+
+def release_freed() -> None:
+    """Hand memory the process freed back to the OS (glibc keeps freed
+    blocks below its mmap threshold in the heap, where they still count
+    as resident); a no-op where there is no glibc."""
+    import ctypes
+    import ctypes.util
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass

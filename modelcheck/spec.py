@@ -277,6 +277,12 @@ class Spec:
         kernel packs); a spec without one runs on the reference engine only."""
         raise NotImplementedError(f"{type(self).__name__} declares no layout")
 
+    def class_size(self, state: State) -> int:
+        """How many states the class of `state` (a representative) holds:
+        1 unless symmetry is enabled. Engines sum it over the classes they
+        visit, to report what the reduction saved."""
+        return 1
+
     def representative(self, state: State) -> State:
         """The state that stands for `state`'s class: itself, unless symmetry
         is enabled (then the one member of its class the spec picks). Both

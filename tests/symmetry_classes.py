@@ -1,5 +1,5 @@
 """Brute force for the symmetry tests: every reachable state, and the class
-of a state under renaming brokers 1..N-1 (what --symmetry must identify)."""
+of a state under renaming the brokers (what --symmetry must identify)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,15 @@ from itertools import permutations
 from specs.kafka_elr.types import permute
 
 
-def reachable(spec) -> dict[bytes, object]:
+def reachable(spec, renamed: bool = False) -> dict[bytes, object]:
     """Every reachable state of `spec` by its encoding (a plain search that
-    shares nothing with the engines but the spec's successors)."""
-    seen, todo = {spec.encode(s): s for s in spec.init_states()}, list(spec.init_states())
+    shares nothing with the engines but the spec's successors); with
+    `renamed`, from every renaming of the initial states too."""
+    starts = list(spec.init_states())
+    if renamed:
+        starts = [permute(s, p) for s in starts for p in permutations(range(spec.n))]
+    seen = {spec.encode(s): s for s in starts}
+    todo = list(seen.values())
     while todo:
         for _name, _args, nxt in spec.successors(todo.pop()):
             key = spec.encode(nxt)
@@ -22,5 +27,5 @@ def reachable(spec) -> dict[bytes, object]:
 
 
 def class_of(spec, state) -> bytes:
-    """The smallest encoding over all (N-1)! renamings of brokers 1..N-1."""
-    return min(spec.encode(permute(state, (0, *p))) for p in permutations(range(1, spec.n)))
+    """The smallest encoding over all N! renamings of the brokers."""
+    return min(spec.encode(permute(state, p)) for p in permutations(range(spec.n)))

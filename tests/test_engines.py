@@ -101,7 +101,7 @@ def test_memory_a_state_visited_set_8_or_16_bytes_links_6():
     assert wide.run_info["collision_probability"] < 1e-20
 
 
-# ---- symmetry over brokers 1..N-1 ---------------------------------------------------
+# ---- symmetry over the brokers -------------------------------------------------------
 
 def test_the_symmetric_form_identifies_exactly_the_renamed_states():
     spec = load({"max_records": 1, "max_fences": 0, "brokers": 4})
@@ -113,23 +113,28 @@ def test_the_symmetric_form_identifies_exactly_the_renamed_states():
         states += frontier[::7]
     assert len(states) > 1000
     for s in states[::20]:
-        assert len({sym.canonical(permute(s, (0, *p))) for p in permutations(range(1, 4))}) == 1
+        assert len({sym.canonical(permute(s, p)) for p in permutations(range(4))}) == 1
     pairs = {(class_of(spec, s), sym.canonical(s)) for s in states}
     assert len(pairs) == len({c for c, _ in pairs}) == len({f for _, f in pairs}) < len(states)
 
 
 def test_symmetry_explores_exactly_one_state_per_class():
     """The reduced count equals the number of classes of the full state
-    space under renaming brokers 1..N-1, counted by brute force."""
+    space under renaming the brokers (all N!, broker 0 too), counted by
+    brute force; the states those classes hold are exactly the states
+    reachable from the initial states and their renamings."""
     spec = load({"max_records": 1, "max_fences": 0})
     seen = reachable(spec)
     classes = {class_of(spec, s) for s in seen.values()}
-    assert len(seen) == 8302
+    everywhere = reachable(spec, renamed=True)
+    assert len(seen) == 8302 and len({class_of(spec, s) for s in everywhere.values()}) == len(classes)
     sym_spec = load({"max_records": 1, "max_fences": 0})
     sym_spec.enable_symmetry()
     for engine, workers in (("bfs", 1), ("fast", 1), ("fast", 2)):
         r = run(sym_spec, engine=engine, workers=workers)
         assert r.holds and r.distinct_states == len(classes) < len(seen)
+        assert r.run_info["symmetry"]["classes"] == len(classes)
+        assert r.run_info["symmetry"]["states"] == len(everywhere) >= len(seen)
 
 
 def test_symmetry_is_exact_with_propagated_metadata():
@@ -142,7 +147,10 @@ def test_symmetry_is_exact_with_propagated_metadata():
     sym_spec.enable_symmetry()
     reduced = [run(sym_spec, engine=e, workers=w) for e, w in (("bfs", 1), ("fast", 2))]
     assert summary(reduced[0]) == summary(reduced[1])
-    assert len(seen) == 12782 and reduced[0].distinct_states == len(classes) == 6406
+    assert len(seen) == 12782 and reduced[0].distinct_states == len(classes)
+    states = len(reachable(spec, renamed=True))
+    assert reduced[0].run_info["symmetry"] == reduced[1].run_info["symmetry"]
+    assert reduced[0].run_info["symmetry"]["states"] == states
 
 
 @pytest.mark.parametrize("config", [{"variant": "legacy"}, {"max_records": 1, "max_unclean_shutdowns": 2},
@@ -153,6 +161,7 @@ def test_symmetry_keeps_the_verdict_and_the_shortest_trace_with_fewer_states(con
     spec.enable_symmetry()
     reduced = [run(spec, engine=e, workers=w) for e, w in (("bfs", 1), ("fast", 1), ("fast", 2))]
     assert summary(reduced[1]) == summary(reduced[2]) == summary(reduced[0])
+    assert reduced[0].run_info["symmetry"] == reduced[1].run_info["symmetry"] == reduced[2].run_info["symmetry"]
     r = reduced[0]
     assert (r.verdict, r.invariant, len(r.trace)) == (plain.verdict, plain.invariant, len(plain.trace))
     assert r.distinct_states < plain.distinct_states

@@ -196,7 +196,7 @@ def test_bad_reassignment_configs_exit_2_in_one_line(settings, message):
 def test_symmetry_keeps_exactly_one_state_per_class():
     """Replica 1 and the spare 2 are interchangeable once the replica set is
     part of each broker's view: the reduced count is the number of classes
-    of the full state space under renaming brokers 1..N-1 (brute force)."""
+    of the full state space under renaming the brokers (brute force)."""
     spec = load({**SMALL, "max_isr_shrinks": 0})
     seen = reachable(spec)
     classes = {class_of(spec, s) for s in seen.values()}

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from ..fingerprint import fingerprint
-from ..result import CheckResult, collision_probability
+from ..result import CheckResult, collision_probability, symmetry_info
 from ..spec import Spec
 from ..store import DictStore
 from ..trace import rebuild, validate
@@ -45,6 +45,7 @@ class Reference:
         self.coverage = dict.fromkeys(spec.coverage_labels, 0)
         self.reached = dict.fromkeys(spec.goals, False)
         self.generated = 0
+        self.represented = 0                     # with symmetry: the states the classes visited hold
         self.depth = 0
         self.identity = identity(spec, "bfs", spec_source(spec)) if control.checkpoints else {}
         # temporal properties: the behaviour graph (states numbered as found: the store's order)
@@ -72,6 +73,7 @@ class Reference:
             self.generated += 1
             fp = fingerprint(self.spec.canonical(state))
             if self.store.put(fp, None):
+                self.represented += self.spec.class_size(state) if self.spec.symmetric else 0
                 bad = self.spec.first_violation(state)
                 if bad:
                     return self.result(bad, fp, 1)
@@ -114,6 +116,7 @@ class Reference:
                 if recording:
                     transitions.append((source, fp, instance))
                 if self.store.put(fp, parent_fp):
+                    self.represented += spec.class_size(nxt) if spec.symmetric else 0
                     bad = spec.first_violation(nxt)
                     if bad:
                         return self.result(bad, fp, self.depth + 1)
@@ -151,6 +154,7 @@ class Reference:
     def checkpoint(self, frontier: list) -> None:
         fps, parents = self.store.arrays()
         state = {"identity": self.identity, "depth": self.depth, "generated": self.generated,
+                 "represented": self.represented,
                  "coverage": self.coverage, "reached": self.reached,
                  "elapsed_s": time.perf_counter() - self.started}
         arrays = {"fps": fps, "parents": parents, "frontier": np.frombuffer(
@@ -168,7 +172,7 @@ class Reference:
         if self.recorder is not None:
             self.recorder.load({name: [arrays[f"graph-{name}"]] for name in self.recorder.arrays()})
             self.numbers = {fp: i for i, fp in enumerate(arrays["fps"].tolist())}
-        self.depth, self.generated = state["depth"], state["generated"]
+        self.depth, self.generated, self.represented = state["depth"], state["generated"], state["represented"]
         self.coverage.update(state["coverage"])
         self.reached.update(state["reached"])
         self.started = time.perf_counter() - state["elapsed_s"]
@@ -198,6 +202,8 @@ class Reference:
         # the store keys states by 64-bit fingerprints: TLC's collision estimate
         info = {"state_keys": "fingerprint", "fingerprint_bits": 64,
                 "collision_probability": collision_probability(len(self.store), self.generated)}
+        if self.spec.symmetric:
+            info["symmetry"] = symmetry_info(len(self.store), self.represented)
         return CheckResult("holds" if invariant is None else "violated", invariant, len(self.store), self.generated,
                            self.depth if depth is None else depth, time.perf_counter() - self.started,
                            self.coverage, trace, goals=self.reached if invariant is None else {}, run_info=info)

@@ -27,8 +27,9 @@ Between segments the search is at a safe point: what it has settled is
 intact. There it writes a checkpoint when one is due, stops when a
 signal asked it to, and sizes the next segment to the memory left; when
 that is short it first moves the frontier and the parent links to disk
-(spill.py), and stops with a checkpoint only when the visited set itself
-leaves no room.
+(spill.py), then the visited set's keys (sorted runs, visited.py), and
+stops with a checkpoint only when a segment of the smallest size no
+longer fits beside what cannot move.
 """
 
 from __future__ import annotations
@@ -42,12 +43,13 @@ from functools import cached_property
 import numpy as np
 
 from ..lifetime import Stopped
-from ..memory import anon_rss
-from ..result import CheckResult
+from ..memory import anon_rss, release_freed
+from ..result import CheckResult, symmetry_info
 from ..spec import Spec
 from ..trace import replay_path
 from . import batch
-from .batch import BUCKET_BITS, LINK_DTYPE, Abandoned, Candidates, Visited, first_occurrences, reshard, run_info
+from .batch import LINK_DTYPE, Abandoned, Candidates, run_info
+from .visited import BUCKET_BITS, Visited, first_occurrences, reshard, shard_of
 from .control import Control, check_identity, identity
 from .kernel import Kernel
 from .liveness import Recorder, check_properties
@@ -55,6 +57,8 @@ from .progress import Progress, progress_counts
 from .spill import on_disk, to_disk
 
 MIN_SEGMENT = 1 << 12       # frontier rows: a level is not split finer
+MANY_SEGMENTS = 4           # more segments than this for the rest of a level: move the visited set to disk
+MAX_RUNS = 8                # runs a shard's visited set may have on disk before they are merged into one
 PEAK_PER_CANDIDATE = 3.0    # a candidate's bytes at a segment's peak, in its own sizes (buffer growth, joins, sorts)
 
 
@@ -90,12 +94,14 @@ class Search:
         self.coverage = np.zeros(kernel.action_count, dtype=np.int64)
         self.reached = np.zeros(kernel.goal_count, dtype=np.uint8)       # goals some step reached
         self.distinct = self.generated = 0
+        self.represented = 0                     # with symmetry: the states the classes visited hold
         self.frontier_peak = 0
         self.expanded = 0                        # rows of the current segment expanded so far
         self.halt = threading.Event()            # Ctrl-C where no signal handler turns it into a request
         self.over = False                        # the memory limit was passed during an expansion
         self.spilled = False                     # frontiers and links live on disk from now on
         self.segments = 0
+        self.visited_flushes = 0                 # times the visited set's keys in memory moved to disk
         self.per_row = 4.0                       # successors a frontier row, the most a segment had
         self.candidate_bytes = 8 * (kernel.words + kernel.key_words) + 8 + 2 + 1 + 2
         # temporal properties: the behaviour graph, recorded as the search goes
@@ -153,7 +159,10 @@ class Search:
             if not self.over:
                 return None         # a stop request: the next safe point acts on it
             if hi - cur.done <= MIN_SEGMENT and self.spilled:
-                raise self.memory_stop(cur, "a segment of the frontier no longer fits") from None
+                if not any(s.memory_keys for s in self.shards):
+                    raise self.memory_stop(cur, "a segment of the frontier no longer fits") from None
+                self.flush_visited()
+                return None
             self.per_row *= 2       # it did not fit: smaller segments from now on
             self.spill(cur)
             return None
@@ -197,7 +206,7 @@ class Search:
         if self.workers == 1:
             winners = np.flatnonzero(self.shards[0].insert_new(level.keys))
         else:
-            owner = batch.shard_of(level.keys, self.workers)
+            owner = shard_of(level.keys, self.workers)
 
             def shard(s: int) -> np.ndarray:
                 mine = np.flatnonzero(owner == s)
@@ -206,6 +215,8 @@ class Search:
             winners = np.sort(np.concatenate(self.wait([self.pool.submit(shard, s) for s in range(self.workers)])))
         rows = level.words[winners]
         first = self.first_violation(rows)
+        if self.spec.symmetric:         # the states these classes hold, up to the violation if there is one
+            self.represented += self.kernel.class_sizes(rows, 0, len(rows) if first is None else first[0] + 1)
         if first is not None:
             return int(winners[first[0]]), first[0], first[1]
         links = np.empty(len(winners), dtype=LINK_DTYPE)
@@ -269,9 +280,28 @@ class Search:
         if room < per_row * rest and not self.spilled:
             self.spill(cur)
             room = self.control.max_memory - anon_rss()
+        in_memory = sum(s.memory_bytes for s in self.shards)
+        if room < per_row * rest / MANY_SEGMENTS and (in_memory > self.control.max_memory // 4
+                                                      or room < per_row * min(rest, MIN_SEGMENT)):
+            self.flush_visited()
+            room = self.control.max_memory - anon_rss()
         if room < per_row * min(rest, MIN_SEGMENT):
-            raise self.memory_stop(cur, "the visited set leaves too little room to expand")
+            raise self.memory_stop(cur, "a segment of the frontier no longer fits beside what must stay in memory")
         return cur.done + min(rest, max(MIN_SEGMENT, int(room // per_row)))
+
+    def flush_visited(self) -> None:
+        """Move each shard's keys in memory to a sorted run on disk (merging
+        its runs into one when they are many), and give the memory back."""
+        d = self.control.spill_dir
+
+        def move(s: int) -> None:
+            self.shards[s].flush(directory=d)
+            if len(self.shards[s].runs) > MAX_RUNS:
+                self.shards[s].compact(directory=d)
+
+        self.wait([self.pool.submit(move, s) for s in range(self.workers)])
+        self.visited_flushes += 1
+        release_freed()
 
     def spill(self, cur: Cursor) -> None:
         """From now on frontiers and parent links live on disk."""
@@ -308,12 +338,18 @@ class Search:
         return identity(self.spec, "fast", k.source["spec"] + k.source["glue"] + f"\nkeys {k.key_words} {k.fingerprint_bits}")
 
     def checkpoint(self, cur: Cursor) -> None:
-        buckets = [s.buckets[b] for b in range(1 << BUCKET_BITS) for s in self.shards]
+        buckets, sizes = [], []
+        for b in range(1 << BUCKET_BITS):
+            for s in self.shards:
+                parts = s.bucket_parts(b)
+                buckets += parts
+                sizes.append(sum(len(p) for p in parts))
         state = {"identity": self.identity, "depth": cur.depth, "done": cur.done, "first": cur.first,
                  "levels": len(self.links),
-                 "distinct": self.distinct, "generated": self.generated, "coverage": self.coverage.tolist(),
+                 "distinct": self.distinct, "generated": self.generated, "represented": self.represented,
+                 "coverage": self.coverage.tolist(),
                  "reached": self.reached.tolist(), "elapsed_s": time.perf_counter() - self.started,
-                 "workers": self.workers, "bucket_sizes": [len(b) for b in buckets], "per_row": self.per_row,
+                 "workers": self.workers, "bucket_sizes": sizes, "per_row": self.per_row,
                  "fingerprint_bits": self.kernel.fingerprint_bits}
         empty_rows, empty_links = np.empty((0, self.kernel.words), np.uint64), np.empty(0, LINK_DTYPE)
         fixed = {f"links-{d}": x for d, x in enumerate(self.links)}
@@ -322,7 +358,7 @@ class Search:
             state["recorded"] = {name: len(p) for name, p in parts.items()}
             fixed.update({f"graph-{name}-{i}": x for name, p in parts.items() for i, x in enumerate(p)})
         self.control.checkpoints.save(
-            state, {"visited": buckets, "frontier": cur.frontier, "next_rows": [empty_rows, *cur.next_rows],
+            state, {"visited": buckets or [np.empty((0, self.kernel.key_words), np.uint64)], "frontier": cur.frontier, "next_rows": [empty_rows, *cur.next_rows],
                     "next_links": [empty_links, *cur.next_links]}, fixed=fixed)
 
     def restore(self) -> Cursor:
@@ -331,13 +367,15 @@ class Search:
         check_identity(state["identity"], self.identity, str(checkpoints.dir))
         keys, sizes, old = arrays["visited"], state["bucket_sizes"], state["workers"]
         starts = np.concatenate([[0], np.cumsum(sizes)])
+        # a visited set that would take much of the memory limit is resumed on disk, as it was left
+        big = self.control.max_memory is not None and keys.nbytes > self.control.max_memory // 4
         self.shards = reshard([keys[starts[b * old]:starts[(b + 1) * old]] for b in range(1 << BUCKET_BITS)],
-                              self.workers)
+                              self.workers, self.control.spill_dir, on_disk=big)
         self.links = [arrays[f"links-{d}"] for d in range(state["levels"])]
         if self.recorder is not None:
             self.recorder.load({name: [arrays[f"graph-{name}-{i}"] for i in range(n)]
                                 for name, n in state["recorded"].items()})
-        self.distinct, self.generated = state["distinct"], state["generated"]
+        self.distinct, self.generated, self.represented = state["distinct"], state["generated"], state["represented"]
         self.coverage = np.array(state["coverage"], dtype=np.int64)
         self.reached = np.array(state["reached"], dtype=np.uint8)
         self.per_row = state["per_row"]
@@ -390,10 +428,14 @@ class Search:
 
     def result(self, verdict: str, invariant: str | None, depth: int, trace: list) -> CheckResult:
         memory = {"visited_bytes": sum(s.nbytes for s in self.shards),
+                  "visited_disk_bytes": sum(s.disk_bytes for s in self.shards),
                   "links_bytes": sum(x.nbytes for x in self.links), "frontier_bytes_peak": self.frontier_peak}
         goals = {} if trace else dict(zip(self.spec.goals, self.reached.astype(bool).tolist()))
         info = run_info(self.kernel, self.distinct, self.generated)
+        if self.spec.symmetric:
+            info["symmetry"] = symmetry_info(self.distinct, self.represented)
         if self.control.max_memory is not None:
-            info.update(memory_limit=self.control.max_memory, spilled=self.spilled, segments=self.segments)
+            info.update(memory_limit=self.control.max_memory, spilled=self.spilled, segments=self.segments,
+                        visited_flushes=self.visited_flushes)
         return CheckResult(verdict, invariant, self.distinct, self.generated, depth, time.perf_counter() - self.started,
                            dict(zip(self.spec.coverage_labels, self.coverage.tolist())), trace, goals, memory, info)

@@ -494,6 +494,11 @@ def _glue_source(spec: Spec, flat: Flattener, spec_module: str) -> str:
             lines += [f"{indent}    if reached[{goals.index(g)}] == 0 and {flat.method(goal_fn.__name__, g)}(P, s, t):",
                       f"{indent}        reached[{goals.index(g)}] = 1"]
     lines += ["    return k", ""]
+    lines += ["@jit", "def class_sizes(P, C, rows, lo, hi):",
+              '    """The states the classes of rows lo..hi-1 hold (symmetry), summed."""',
+              "    v = np.empty(SLOTS, np.int64)", "    total = 0", "    for i in range(lo, hi):",
+              f"        total += {flat.method('class_size', 'class_size')}(P, unpack_into(C[0], rows[i], v))",
+              "    return total", ""]
     lines += ["@jit", "def check(P, C, rows, lo, hi):",
               '    """The first row in lo..hi-1 that violates a checked invariant, and its place in',
               '    CHECKED (-1, -1: none)."""',
@@ -552,7 +557,7 @@ class Kernel:
         flat = Flattener(spec)
         flat.run([(fn.__name__, None) for fn in [*cls.actions.values(), *cls.invariants.values(), *cls.goals.values(),
                                                  *cls.properties.values()]]
-                 + [("representative", None)])
+                 + [("representative", None), ("class_size", None)])
         self.params = tuple(getattr(spec, a) for a in flat.attrs)
         self.source = {"spec": flat.source()}
         self.source["glue"] = _glue_source(spec, flat, _module_name("spec", self.source["spec"]))
@@ -626,6 +631,10 @@ class Kernel:
         row, which = self.module.check(self.params, self.tables, rows, lo, hi)
         return int(row), int(which)
 
+    def class_sizes(self, rows: Any, lo: int, hi: int) -> int:
+        """The states the classes of rows lo..hi-1 hold, summed (their count without symmetry)."""
+        return int(self.module.class_sizes(self.params, self.tables, rows, lo, hi))
+
     def compiled(self) -> bool:
         """Whether numba has machine code for this kernel on disk (a run then loads, not compiles)."""
         return any(self.cache_dir.glob(f"__pycache__/{_module_name('glue', self.source['glue'])}.expand-*.nbi"))
@@ -636,6 +645,7 @@ class Kernel:
         rows = np.array([self.pack(s) for s in inits], dtype=np.uint64)
         self.keys(rows)
         self.check(rows, 0, len(rows))
+        self.class_sizes(rows, 0, len(rows))
         m = 1 << 12
         self.module.expand(self.params, self.tables, rows, 0, 1, np.empty((m, self.words), np.uint64),
                            np.empty((m, self.key_words), np.uint64), np.empty(m, np.int64), np.empty(m, np.uint16),

@@ -5,14 +5,14 @@ spaces one machine cannot hold. Executors expand with the compiled kernel
 use the shared batch layer; the driver keeps per-level counts and one RDD
 handle a level, never a state or a key set.
 
-Every record is `(shard, (tag, payload))`, shard = `batch.shard_of(key,
+Every record is `(shard, (tag, payload))`, shard = `visited.shard_of(key,
 P)` (TLC's MultiFPSet split), and every RDD that holds shards is
 partitioned by the same function object (`_owner`), so Spark knows they are
 co-partitioned: the union of the visited set and a level's candidates puts
 partition i of each side in one task without a shuffle of the visited set.
 A level is one job:
 
-    merged[d]  = partition i holds  V: shard i's visited set (batch.Visited)
+    merged[d]  = partition i holds  V: shard i's visited set (visited.Visited)
                                     F: its states new at level d (rows, paths)
                                     S: the level's counts and first violation
     expand     = merged[d].mapPartitions: the kernel's successors of F,
@@ -47,7 +47,8 @@ import numpy as np
 
 from ..result import CheckResult
 from ..spec import Spec
-from .batch import Candidates, Visited, first_occurrences, run_info, shard_of
+from .batch import Candidates, run_info
+from .visited import Visited, first_occurrences, shard_of
 from .batch import expand as expand_rows
 from .kernel import Kernel
 from .progress import Progress, progress_counts

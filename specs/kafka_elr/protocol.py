@@ -19,8 +19,8 @@ from . import logs, rules
 from .presentation import KafkaPresentation
 from .story import KafkaStory
 from .types import (NO_EPOCH, NO_LEADER, NO_PROPOSAL, OFFLINE_CLEAN, OFFLINE_DIRTY, RECOVERED, RECOVERING,
-                    RUNNING, State, bit, describe, lost_unregistered, members, proposed, running_mask, size,
-                    symmetric_representative)
+                    RUNNING, State, bit, class_size, describe, lost_unregistered, members, proposed, running_mask,
+                    size, symmetric_representative)
 
 PREFERRED_REPLICA = 0   # the first replica of the assignment
 ACKS_NAMES = ("1", "all")
@@ -207,11 +207,18 @@ class Kip966(KafkaStory, KafkaPresentation, Spec):
     def representative(self, s: State) -> State:
         return symmetric_representative(s, self.brokers) if self.symmetric else s
 
+    def class_size(self, s: State) -> int:
+        return class_size(s, self.brokers) if self.symmetric else 1
+
     def enable_symmetry(self) -> None:
-        """Brokers 1..N-1 are interchangeable: every rule that picks a broker
-        offers each candidate as its own choice. Broker 0 is not: it is the
-        preferred replica and the first leader. Admin UNCLEAN elections pick
-        the *first* live replica (KIP-460), so they forbid it."""
+        """The brokers are interchangeable: every rule that picks a broker
+        offers each candidate as its own choice, and no invariant names one.
+        Broker 0 is the first leader, which only the initial state says
+        (states reachable from a renamed initial state are renamed states,
+        so classes need no symmetric start); it is also the preferred
+        replica, which only PREFERRED admin elections read, and admin
+        UNCLEAN elections pick the *first* live replica (KIP-460), so admin
+        elections forbid symmetry."""
         if self.config["max_admin_elections"]:
             raise SymmetryError("--symmetry: admin UNCLEAN elections pick the first live replica (KIP-460), "
                                 "so brokers are not interchangeable with max_admin_elections > 0")

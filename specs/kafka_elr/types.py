@@ -189,7 +189,7 @@ def describe(s: State) -> dict:
     }
 
 
-# ---- symmetry over brokers 1..N-1 ---------------------------------------------------
+# ---- symmetry over the brokers -------------------------------------------------------
 
 def renamed_mask(m: int, to: tuple[int, ...]) -> int:
     out = 0
@@ -246,23 +246,24 @@ def permute(s: State, to: tuple[int, ...]) -> State:
 def view(s: State, b: int) -> tuple[int, ...]:
     """Everything the state says about broker b, without its id (its
     membership of the proposal is its epoch there, 0 if none; its own view
-    by how its leader relates to it and to the controller's)."""
-    return (s.status[b], s.clean_shutdown_epoch[b], s.broker_epoch[b], s.hwm[b], s.log[b], s.isr >> b & 1,
+    by how its leader relates to it and to the controller's). Replicas
+    come first, so the sorted form keeps the replica set in the lowest ids
+    (where it is constant, without reassignments, it stays so)."""
+    return (1 - (s.replicas >> b & 1), s.status[b], s.clean_shutdown_epoch[b], s.broker_epoch[b], s.hwm[b], s.log[b], s.isr >> b & 1,
             s.elr >> b & 1, s.last_known_elr >> b & 1, s.fenced >> b & 1, int(s.leader == b),
             int(s.last_known_leader == b), s.pending_epochs[b], int(s.pending_from == b),
             int(s.seen_leader[b] == b), int(s.seen_leader[b] == s.leader), s.seen_epoch[b],
-            popcount(s.seen_isr[b]), s.seen_min_isr[b], s.replicas >> b & 1, s.adding >> b & 1,
-            s.removing >> b & 1)
+            popcount(s.seen_isr[b]), s.seen_min_isr[b], s.adding >> b & 1, s.removing >> b & 1)
 
 
 def sorted_renaming(s: State, identity: tuple[int, ...]) -> tuple[int, ...]:
-    """The renaming of brokers 1..N-1 that orders their views ascending
-    (broker 0 keeps its name): `to[b]` is b's rank among them. Brokers with
-    equal views are interchangeable, so ties may go either way."""
+    """The renaming of the brokers that orders their views ascending:
+    `to[b]` is b's rank. Brokers with equal views are interchangeable, so
+    ties may go either way."""
     order = identity                   # order[k]: the broker that becomes k
-    for k in range(2, len(identity)):  # insertion sort of brokers 1..N-1 by view
+    for k in range(1, len(identity)):  # insertion sort of the brokers by view
         j = k
-        while j > 1 and view(s, order[j]) < view(s, order[j - 1]):
+        while j > 0 and view(s, order[j]) < view(s, order[j - 1]):
             moved = order[j - 1]
             order = replace_at(replace_at(order, j - 1, order[j]), j, moved)
             j -= 1
@@ -272,8 +273,56 @@ def sorted_renaming(s: State, identity: tuple[int, ...]) -> tuple[int, ...]:
     return to
 
 
+def class_size(s: State, identity: tuple[int, ...]) -> int:
+    """How many states s's class holds: the N! renamings over those that
+    leave s unchanged. Only brokers of equal views can be exchanged; where
+    exchanging any two of them leaves s unchanged (always, unless a
+    broker's own metadata view names a third broker) those are all the
+    k1! k2! ... renamings within groups of equal views; else each renaming
+    is tried."""
+    renamings, fixing, swaps_fix = 1, 1, True
+    for b in range(len(identity)):
+        renamings *= b + 1
+        same = 1                        # b and the brokers before it with b's view
+        for a in range(b):
+            if view(s, a) == view(s, b):
+                same += 1
+                if permute(s, replace_at(replace_at(identity, a, b), b, a)) != s:
+                    swaps_fix = False
+        fixing *= same
+    if swaps_fix:
+        return renamings // fixing
+    fixing = 0
+    for number in range(renamings):
+        if permute(s, nth_renaming(number, identity)) == s:
+            fixing += 1
+    return renamings // fixing
+
+
+def nth_renaming(number: int, identity: tuple[int, ...]) -> tuple[int, ...]:
+    """Renaming `number` (0..N!-1) of the brokers, by its Lehmer code."""
+    n = len(identity)
+    to, used, rest, step = identity, 0, number, 1
+    for k in range(1, n):
+        step *= k                       # (n-1)!
+    for i in range(n):
+        pick = rest // step
+        rest -= pick * step
+        if i < n - 1:
+            step //= n - 1 - i
+        seen = -1
+        for b in range(n):
+            if not used >> b & 1:
+                seen += 1
+                if seen == pick:
+                    to = replace_at(to, i, b)
+                    used |= 1 << b
+                    seen = n            # taken: no other b matches
+    return to
+
+
 def symmetric_representative(s: State, identity: tuple[int, ...]) -> State:
-    """The member of s's class (states equal up to renaming brokers
-    1..N-1) whose brokers 1..N-1 have ascending views: equal for two states
-    iff one is the other renamed, with one sort instead of (N-1)! tries."""
+    """The member of s's class (states equal up to renaming the brokers)
+    whose brokers have ascending views: equal for two states iff one is
+    the other renamed, with one sort instead of N! tries."""
     return permute(s, sorted_renaming(s, identity))

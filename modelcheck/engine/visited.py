@@ -1,0 +1,414 @@
+"""The compiled engines' visited set (TLC's FPSet): a shard's keys, sorted,
+in memory and in sorted runs on disk, with one test-and-set operation.
+
+A key is one or two uint64 words (a packed state, mixed, or its
+fingerprint). In memory a shard keeps its keys in 256 sorted arrays
+bucketed by their top bits, grown by merging a sorted level into each
+bucket it touches. `insert_new` is the test-and-set: given a level's
+candidate keys in the reference engine's order, it adds the new ones and
+says which occurrences were new, the first occurrence of a key winning,
+exactly as the reference engine's `put` would have.
+
+When memory is short the in-memory keys are written out whole as one
+sorted *run* (the buckets one after the other are one sorted array) and
+mapped back read-only: file pages the OS may drop and read again, not
+anonymous memory. This is delayed duplicate detection as in Stern and
+Dill's disk-based Murphi and Korf's disk BFS, at the granularity of a
+level: a level's candidates are sorted once and looked up in every run
+by a galloping search within their bucket (so a small level reads few of
+a run's pages), then merged into memory. Runs never change once written;
+`compact` merges them into one, a bucket at a time, so that lookups stay
+few. A run may be nameless (the fast engine's spill: nothing is left
+behind however the process ends) or a named file (Spark executors keep a
+shard's runs between jobs).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import tempfile
+from typing import Iterable, Iterator
+
+import numpy as np
+from numba import njit, uint64
+
+jit = njit(cache=True, nogil=True)
+inlined = njit(cache=True, nogil=True, inline="always")
+
+BUCKET_BITS = 8                 # a shard's keys are 256 sorted arrays in memory, and 256 slices of each run
+BUCKETS = 1 << BUCKET_BITS
+RUN_MAGIC = 0x314E55524B43434D  # "MCCKRUN1", little-endian: the first word of a run file
+RUN_HEADER = 4 + BUCKETS + 1    # words before the keys: magic, key words, rows, 0, then the bucket bounds
+
+
+# ---- sorting ------------------------------------------------------------------------
+
+@inlined
+def _less(a, i, b, j):
+    """a[i] < b[j], lexicographically over the words."""
+    for w in range(a.shape[1]):
+        if a[i, w] != b[j, w]:
+            return a[i, w] < b[j, w]
+    return False
+
+
+@inlined
+def _equal(a, i, b, j):
+    for w in range(a.shape[1]):
+        if a[i, w] != b[j, w]:
+            return False
+    return True
+
+
+@inlined
+def _less_row(row, a, j):
+    for w in range(a.shape[1]):
+        if row[w] != a[j, w]:
+            return row[w] < a[j, w]
+    return False
+
+
+@jit
+def sort_keys(keys):
+    """The rows of `keys` sorted (lexicographically over the words) with
+    their original positions, stably: a counting pass on the top bits of
+    the first word, whose keys are well mixed, moves keys and positions
+    together, then an insertion sort orders each small bucket in place."""
+    m, width = keys.shape
+    bits = 0
+    while bits < 24 and (m >> bits) > 8:
+        bits += 1
+    shift = uint64(64 - bits)
+    count = np.zeros((1 << bits) + 1, np.int64)
+    for i in range(m):
+        count[(keys[i, 0] >> shift if bits else uint64(0)) + uint64(1)] += 1
+    for b in range(1 << bits):
+        count[b + 1] += count[b]
+    order = np.empty(m, np.int64)
+    ordered = np.empty((m, width), np.uint64)
+    fill = count[:-1].copy()
+    for i in range(m):
+        b = keys[i, 0] >> shift if bits else uint64(0)
+        order[fill[b]] = i
+        ordered[fill[b]] = keys[i]
+        fill[b] += 1
+    moving = np.empty(width, np.uint64)
+    for b in range(1 << bits):
+        for i in range(count[b] + 1, count[b + 1]):
+            j = i - 1
+            if not _less(ordered, i, ordered, j):
+                continue
+            x = order[i]
+            moving[:] = ordered[i]
+            while True:
+                order[j + 1] = order[j]
+                ordered[j + 1] = ordered[j]
+                j -= 1
+                if j < count[b] or not _less_row(moving, ordered, j):
+                    break
+            order[j + 1] = x
+            ordered[j + 1] = moving
+    return order, ordered
+
+
+@jit
+def _firsts(ordered, order):
+    """Positions of the first occurrence of each key, in sorted-key order."""
+    out = np.empty(len(order), np.int64)
+    n = 0
+    for i in range(len(order)):
+        if i == 0 or not _equal(ordered, i, ordered, i - 1):
+            out[n] = order[i]
+            n += 1
+    return out[:n]
+
+
+def first_occurrences(keys: np.ndarray) -> np.ndarray:
+    """Positions (ascending) of the first occurrence of each distinct key."""
+    if not len(keys):
+        return np.empty(0, np.int64)
+    order, ordered = sort_keys(keys)
+    return np.sort(_firsts(ordered, order))
+
+
+@jit
+def _bucket_bounds(ordered):
+    """Where each bucket's keys start among sorted keys (BUCKETS + 1 offsets)."""
+    bounds = np.zeros((1 << BUCKET_BITS) + 1, np.int64)
+    for i in range(len(ordered)):
+        bounds[(ordered[i, 0] >> uint64(64 - BUCKET_BITS)) + uint64(1)] += 1
+    for b in range(1 << BUCKET_BITS):
+        bounds[b + 1] += bounds[b]
+    return bounds
+
+
+# ---- membership and merging ---------------------------------------------------------
+
+@jit
+def _merge_bucket(visited, ordered, order, lo, hi, winner, found):
+    """Sorted candidates ordered[lo:hi] (equal keys in candidate order;
+    order[i] is each one's position) against one sorted bucket: mark the
+    first occurrence of each key neither visited nor `found` (in a run) in
+    `winner`, and return the bucket with the new keys merged in."""
+    new = 0
+    j = 0
+    i = lo
+    while i < hi:
+        while j < len(visited) and _less(visited, j, ordered, i):
+            j += 1
+        if not found[order[i]] and not (j < len(visited) and _equal(visited, j, ordered, i)):
+            winner[order[i]] = True
+            new += 1
+        first = i
+        i += 1
+        while i < hi and _equal(ordered, i, ordered, first):
+            i += 1
+    if new == 0:
+        return visited
+    out = np.empty((len(visited) + new, ordered.shape[1]), np.uint64)
+    j = 0
+    k = 0
+    for i in range(lo, hi):
+        if not winner[order[i]]:
+            continue
+        while j < len(visited) and _less(visited, j, ordered, i):
+            out[k] = visited[j]
+            k += 1
+            j += 1
+        out[k] = ordered[i]
+        k += 1
+    while j < len(visited):
+        out[k] = visited[j]
+        k += 1
+        j += 1
+    return out
+
+
+@jit
+def _member(visited, ordered, order, lo, hi, found):
+    """Mark in `found` the candidates of ordered[lo:hi] already in a bucket."""
+    j = 0
+    for i in range(lo, hi):
+        while j < len(visited) and _less(visited, j, ordered, i):
+            j += 1
+        if j < len(visited) and _equal(visited, j, ordered, i):
+            found[order[i]] = True
+
+
+@jit
+def _member_run(run, run_bounds, ordered, order, bounds, found):
+    """Mark in `found` the candidates (sorted, with their positions and
+    bucket bounds) that are in a run (sorted, with its bucket bounds): in
+    each bucket, a galloping search from the last match, so the pages read
+    are those near a candidate and a level costs O(c log(r/c)), not O(r)."""
+    for b in range(len(bounds) - 1):
+        j, end = run_bounds[b], run_bounds[b + 1]
+        for i in range(bounds[b], bounds[b + 1]):
+            if j < end and _less(run, j, ordered, i):
+                step = 1
+                while j + step < end and _less(run, j + step, ordered, i):
+                    j += step
+                    step *= 2
+                a, z = j + 1, min(j + step, end)       # run[j] < key <= run[z] (or z == end)
+                while a < z:
+                    mid = (a + z) >> 1
+                    if _less(run, mid, ordered, i):
+                        a = mid + 1
+                    else:
+                        z = mid
+                j = a
+            if j < end and _equal(run, j, ordered, i):
+                found[order[i]] = True
+
+
+# ---- runs on disk ---------------------------------------------------------------------
+
+class Run:
+    """Sorted keys in a file (mapped read-only), with the bounds of each
+    bucket: a header of RUN_HEADER words (magic, key words, rows, 0, the
+    BUCKETS + 1 bucket offsets), then the keys. `path` is None for a
+    nameless file."""
+
+    def __init__(self, buf: mmap.mmap, path: str | None):
+        header = np.frombuffer(buf, np.uint64, RUN_HEADER)
+        if int(header[0]) != RUN_MAGIC:
+            raise ValueError(f"{path or 'a run'} is not a run of keys")
+        width, rows = int(header[1]), int(header[2])
+        self.path = path
+        self.bounds = header[4:].astype(np.int64)
+        self.keys = np.frombuffer(buf, np.uint64, rows * width, RUN_HEADER * 8).reshape(rows, width)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def bucket(self, b: int) -> np.ndarray:
+        return self.keys[self.bounds[b]:self.bounds[b + 1]]
+
+    @staticmethod
+    def open(path: str) -> "Run":
+        with open(path, "rb") as f:
+            return Run(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), path)
+
+    @staticmethod
+    def write(buckets: Iterable[np.ndarray], key_words: int, rows: int, path: str | None = None,
+              directory: str | None = None) -> "Run":
+        """A run of `rows` keys given bucket by bucket (each sorted, bucket b
+        holding the keys whose top bits are b), written to `path` (whole,
+        under a temporary name first) or to a nameless file in `directory`."""
+        header = np.zeros(RUN_HEADER, np.uint64)
+        header[0], header[1], header[2] = RUN_MAGIC, key_words, rows
+        f = open(path + ".tmp", "w+b") if path else tempfile.TemporaryFile(dir=directory)
+        try:
+            f.write(header.tobytes())
+            offset, written = 0, 0
+            for b, keys in enumerate(buckets):
+                header[4 + b] = offset
+                if len(keys):
+                    f.write(np.ascontiguousarray(keys, np.uint64).tobytes())
+                offset += len(keys)
+                written = b + 1
+            if written != BUCKETS or offset != rows:
+                raise ValueError(f"a run got {written} buckets of {offset} keys, expected {BUCKETS} of {rows}")
+            header[4 + BUCKETS] = offset
+            f.seek(0)
+            f.write(header.tobytes())
+            f.flush()
+            if path:
+                os.fsync(f.fileno())
+                os.replace(path + ".tmp", path)
+            return Run(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), path)
+        finally:
+            f.close()
+
+
+# ---- the visited set ------------------------------------------------------------------
+
+class Visited:
+    """One shard's visited keys: sorted buckets in memory, and sorted runs
+    on disk (empty until `flush`)."""
+
+    def __init__(self, key_words: int, runs: Iterable[Run] = ()):
+        self.key_words = key_words
+        self.buckets = [np.empty((0, key_words), np.uint64) for _ in range(BUCKETS)]
+        self.runs: list[Run] = list(runs)
+        self.count = sum(len(r) for r in self.runs)
+
+    @staticmethod
+    def from_runs(key_words: int, paths: Iterable[str]) -> "Visited":
+        """The visited set held by run files (mapped, nothing read yet)."""
+        return Visited(key_words, [Run.open(p) for p in paths])
+
+    def insert_new(self, keys: np.ndarray) -> np.ndarray:
+        """Add `keys` (a level's candidates, in the reference engine's order)
+        and return which rows were new: the first occurrence of a key not
+        seen before."""
+        winner = np.zeros(len(keys), dtype=np.bool_)
+        if not len(keys):
+            return winner
+        order, ordered = sort_keys(keys)
+        bounds = _bucket_bounds(ordered)
+        found = self._in_runs(ordered, order, bounds)
+        for b in np.flatnonzero(np.diff(bounds)).tolist():
+            self.buckets[b] = _merge_bucket(self.buckets[b], ordered, order, bounds[b], bounds[b + 1], winner, found)
+        self.count += int(winner.sum())
+        return winner
+
+    def contains(self, keys: np.ndarray) -> np.ndarray:
+        """Which rows of `keys` are in the set (nothing is added)."""
+        if not len(keys):
+            return np.zeros(0, dtype=np.bool_)
+        order, ordered = sort_keys(keys)
+        bounds = _bucket_bounds(ordered)
+        found = self._in_runs(ordered, order, bounds)
+        for b in np.flatnonzero(np.diff(bounds)).tolist():
+            _member(self.buckets[b], ordered, order, bounds[b], bounds[b + 1], found)
+        return found
+
+    def _in_runs(self, ordered: np.ndarray, order: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+        found = np.zeros(len(ordered), dtype=np.bool_)
+        for run in self.runs:
+            _member_run(run.keys, run.bounds, ordered, order, bounds, found)
+        return found
+
+    def flush(self, path: str | None = None, directory: str | None = None) -> None:
+        """Move the keys in memory to a new run: the file `path`, or a
+        nameless file in `directory` (default: the temp dir)."""
+        rows = self.memory_keys
+        if rows:
+            self.runs.append(Run.write(self.buckets, self.key_words, rows, path, directory))
+            self.buckets = [np.empty((0, self.key_words), np.uint64) for _ in range(BUCKETS)]
+
+    def compact(self, path: str | None = None, directory: str | None = None) -> None:
+        """Merge every run and the keys in memory into one run (a bucket at
+        a time: memory holds one bucket of them, not the set)."""
+        if len(self.runs) <= 1 and not self.memory_keys:
+            return
+        merged = Run.write(self.bucket_keys(), self.key_words, self.count, path, directory)
+        self.runs = [merged]
+        self.buckets = [np.empty((0, self.key_words), np.uint64) for _ in range(BUCKETS)]
+
+    def bucket_parts(self, b: int) -> list[np.ndarray]:
+        """Bucket b's keys: in each run, then in memory (each part sorted)."""
+        return [r.bucket(b) for r in self.runs if r.bounds[b] < r.bounds[b + 1]] + \
+            ([self.buckets[b]] if len(self.buckets[b]) else [])
+
+    def bucket_keys(self) -> Iterator[np.ndarray]:
+        """Each bucket's keys, sorted, bucket by bucket."""
+        for b in range(BUCKETS):
+            parts = self.bucket_parts(b)
+            yield parts[0] if len(parts) == 1 else sort_keys(np.concatenate(parts))[1] if parts else \
+                np.empty((0, self.key_words), np.uint64)
+
+    def __len__(self) -> int:
+        return self.count
+
+    @property
+    def memory_keys(self) -> int:
+        return sum(len(b) for b in self.buckets)
+
+    @property
+    def memory_bytes(self) -> int:
+        return sum(b.nbytes for b in self.buckets)
+
+    @property
+    def disk_bytes(self) -> int:
+        return sum(r.keys.nbytes for r in self.runs)
+
+    @property
+    def nbytes(self) -> int:
+        """The keys' bytes, in memory and on disk."""
+        return self.memory_bytes + self.disk_bytes
+
+
+def reshard(buckets: list[np.ndarray], shards: int, directory: str | None = None,
+            on_disk: bool = False) -> list[Visited]:
+    """Visited sets for `shards` shards holding the keys of `buckets`
+    (bucket b: the keys whose top bits are b, from any number of shards of
+    any count, in any order): a checkpoint resumed on another number of
+    workers. With `on_disk`, each shard's keys go to a nameless run in
+    `directory`, a bucket at a time, instead of memory."""
+    width = buckets[0].shape[1]
+
+    def mine(s: int) -> Iterator[np.ndarray]:
+        for keys in buckets:
+            keys = keys[shard_of(keys, shards) == s] if shards > 1 else keys
+            yield sort_keys(np.ascontiguousarray(keys))[1] if len(keys) else np.empty((0, width), np.uint64)
+
+    out = []
+    for s in range(shards):
+        if on_disk:
+            rows = sum(int((shard_of(k, shards) == s).sum()) if shards > 1 else len(k) for k in buckets)
+            out.append(Visited(width, [Run.write(mine(s), width, rows, directory=directory)] if rows else []))
+        else:
+            visited = Visited(width)
+            visited.buckets = list(mine(s))
+            visited.count = sum(len(b) for b in visited.buckets)
+            out.append(visited)
+    return out
+
+
+def shard_of(keys: np.ndarray, shards: int) -> np.ndarray:
+    """Owner shard of each key: its top bits (TLC's MultiFPSet), taken below
+    the visited set's own bucket bits so that a shard's buckets stay even."""
+    return ((keys[:, 0] << np.uint64(BUCKET_BITS)) >> np.uint64(32)) * np.uint64(shards) >> np.uint64(32)

@@ -1,0 +1,133 @@
+"""The visited set against plain Python: its one operation (test-and-set
+of a level, the first occurrence of a new key winning), in memory and with
+sorted runs on disk, the sort it rests on, and shard routing."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from modelcheck.engine.visited import BUCKET_BITS, Run, Visited, first_occurrences, reshard, shard_of, sort_keys
+
+
+def rows(values: list[tuple[int, ...]], width: int) -> np.ndarray:
+    return np.array(values, dtype=np.uint64).reshape(len(values), width)
+
+
+# keys with many repeats, spread over all buckets (top bits) and equal in the top word sometimes
+WORD = st.one_of(st.integers(0, 3), st.integers(0, 2 ** 64 - 1), st.sampled_from([2 ** 63, 2 ** 64 - 1, 2 ** 56]))
+
+
+def levels(width: int):
+    key = st.tuples(*[WORD] * width)
+    return st.lists(st.lists(key, max_size=60), min_size=1, max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 2).flatmap(lambda w: st.tuples(st.just(w), levels(w))))
+def test_insert_new_is_a_test_and_set_in_order(case):
+    width, batches = case
+    visited, seen = Visited(width), set()
+    for keys in batches:
+        winner = visited.insert_new(rows(keys, width))
+        expected = []
+        for k in keys:
+            expected.append(k not in seen)
+            seen.add(k)
+        assert winner.tolist() == expected
+        assert len(visited) == len(seen)
+        assert visited.nbytes == 8 * width * len(seen)
+        assert visited.contains(rows(keys, width)).all()
+    probe = [(5,) * width, (2 ** 64 - 2,) * width]
+    assert visited.contains(rows(probe, width)).tolist() == [p in seen for p in probe]
+
+
+# after each level: 0 nothing, 1 flush to a nameless run, 2 flush to a named run, 3 compact
+MOVES = st.lists(st.sampled_from([0, 1, 2, 3]), min_size=4, max_size=4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 2).flatmap(lambda w: st.tuples(st.just(w), levels(w), MOVES)))
+def test_runs_on_disk_answer_as_memory_does(tmp_path_factory, case):
+    """Keys moved to runs (named or not, compacted or not) are found as if
+    they had stayed in memory: the same winners, the same membership."""
+    width, batches, moves = case
+    where = tmp_path_factory.mktemp("runs")
+    visited, seen = Visited(width), set()
+    for level, (keys, move) in enumerate(zip(batches, moves)):
+        winner = visited.insert_new(rows(keys, width))
+        expected = []
+        for k in keys:
+            expected.append(k not in seen)
+            seen.add(k)
+        assert winner.tolist() == expected
+        if move == 1:
+            visited.flush(directory=str(where))
+        elif move == 2:
+            visited.flush(path=str(where / f"run-{level}"))
+        elif move == 3:
+            visited.compact(directory=str(where))
+            assert len(visited.runs) <= 1 and visited.memory_keys == 0
+        assert len(visited) == len(seen) and visited.nbytes == 8 * width * len(seen)
+        assert visited.memory_bytes + visited.disk_bytes == visited.nbytes
+        assert visited.contains(rows(keys, width)).all()
+    named = [r.path for r in visited.runs if r.path]
+    if named:       # a named run is whole on disk: opened again, it holds the same keys
+        reopened = Visited.from_runs(width, named)
+        assert sum(len(r) for r in reopened.runs) == sum(len(r) for r in visited.runs if r.path)
+    every = sorted(seen)
+    kept = [tuple(k) for b in visited.bucket_keys() for k in b.tolist()]
+    assert kept == every
+
+
+def test_a_run_is_sorted_by_bucket_and_refuses_other_files(tmp_path):
+    keys = np.random.default_rng(3).integers(0, 2 ** 64 - 1, size=(5000, 2), dtype=np.uint64, endpoint=True)
+    visited = Visited(2)
+    visited.insert_new(keys)
+    visited.flush(path=str(tmp_path / "run"))
+    run = Run.open(str(tmp_path / "run"))
+    assert len(run) == 5000 and not os.path.exists(tmp_path / "run.tmp")
+    assert [tuple(r) for r in run.keys.tolist()] == sorted(tuple(r) for r in keys.tolist())
+    for b in range(1 << BUCKET_BITS):
+        assert (run.bucket(b)[:, 0] >> np.uint64(64 - BUCKET_BITS) == b).all()
+    (tmp_path / "other").write_bytes(b"\0" * 4096)
+    with pytest.raises(ValueError, match="not a run"):
+        Run.open(str(tmp_path / "other"))
+
+
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_reshard_keeps_every_key_on_its_shard(tmp_path, on_disk):
+    keys = np.random.default_rng(5).integers(0, 2 ** 64 - 1, size=(20000, 1), dtype=np.uint64, endpoint=True)
+    buckets = [keys[keys[:, 0] >> np.uint64(64 - BUCKET_BITS) == b] for b in range(1 << BUCKET_BITS)]
+    shards = reshard(buckets, 3, str(tmp_path), on_disk=on_disk)
+    assert sum(len(s) for s in shards) == 20000
+    assert all(bool(s.runs) == on_disk for s in shards)
+    owner = shard_of(keys, 3)
+    for s, visited in enumerate(shards):
+        assert visited.contains(keys).tolist() == (owner == s).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 2).flatmap(lambda w: st.lists(st.tuples(*[WORD] * w), max_size=300).map(lambda k: (w, k))))
+def test_sort_keys_is_stable_and_first_occurrences_are_the_first(case):
+    width, keys = case
+    order, ordered = sort_keys(rows(keys, width))
+    assert order.tolist() == sorted(range(len(keys)), key=lambda i: (keys[i], i))
+    assert [tuple(r) for r in ordered.tolist()] == sorted(keys)
+    firsts = first_occurrences(rows(keys, width))
+    assert firsts.tolist() == sorted({k: i for i, k in reversed(list(enumerate(keys)))}.values())
+
+
+def test_shards_split_keys_evenly_below_the_bucket_bits():
+    keys = np.random.default_rng(7).integers(0, 2 ** 63, size=(40000, 1), dtype=np.uint64) * np.uint64(2)
+    for shards in (1, 2, 3, 8):
+        owner = shard_of(keys, shards)
+        counts = np.bincount(owner.astype(np.int64), minlength=shards)
+        assert len(counts) == shards and counts.min() > 0.8 * len(keys) / shards
+    # the owner does not depend on the bucket bits, so every shard's buckets fill
+    same_low = keys & np.uint64((1 << 64 - BUCKET_BITS) - 1)
+    assert (shard_of(same_low, 4) == shard_of(same_low | np.uint64(0xFF << 56), 4)).all()
