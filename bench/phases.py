@@ -6,6 +6,7 @@ engine spends a state) for comparison.
 
     python bench/phases.py                          # the default config
     python bench/phases.py --set max_records=1
+    python bench/phases.py --symmetry --set brokers=4 --set min_isr=3 --set max_unclean_shutdowns=2 --set max_records=1
 """
 
 from __future__ import annotations
@@ -23,9 +24,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--interpreted-states", type=int, default=100_000, help="states the interpreted spec is timed on")
+    ap.add_argument("--symmetry", action="store_true", help="one state a class of renamed brokers (check's --symmetry)")
     ns = ap.parse_args()
     config = {k: tomllib.loads(f"v = {v}")["v"] for k, v in (s.split("=", 1) for s in ns.set)}
     spec = load(config)
+    if ns.symmetry:
+        spec.enable_symmetry()
     kernel = kernel_for(spec)
     spent: dict[str, float] = {}
 
@@ -47,9 +51,9 @@ def main() -> None:
     n = r.distinct_states
     print(f"{config or 'default'}: {n:,} states, {r.generated_states:,} successors "
           f"({r.generated_states / n:.2f} a state), one thread, {total:.2f} s")
-    print(f"{'phase':42} {'s':>6} {'ns a state':>11}")
+    print(f"{'phase':42} {'s':>6} {'ns a state':>11} {'ns a successor':>15}")
     for name, seconds in spent.items():
-        print(f"{name:42} {seconds:6.2f} {seconds / n * 1e9:11.0f}")
+        print(f"{name:42} {seconds:6.2f} {seconds / n * 1e9:11.0f} {seconds / r.generated_states * 1e9:15.0f}")
     rest = total - sum(spent.values())
     print(f"{'the engine around them':42} {rest:6.2f} {rest / n * 1e9:11.0f}")
     print(f"{'total':42} {total:6.2f} {total / n * 1e9:11.0f}")

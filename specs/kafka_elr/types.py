@@ -248,22 +248,43 @@ def view(s: State, b: int) -> tuple[int, ...]:
     membership of the proposal is its epoch there, 0 if none; its own view
     by how its leader relates to it and to the controller's). Replicas
     come first, so the sorted form keeps the replica set in the lowest ids
-    (where it is constant, without reassignments, it stays so)."""
-    return (1 - (s.replicas >> b & 1), s.status[b], s.clean_shutdown_epoch[b], s.broker_epoch[b], s.hwm[b], s.log[b], s.isr >> b & 1,
-            s.elr >> b & 1, s.last_known_elr >> b & 1, s.fenced >> b & 1, int(s.leader == b),
+    (where it is constant, without reassignments, it stays so). The log
+    is left out: `view_key` compares it apart."""
+    return (1 - (s.replicas >> b & 1), s.status[b], s.clean_shutdown_epoch[b] + 1, s.broker_epoch[b], s.hwm[b],
+            s.isr >> b & 1, s.elr >> b & 1, s.last_known_elr >> b & 1, s.fenced >> b & 1, int(s.leader == b),
             int(s.last_known_leader == b), s.pending_epochs[b], int(s.pending_from == b),
             int(s.seen_leader[b] == b), int(s.seen_leader[b] == s.leader), s.seen_epoch[b],
             popcount(s.seen_isr[b]), s.seen_min_isr[b], s.adding >> b & 1, s.removing >> b & 1)
 
 
+# the bits each of view()'s values takes in view_key (63 in all): epochs below
+# 1024, min ISR below 64 (an HWM is at most max_records, 7) (far beyond what a check reaches; past
+# them two views could share a key, which costs reduction, never soundness)
+VIEW_BITS = (1, 2, 10, 10, 3, 1, 1, 1, 1, 1, 1, 10, 1, 1, 1, 6, 4, 6, 1, 1)
+
+
+def view_key(s: State, b: int) -> int:
+    """Broker b's view packed into one int (its log is compared apart), so
+    that the sort computes each view once and compares ints."""
+    v = view(s, b)
+    key = 0
+    for i in range(len(VIEW_BITS)):
+        key = key << VIEW_BITS[i] | v[i]
+    return key
+
+
 def sorted_renaming(s: State, identity: tuple[int, ...]) -> tuple[int, ...]:
-    """The renaming of the brokers that orders their views ascending:
-    `to[b]` is b's rank. Brokers with equal views are interchangeable, so
-    ties may go either way."""
+    """The renaming of the brokers that orders their views ascending (by
+    key, then log): `to[b]` is b's rank. Brokers with equal views are
+    interchangeable, so ties may go either way."""
+    keys = identity
+    for b in range(len(identity)):
+        keys = replace_at(keys, b, view_key(s, b))
     order = identity                   # order[k]: the broker that becomes k
     for k in range(1, len(identity)):  # insertion sort of the brokers by view
         j = k
-        while j > 0 and view(s, order[j]) < view(s, order[j - 1]):
+        while j > 0 and (keys[order[j]] < keys[order[j - 1]]
+                         or keys[order[j]] == keys[order[j - 1]] and s.log[order[j]] < s.log[order[j - 1]]):
             moved = order[j - 1]
             order = replace_at(replace_at(order, j - 1, order[j]), j, moved)
             j -= 1
@@ -285,7 +306,7 @@ def class_size(s: State, identity: tuple[int, ...]) -> int:
         renamings *= b + 1
         same = 1                        # b and the brokers before it with b's view
         for a in range(b):
-            if view(s, a) == view(s, b):
+            if view(s, a) == view(s, b) and s.log[a] == s.log[b]:
                 same += 1
                 if permute(s, replace_at(replace_at(identity, a, b), b, a)) != s:
                     swaps_fix = False
