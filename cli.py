@@ -428,8 +428,9 @@ def print_result(spec: Any, result: CheckResult, expected: str | None, verdict: 
         out.print(keys)
     if "symmetry" in result.run_info:
         sym = result.run_info["symmetry"]
-        out.print(f"symmetry: {sym['classes']:,} classes of states equal up to renaming the brokers, holding "
-                  f"{sym['states']:,} states ({sym['reduction']:,.1f}x fewer to explore)")
+        out.print(f"symmetry: {sym['classes']:,} classes of states equal up to renaming the brokers; they hold "
+                  f"{sym['class_states']:,} states ({sym['max_reduction']:,.1f}x), the most a search without "
+                  f"--symmetry would meet (it starts from fewer: its initial states are not renamed)")
     fired = "  ".join(f"{name} {count:,}" for name, count in result.coverage.items())
     out.print(f"coverage (transitions per action): {fired}")
     never = never_fired(result)

@@ -5,14 +5,18 @@ process's peak resident memory (getrusage of the child):
 
 - no limit (the default, 80% of RAM: nothing spills);
 - each --max-memory given: the fast engine splits levels into segments
-  and moves frontiers and parent links to disk (the output says whether
-  it spilled, and into how many segments);
+  and moves frontiers and parent links to disk, then the visited set's
+  keys (sorted runs) when the limit leaves room only for small segments
+  (the output says whether it spilled, into how many segments, how often
+  the visited set moved to disk and how much of it is there at the end);
 - --checkpoint with --checkpoint-every 0 (a checkpoint at every level)
   and with the default interval, and the checkpoint's size on disk;
 - a run stopped by SIGINT half-way and resumed (wall time of both).
 
     python bench/memory.py                                   # max_records=3: 18.8M states
     python bench/memory.py --limit 1G --limit 400M --set max_isr_shrinks=2
+    python bench/memory.py --set max_records=3 --set max_fences=2 --fingerprint-bits 128 --limit 600M \
+        --no-checkpoints                                    # a visited set 4x the limit
 """
 
 from __future__ import annotations
@@ -54,23 +58,10 @@ def size_of(directory: Path) -> int:
     return sum(f.stat().st_size for f in directory.iterdir())
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="the config (default: "
-                    "max_records=3)")
-    ap.add_argument("--limit", action="append", default=[], metavar="SIZE", help="--max-memory values to try "
-                    "(default: 1G, 600M, 400M)")
-    ns = ap.parse_args()
-    config = [x for s in (ns.set or ["max_records=3"]) for x in ("--set", s)]
-    print(f"# {os.cpu_count()} cores ({platform.machine()}), Python {platform.python_version()}; "
-          f"config: {' '.join(config[1::2])}")
+def checkpoint_runs(config: list[str], elapsed: float) -> list[tuple]:
+    """A checkpoint at every level and at the default interval, then a run
+    stopped half-way by SIGINT and resumed."""
     rows = []
-    wall, peak, base, _ = run(config)
-    rows.append(("no limit (default)", wall, peak, base, ""))
-    for limit in ns.limit or ["1G", "600M", "400M"]:
-        wall, peak, got, _ = run([*config, "--max-memory", limit])
-        rows.append((f"--max-memory {limit}", wall, peak, got,
-                     f"spilled={got['spilled']} segments={got['segments']}"))
     with tempfile.TemporaryDirectory() as tmp:
         for every in ("0", "180"):
             ck = Path(tmp) / f"ck{every}"
@@ -78,12 +69,38 @@ def main() -> None:
             rows.append((f"--checkpoint-every {every}", wall, peak, got, f"on disk {size_of(ck) / 2**20:.0f} MiB"))
         ck = Path(tmp) / "stopped"
         first, _, _, code = run([*config, "--checkpoint", str(ck), "--checkpoint-every", "0"],
-                                stop_after=base["elapsed_s"] / 2 + 2)
+                                stop_after=elapsed / 2 + 2)
         assert code == 130, code
         wall, peak, got, _ = run(["--resume", str(ck)])
         rows.append(("SIGINT half-way, then --resume", first + wall, peak, got,
                      f"stopped after {first:.1f} s, resumed in {wall:.1f} s"))
         shutil.rmtree(ck)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="the config (default: "
+                    "max_records=3)")
+    ap.add_argument("--limit", action="append", default=[], metavar="SIZE", help="--max-memory values to try "
+                    "(default: 1G, 600M, 400M)")
+    ap.add_argument("--fingerprint-bits", choices=("64", "128"), default="64")
+    ap.add_argument("--no-checkpoints", action="store_true", help="only the limits, no checkpoint runs")
+    ns = ap.parse_args()
+    config = [x for s in (ns.set or ["max_records=3"]) for x in ("--set", s)] + ["--fingerprint-bits",
+                                                                                 ns.fingerprint_bits]
+    print(f"# {os.cpu_count()} cores ({platform.machine()}), Python {platform.python_version()}; "
+          f"config: {' '.join(config)}")
+    rows = []
+    wall, peak, base, _ = run(config)
+    rows.append(("no limit (default)", wall, peak, base, f"visited set {base['memory']['visited_bytes'] / 2**20:,.0f} MiB"))
+    for limit in ns.limit or ["1G", "600M", "400M"]:
+        wall, peak, got, _ = run([*config, "--max-memory", limit])
+        rows.append((f"--max-memory {limit}", wall, peak, got,
+                     f"spilled={got['spilled']} segments={got['segments']} visited moved to disk "
+                     f"{got['visited_flushes']}x, {got['memory']['visited_disk_bytes'] / 2**20:,.0f} MiB there"))
+    if not ns.no_checkpoints:
+        rows += checkpoint_runs(config, base["elapsed_s"])
     print(f"{'run':34} {'wall s':>8} {'peak RSS':>10}  {'same counts':11}  notes")
     for name, wall, peak, got, notes in rows:
         same = all(got[f] == base[f] for f in FIELDS)

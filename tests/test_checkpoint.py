@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from modelcheck.engine import run
+from modelcheck.engine import fast, run
 from modelcheck.engine.checkpoint import Checkpoints
 from modelcheck.engine.control import Control
 from modelcheck.lifetime import Stopped
@@ -21,7 +21,7 @@ from modelcheck.memory import anon_rss, parse_size
 from specs.kafka_elr import load
 
 from processes import ROOT
-from resuming import interrupted, resume
+from resuming import interrupted, resume, stop_after
 
 FIELDS = ("verdict", "invariant", "distinct_states", "generated_states", "depth", "coverage", "goals")
 
@@ -97,6 +97,48 @@ def test_short_of_memory_the_fast_engine_spills_and_splits_levels_to_the_same_an
     same(r, whole)
     assert r.run_info["spilled"] is True and r.run_info["segments"] > r.depth
     assert list(tmp_path.iterdir()) == []           # spilled files have no name: nothing is left
+
+
+def test_a_visited_set_moved_to_disk_gives_the_same_answer_and_resumes_from_disk(tmp_path, monkeypatch):
+    """With no share of the limit left to the visited set, a search short
+    of memory moves its keys to sorted runs on disk (nameless: nothing is
+    left behind) and ends with the same answer; stopped there, its
+    checkpoint resumes onto disk again, on another number of workers."""
+    monkeypatch.setattr(fast, "VISITED_SHARE", 0.0)
+    spec = load({})
+    whole = uninterrupted("fast", "{}")
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    r = run(spec, engine="fast", workers=2, control=Control(max_memory=anon_rss() + (24 << 20), spill_dir=str(spill)))
+    same(r, whole)
+    assert r.run_info["visited_flushes"] > 0 and 0 < r.memory["visited_disk_bytes"] <= r.memory["visited_bytes"]
+    assert list(spill.iterdir()) == []
+    checkpoints = Checkpoints(tmp_path / "ck", every_s=0)
+    checkpoints.prepare(resuming=False)
+    request, progress = stop_after(r.depth - 6)
+    with pytest.raises(Stopped):
+        run(spec, engine="fast", workers=2, progress=progress, control=Control(
+            stop=request, checkpoints=checkpoints, max_memory=anon_rss() + (24 << 20), spill_dir=str(spill)))
+    checkpoints = Checkpoints(tmp_path / "ck", every_s=0)
+    checkpoints.prepare(resuming=True)
+    resumed = run(spec, engine="fast", workers=1, control=Control(checkpoints=checkpoints, resume=True,
+                                                                  max_memory=anon_rss() + (24 << 20),
+                                                                  spill_dir=str(spill)))
+    same(resumed, whole)
+    assert resumed.memory["visited_disk_bytes"] > 0
+
+
+def test_a_violation_found_with_the_visited_set_on_disk_has_the_exact_counts_and_trace(tmp_path, monkeypatch):
+    """Duplicates in the runs are detected late; at a violation the search
+    first settles them, so its counts, coverage and shortest trace are the
+    in-memory search's."""
+    monkeypatch.setattr(fast, "VISITED_SHARE", 0.0)
+    config = {"brokers": 4, "min_isr": 3, "max_unclean_shutdowns": 3, "max_records": 1, "max_fences": 0}
+    whole = uninterrupted("fast", json.dumps(config))
+    r = run(load(config), engine="fast", workers=2, control=Control(max_memory=anon_rss() + (24 << 20),
+                                                                     spill_dir=str(tmp_path)))
+    assert not whole.holds and r.run_info["visited_flushes"] > 0
+    same(r, whole)
 
 
 def test_at_the_memory_limit_a_search_stops_with_a_checkpoint_that_resumes(tmp_path):

@@ -46,8 +46,8 @@ def test_insert_new_is_a_test_and_set_in_order(case):
     assert visited.contains(rows(probe, width)).tolist() == [p in seen for p in probe]
 
 
-# after each level: 0 nothing, 1 flush to a nameless run, 2 flush to a named run, 3 compact
-MOVES = st.lists(st.sampled_from([0, 1, 2, 3]), min_size=4, max_size=4)
+# after each level: 0 nothing, 1 flush to a nameless run, 2 flush to a named run, 3 compact, 4 flush and merge
+MOVES = st.lists(st.sampled_from([0, 1, 2, 3, 4]), min_size=4, max_size=4)
 
 
 @settings(max_examples=150, deadline=None)
@@ -72,6 +72,11 @@ def test_runs_on_disk_answer_as_memory_does(tmp_path_factory, case):
         elif move == 3:
             visited.compact(directory=str(where))
             assert len(visited.runs) <= 1 and visited.memory_keys == 0
+        elif move == 4:
+            visited.flush(directory=str(where))
+            visited.merge_runs(directory=str(where))
+            sizes = [len(r) for r in visited.runs]
+            assert all(2 * newer < older for older, newer in zip(sizes, sizes[1:]))
         assert len(visited) == len(seen) and visited.nbytes == 8 * width * len(seen)
         assert visited.memory_bytes + visited.disk_bytes == visited.nbytes
         assert visited.contains(rows(keys, width)).all()
@@ -131,3 +136,24 @@ def test_shards_split_keys_evenly_below_the_bucket_bits():
     # the owner does not depend on the bucket bits, so every shard's buckets fill
     same_low = keys & np.uint64((1 << 64 - BUCKET_BITS) - 1)
     assert (shard_of(same_low, 4) == shard_of(same_low | np.uint64(0xFF << 56), 4)).all()
+
+
+@pytest.mark.parametrize("width", [1, 2])
+def test_few_candidates_are_found_in_a_large_run(width):
+    """A run's bucket far larger than its candidates is searched where each
+    key's value puts it (the sparse path): hits, misses and keys at a
+    bucket's edges all answer as a set would."""
+    rng = np.random.default_rng(11)
+    keys = rng.integers(0, 2 ** 64 - 1, size=(300_000, width), dtype=np.uint64, endpoint=True)
+    visited = Visited(width)
+    visited.insert_new(keys)
+    visited.flush()
+    edges = np.array([[b << 56] + [0] * (width - 1) for b in range(0, 256, 17)]
+                     + [[(b << 56) - 1] + [2 ** 64 - 1] * (width - 1) for b in range(1, 256, 19)], dtype=np.uint64)
+    probe = np.concatenate([keys[rng.integers(0, len(keys), 300)], keys[:1] + np.uint64(1),
+                            rng.integers(0, 2 ** 64 - 1, size=(300, width), dtype=np.uint64, endpoint=True), edges])
+    present = {tuple(k) for k in keys.tolist()}
+    assert visited.contains(probe).tolist() == [tuple(k) in present for k in probe.tolist()]
+    assert visited.insert_new(probe).tolist() == [
+        tuple(k) not in present and tuple(k) not in {tuple(x) for x in probe[:i].tolist()}
+        for i, k in enumerate(probe.tolist())]

@@ -30,6 +30,17 @@ that is short it first moves the frontier and the parent links to disk
 (spill.py), then the visited set's keys (sorted runs, visited.py), and
 stops with a checkpoint only when a segment of the smallest size no
 longer fits beside what cannot move.
+
+Once keys are on disk, duplicates are detected late (Stern and Dill's
+and Korf's delayed duplicate detection): a segment's candidates are
+tested against the keys in memory only, and its winners are the next
+level's rows *provisionally*; `resolve` looks the keys in memory up in
+the runs all at once, a sequential merge, and takes back the rows whose
+state a run holds (a state of an earlier level: it passed every invariant
+then, so a provisional row never hides a violation). A search resolves
+at the end of each level, before moving keys to disk, before a
+checkpoint or a stop, and at a violation (whose counts are then exact),
+so everything it reports is what the per-segment test would have given.
 """
 
 from __future__ import annotations
@@ -58,7 +69,8 @@ from .spill import on_disk, to_disk
 
 MIN_SEGMENT = 1 << 12       # frontier rows: a level is not split finer
 MANY_SEGMENTS = 4           # more segments than this for the rest of a level: move the visited set to disk
-MAX_RUNS = 8                # runs a shard's visited set may have on disk before they are merged into one
+MERGE_SHARE = 16            # once on disk, keys in memory beyond this many segments' candidates move there too
+VISITED_SHARE = 0.25        # of the memory limit, what the visited set's keys may keep in memory when it is short
 PEAK_PER_CANDIDATE = 3.0    # a candidate's bytes at a segment's peak, in its own sizes (buffer growth, joins, sorts)
 
 
@@ -81,6 +93,8 @@ class Cursor:
     first: int = 0              # the number of the frontier's first state (in the order states were found)
     next_rows: list[np.ndarray] = field(default_factory=list)
     next_links: list[np.ndarray] = field(default_factory=list)
+    resolved: int = 0           # next_rows[:resolved] are new; the rest are until a run holds their key
+    next_keys: list[np.ndarray] = field(default_factory=list)   # the keys of next_rows[resolved:]
 
 
 class Search:
@@ -102,6 +116,8 @@ class Search:
         self.spilled = False                     # frontiers and links live on disk from now on
         self.segments = 0
         self.visited_flushes = 0                 # times the visited set's keys in memory moved to disk
+        self.last_candidates = 0                 # successors the last segment had
+        self.deferred = False                    # keys are on disk: duplicates there are detected late
         self.per_row = 4.0                       # successors a frontier row, the most a segment had
         self.candidate_bytes = 8 * (kernel.words + kernel.key_words) + 8 + 2 + 1 + 2
         # temporal properties: the behaviour graph, recorded as the search goes
@@ -143,6 +159,7 @@ class Search:
         return self.violated(level, cur, *bad) if bad else self.next_level(cur)
 
     def next_level(self, cur: Cursor) -> Cursor:
+        self.resolve(cur)
         self.links.append(self.joined(cur.next_links, np.empty(0, LINK_DTYPE)))
         rows = self.joined(cur.next_rows, np.empty((0, self.kernel.words), np.uint64))
         return Cursor(cur.depth + (1 if len(rows) else 0), rows, first=self.distinct - len(rows))
@@ -161,12 +178,13 @@ class Search:
             if hi - cur.done <= MIN_SEGMENT and self.spilled:
                 if not any(s.memory_keys for s in self.shards):
                     raise self.memory_stop(cur, "a segment of the frontier no longer fits") from None
-                self.flush_visited()
+                self.flush_visited(cur)
                 return None
             self.per_row *= 2       # it did not fit: smaller segments from now on
             self.spill(cur)
             return None
         self.segments += 1
+        self.last_candidates = len(level)
         self.per_row = max(self.per_row, len(level) / max(1, hi - cur.done))
         bad = self.settle(level, cur)
         if bad:
@@ -203,26 +221,37 @@ class Search:
         new states to the cursor's next level, their links kept; or the
         first violation among them (candidate position, new states before
         it, invariant), if any."""
+        runs = not self.deferred
         if self.workers == 1:
-            winners = np.flatnonzero(self.shards[0].insert_new(level.keys))
+            winners = np.flatnonzero(self.shards[0].insert_new(level.keys, runs))
         else:
             owner = shard_of(level.keys, self.workers)
 
             def shard(s: int) -> np.ndarray:
                 mine = np.flatnonzero(owner == s)
-                return mine[self.shards[s].insert_new(level.keys[mine])]
+                return mine[self.shards[s].insert_new(level.keys[mine], runs)]
 
             winners = np.sort(np.concatenate(self.wait([self.pool.submit(shard, s) for s in range(self.workers)])))
         rows = level.words[winners]
         first = self.first_violation(rows)
-        if self.spec.symmetric:         # the states these classes hold, up to the violation if there is one
-            self.represented += self.kernel.class_sizes(rows, 0, len(rows) if first is None else first[0] + 1)
         if first is not None:
-            return int(winners[first[0]]), first[0], first[1]
+            new = np.arange(first[0] + 1)           # the new states up to the violating one
+            if self.deferred:                       # a provisional winner a run holds is not new
+                self.resolve(cur)
+                new = np.append(np.flatnonzero(~self.in_runs(level.keys[winners[:first[0]]])), first[0])
+            if self.spec.symmetric:
+                self.represented += self.kernel.class_sizes(rows[new], 0, len(new))
+            return int(winners[first[0]]), len(new) - 1, first[1]
+        if self.spec.symmetric:         # the states these classes hold
+            self.represented += self.kernel.class_sizes(rows, 0, len(rows))
         links = np.empty(len(winners), dtype=LINK_DTYPE)
         links["parent"], links["index"] = level.parents[winners], level.index[winners]
         cur.next_links.append(self.kept(links))
         cur.next_rows.append(self.kept(rows))
+        if self.deferred:
+            cur.next_keys.append(self.kept(level.keys[winners]))
+        else:
+            cur.resolved = len(cur.next_rows)
         if self.recorder is not None:
             if cur.depth:
                 self.recorder.add_transitions(self.kept(level.parents + cur.first), self.kept(level.keys),
@@ -233,6 +262,38 @@ class Search:
         if cur.depth:
             self.coverage += np.bincount(level.action, minlength=len(self.coverage))
         return None
+
+    def in_runs(self, keys: np.ndarray) -> np.ndarray:
+        """Which of `keys` a run holds (the shards' runs, not their memory)."""
+        owner = shard_of(keys, self.workers)
+        found = np.zeros(len(keys), dtype=np.bool_)
+        for s, visited in enumerate(self.shards):
+            mine = np.flatnonzero(owner == s)
+            found[mine] = visited.in_runs(keys[mine])
+        return found
+
+    def resolve(self, cur: Cursor) -> None:
+        """Delayed duplicate detection: take back the next level's
+        provisional rows whose key a run holds, and their keys from memory."""
+        if cur.resolved == len(cur.next_rows):
+            return
+        taken = self.wait([self.pool.submit(s.resolve) for s in self.shards])
+        held = Visited(self.kernel.key_words)
+        for keys in taken:
+            held.insert_new(keys)
+        for i in range(cur.resolved, len(cur.next_rows)):
+            if not len(held):
+                break
+            drop = held.contains(cur.next_keys[i - cur.resolved])
+            if drop.any():
+                rows = cur.next_rows[i]
+                if self.spec.symmetric:
+                    self.represented -= self.kernel.class_sizes(rows[drop], 0, int(drop.sum()))
+                self.distinct -= int(drop.sum())
+                cur.next_rows[i] = self.kept(rows[~drop])
+                cur.next_links[i] = self.kept(cur.next_links[i][~drop])
+        cur.next_keys.clear()
+        cur.resolved = len(cur.next_rows)
 
     def first_violation(self, rows: np.ndarray) -> tuple[int, int] | None:
         """(row, place in checked_invariants()) of the first violating row."""
@@ -263,10 +324,12 @@ class Search:
         """Between segments: checkpoint when one is due, stop when asked."""
         c = self.control
         if c.stop.asked:
+            self.resolve(cur)
             if c.checkpoints:
                 self.checkpoint(cur)
             raise c.stop.stopped(**self.counts(cur))
         if c.checkpoints and c.checkpoints.due():
+            self.resolve(cur)
             self.checkpoint(cur)
 
     def segment_end(self, cur: Cursor) -> int:
@@ -281,26 +344,33 @@ class Search:
             self.spill(cur)
             room = self.control.max_memory - anon_rss()
         in_memory = sum(s.memory_bytes for s in self.shards)
-        if room < per_row * rest / MANY_SEGMENTS and (in_memory > self.control.max_memory // 4
-                                                      or room < per_row * min(rest, MIN_SEGMENT)):
-            self.flush_visited()
+        short = room < per_row * rest / MANY_SEGMENTS and (in_memory > self.control.max_memory * VISITED_SHARE
+                                                           or room < per_row * min(rest, MIN_SEGMENT))
+        # a segment merges its new keys into the keys in memory, so once the set is on disk
+        # those stay a few segments' worth: merging costs then what the segment does
+        costly = any(s.runs for s in self.shards) and \
+            sum(s.memory_keys for s in self.shards) > MERGE_SHARE * self.last_candidates
+        if short or costly:
+            self.flush_visited(cur)
             room = self.control.max_memory - anon_rss()
         if room < per_row * min(rest, MIN_SEGMENT):
             raise self.memory_stop(cur, "a segment of the frontier no longer fits beside what must stay in memory")
         return cur.done + min(rest, max(MIN_SEGMENT, int(room // per_row)))
 
-    def flush_visited(self) -> None:
+    def flush_visited(self, cur: Cursor) -> None:
         """Move each shard's keys in memory to a sorted run on disk (merging
-        its runs into one when they are many), and give the memory back."""
+        runs of like size, so they stay few), and give the memory back;
+        from then on duplicates in the runs are detected late."""
+        self.resolve(cur)
         d = self.control.spill_dir
 
         def move(s: int) -> None:
             self.shards[s].flush(directory=d)
-            if len(self.shards[s].runs) > MAX_RUNS:
-                self.shards[s].compact(directory=d)
+            self.shards[s].merge_runs(directory=d)
 
         self.wait([self.pool.submit(move, s) for s in range(self.workers)])
         self.visited_flushes += 1
+        self.deferred = self.recorder is None     # the behaviour graph needs each segment's exact winners
         release_freed()
 
     def spill(self, cur: Cursor) -> None:
@@ -312,6 +382,7 @@ class Search:
         cur.frontier = to_disk(cur.frontier, d)
         cur.next_rows = [to_disk(x, d) for x in cur.next_rows]
         cur.next_links = [to_disk(x, d) for x in cur.next_links]
+        cur.next_keys = [to_disk(x, d) for x in cur.next_keys]
         self.spilled = True
 
     def kept(self, a: np.ndarray) -> np.ndarray:
@@ -323,6 +394,7 @@ class Search:
         return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else empty
 
     def memory_stop(self, cur: Cursor, what: str) -> Stopped:
+        self.resolve(cur)
         if self.control.checkpoints:
             self.checkpoint(cur)
         return self.control.out_of_memory(what, **self.counts(cur))
@@ -368,9 +440,10 @@ class Search:
         keys, sizes, old = arrays["visited"], state["bucket_sizes"], state["workers"]
         starts = np.concatenate([[0], np.cumsum(sizes)])
         # a visited set that would take much of the memory limit is resumed on disk, as it was left
-        big = self.control.max_memory is not None and keys.nbytes > self.control.max_memory // 4
+        big = self.control.max_memory is not None and keys.nbytes > self.control.max_memory * VISITED_SHARE
         self.shards = reshard([keys[starts[b * old]:starts[(b + 1) * old]] for b in range(1 << BUCKET_BITS)],
                               self.workers, self.control.spill_dir, on_disk=big)
+        self.deferred = big and self.recorder is None
         self.links = [arrays[f"links-{d}"] for d in range(state["levels"])]
         if self.recorder is not None:
             self.recorder.load({name: [arrays[f"graph-{name}-{i}"] for i in range(n)]
@@ -381,7 +454,7 @@ class Search:
         self.per_row = state["per_row"]
         self.started = time.perf_counter() - state["elapsed_s"]
         return Cursor(state["depth"], arrays["frontier"], state["done"], state["first"], [arrays["next_rows"]],
-                      [arrays["next_links"]])
+                      [arrays["next_links"]], resolved=1)
 
     # ---- results ------------------------------------------------------------------
     def properties(self) -> CheckResult:

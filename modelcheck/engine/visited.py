@@ -14,13 +14,15 @@ sorted *run* (the buckets one after the other are one sorted array) and
 mapped back read-only: file pages the OS may drop and read again, not
 anonymous memory. This is delayed duplicate detection as in Stern and
 Dill's disk-based Murphi and Korf's disk BFS, at the granularity of a
-level: a level's candidates are sorted once and looked up in every run
-by a galloping search within their bucket (so a small level reads few of
-a run's pages), then merged into memory. Runs never change once written;
-`compact` merges them into one, a bucket at a time, so that lookups stay
-few. A run may be nameless (the fast engine's spill: nothing is left
-behind however the process ends) or a named file (Spark executors keep a
-shard's runs between jobs).
+level: a level's candidates are sorted once and looked up in every run by
+a galloping search within their bucket (so a small level reads few of a
+run's pages), then merged into memory. Runs never change once written;
+`merge_runs` keeps them few by merging the newest two while they are of
+like size (an LSM tree's size tiers: a key is rewritten O(log) times),
+and `compact` merges them all into one, a bucket at a time. A run may be
+nameless (the fast engine's spill: nothing is left behind however the
+process ends) or a named file (Spark executors keep a shard's runs
+between jobs).
 """
 
 from __future__ import annotations
@@ -186,6 +188,21 @@ def _merge_bucket(visited, ordered, order, lo, hi, winner, found):
 
 
 @jit
+def _merge_two(a, b):
+    """Two sorted arrays of distinct keys (no key in both) as one."""
+    out = np.empty((len(a) + len(b), a.shape[1]), np.uint64)
+    i = j = 0
+    for k in range(len(out)):
+        if j == len(b) or i < len(a) and _less(a, i, b, j):
+            out[k] = a[i]
+            i += 1
+        else:
+            out[k] = b[j]
+            j += 1
+    return out
+
+
+@jit
 def _member(visited, ordered, order, lo, hi, found):
     """Mark in `found` the candidates of ordered[lo:hi] already in a bucket."""
     j = 0
@@ -196,30 +213,55 @@ def _member(visited, ordered, order, lo, hi, found):
             found[order[i]] = True
 
 
+SPARSE = 32        # a run's bucket this many times its candidates: look each up where its value says
+
+
 @jit
 def _member_run(run, run_bounds, ordered, order, bounds, found):
     """Mark in `found` the candidates (sorted, with their positions and
-    bucket bounds) that are in a run (sorted, with its bucket bounds): in
-    each bucket, a galloping search from the last match, so the pages read
-    are those near a candidate and a level costs O(c log(r/c)), not O(r)."""
+    bucket bounds) that are in a run (sorted, with its bucket bounds), so
+    that a level costs O(c log(r/c)), not O(r): in a bucket with few
+    candidates, each is looked for where its value puts it (keys are mixed
+    or hashed, so uniform within a bucket), then by galloping from there;
+    in a dense one, by galloping from the last candidate's place."""
+    span = float(uint64(1) << uint64(64 - BUCKET_BITS))
     for b in range(len(bounds) - 1):
-        j, end = run_bounds[b], run_bounds[b + 1]
+        start, end = run_bounds[b], run_bounds[b + 1]
+        sparse = end - start > SPARSE * (bounds[b + 1] - bounds[b])
+        base = uint64(b) << uint64(64 - BUCKET_BITS)
+        j = start
         for i in range(bounds[b], bounds[b + 1]):
-            if j < end and _less(run, j, ordered, i):
-                step = 1
-                while j + step < end and _less(run, j + step, ordered, i):
-                    j += step
-                    step *= 2
-                a, z = j + 1, min(j + step, end)       # run[j] < key <= run[z] (or z == end)
-                while a < z:
-                    mid = (a + z) >> 1
-                    if _less(run, mid, ordered, i):
-                        a = mid + 1
-                    else:
-                        z = mid
-                j = a
+            if sparse:
+                j = min(end - 1, start + int(float(ordered[i, 0] - base) / span * (end - start)))
+                if not _less(run, j, ordered, i):       # run[j] >= key: gallop back past it
+                    step = 1
+                    while j - step >= start and not _less(run, j - step, ordered, i):
+                        j -= step
+                        step *= 2
+                    j = max(start, j - step + 1)        # run[j - 1] < key (or j is the start)
+            j = _first_not_less(run, j, end, ordered, i)
             if j < end and _equal(run, j, ordered, i):
                 found[order[i]] = True
+
+
+@jit
+def _first_not_less(run, j, end, ordered, i):
+    """The first place p >= j with run[p] >= ordered[i] (end if none),
+    galloping from j (run[j - 1] < ordered[i], or j is a bucket's start)."""
+    if j >= end or not _less(run, j, ordered, i):
+        return j
+    step = 1
+    while j + step < end and _less(run, j + step, ordered, i):
+        j += step
+        step *= 2
+    a, z = j + 1, min(j + step, end)       # run[j] < key <= run[z] (or z == end)
+    while a < z:
+        mid = (a + z) >> 1
+        if _less(run, mid, ordered, i):
+            a = mid + 1
+        else:
+            z = mid
+    return a
 
 
 # ---- runs on disk ---------------------------------------------------------------------
@@ -299,16 +341,18 @@ class Visited:
         """The visited set held by run files (mapped, nothing read yet)."""
         return Visited(key_words, [Run.open(p) for p in paths])
 
-    def insert_new(self, keys: np.ndarray) -> np.ndarray:
+    def insert_new(self, keys: np.ndarray, runs: bool = True) -> np.ndarray:
         """Add `keys` (a level's candidates, in the reference engine's order)
         and return which rows were new: the first occurrence of a key not
-        seen before."""
+        seen before. With `runs` false the runs are not consulted (delayed
+        duplicate detection: `resolve` later takes back the keys that were
+        in a run)."""
         winner = np.zeros(len(keys), dtype=np.bool_)
         if not len(keys):
             return winner
         order, ordered = sort_keys(keys)
         bounds = _bucket_bounds(ordered)
-        found = self._in_runs(ordered, order, bounds)
+        found = self._in_runs(ordered, order, bounds) if runs else np.zeros(len(keys), dtype=np.bool_)
         for b in np.flatnonzero(np.diff(bounds)).tolist():
             self.buckets[b] = _merge_bucket(self.buckets[b], ordered, order, bounds[b], bounds[b + 1], winner, found)
         self.count += int(winner.sum())
@@ -325,6 +369,34 @@ class Visited:
             _member(self.buckets[b], ordered, order, bounds[b], bounds[b + 1], found)
         return found
 
+    def in_runs(self, keys: np.ndarray) -> np.ndarray:
+        """Which rows of `keys` are in a run (memory is not consulted)."""
+        if not len(keys):
+            return np.zeros(0, dtype=np.bool_)
+        order, ordered = sort_keys(keys)
+        return self._in_runs(ordered, order, _bucket_bounds(ordered))
+
+    def resolve(self) -> np.ndarray:
+        """Take out of memory the keys that are also in a run (inserted
+        with `runs` false), and return them: each bucket in memory is
+        looked up in the runs' same bucket, a sequential merge where it is
+        dense."""
+        taken = []
+        if self.runs:
+            for b in np.flatnonzero([len(k) for k in self.buckets]).tolist():
+                keys = self.buckets[b]
+                bounds = np.zeros(BUCKETS + 1, np.int64)
+                bounds[b + 1:] = len(keys)
+                found = np.zeros(len(keys), dtype=np.bool_)
+                for run in self.runs:
+                    _member_run(run.keys, run.bounds, keys, np.arange(len(keys)), bounds, found)
+                if found.any():
+                    taken.append(keys[found])
+                    self.buckets[b] = keys[~found]
+        out = np.concatenate(taken) if taken else np.empty((0, self.key_words), np.uint64)
+        self.count -= len(out)
+        return out
+
     def _in_runs(self, ordered: np.ndarray, order: np.ndarray, bounds: np.ndarray) -> np.ndarray:
         found = np.zeros(len(ordered), dtype=np.bool_)
         for run in self.runs:
@@ -338,6 +410,16 @@ class Visited:
         if rows:
             self.runs.append(Run.write(self.buckets, self.key_words, rows, path, directory))
             self.buckets = [np.empty((0, self.key_words), np.uint64) for _ in range(BUCKETS)]
+
+    def merge_runs(self, directory: str | None = None) -> None:
+        """Merge the two newest runs while the newer is at least half the
+        older (into a nameless run in `directory`), so that there are
+        O(log) runs of sizes that halve from the oldest."""
+        while len(self.runs) > 1 and 2 * len(self.runs[-1]) >= len(self.runs[-2]):
+            older, newer = self.runs[-2], self.runs[-1]
+            merged = Run.write((_merge_two(older.bucket(b), newer.bucket(b)) for b in range(BUCKETS)),
+                               self.key_words, len(older) + len(newer), directory=directory)
+            self.runs[-2:] = [merged]
 
     def compact(self, path: str | None = None, directory: str | None = None) -> None:
         """Merge every run and the keys in memory into one run (a bucket at
