@@ -909,7 +909,8 @@ def explore(config: str | None, overrides: tuple[str, ...], trace_path: str | No
 @main.command()
 @click.argument("config", required=False, metavar="[CONFIG.toml]")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key. Repeatable.")
-@click.option("--walks", type=click.IntRange(min=1), default=1000, show_default=True, help="Random walks to run.")
+@click.option("--walks", type=click.IntRange(min=1), default=20_000, show_default=True,
+              help="Random walks to run (at most: a violation ends the search).")
 @click.option("--depth", type=click.IntRange(min=1), default=100, show_default=True,
               help="Steps a walk takes at most (it ends sooner at a violation or where nothing is enabled).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
