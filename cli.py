@@ -29,6 +29,7 @@ from modelcheck.config import ConfigError, parse_override, read_file
 from modelcheck.engine import ENGINES, run as run_engine
 from modelcheck.engine.checkpoint import Checkpoints
 from modelcheck.engine.control import Control
+from modelcheck.engine.simulate import PICKS
 from modelcheck.lifetime import Stopped, exit_code, stop_on_signals
 from modelcheck.memory import default_limit, parse_size
 from modelcheck.output import check_dir, check_file, make_dir, write_text, writing
@@ -914,18 +915,23 @@ def explore(config: str | None, overrides: tuple[str, ...], trace_path: str | No
 @main.command()
 @click.argument("config", required=False, metavar="[CONFIG.toml]")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key. Repeatable.")
-@click.option("--walks", type=click.IntRange(min=1), default=1000, show_default=True, help="Random walks to run.")
+@click.option("--walks", type=click.IntRange(min=1), default=20_000, show_default=True,
+              help="Random walks to run (at most: a violation ends the search).")
 @click.option("--depth", type=click.IntRange(min=1), default=100, show_default=True,
               help="Steps a walk takes at most (it ends sooner at a violation or where nothing is enabled).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="The seed: the same seed, config and options give the same walks, results and trace, "
                    "whatever --workers or --engine.")
 @click.option("--weight", "weights", multiple=True, metavar="ACTION=W",
-              help="Weight of an action's steps (default 1 each; 0 never takes it). Repeatable.")
-@click.option("--pick", type=click.Choice(["instance", "action"]), default="instance", show_default=True,
-              help="instance: each enabled action instance with probability in proportion to its action's "
-                   "weight (uniform by default, as TLC); action: each enabled action by its weight, then one "
-                   "of its instances uniformly (actions with many arguments are not favoured).")
+              help="Weight of an action's steps (default 1 each; 0 never takes it). Under swarm it multiplies "
+                   "each walk's own weight for the action. Repeatable.")
+@click.option("--pick", type=click.Choice(PICKS), default=PICKS[0], show_default=True,
+              help="swarm: swarm testing; each walk keeps each action with probability 1/2 (never none) at "
+                   "a random weight of its own, then takes each step as action does among the enabled actions "
+                   "it kept (any enabled action where none is); action: each enabled action by its weight, then "
+                   "one of its instances uniformly (actions with many arguments are not favoured); instance: "
+                   "each enabled action instance in proportion to its action's weight (uniform by default, "
+                   "as TLC).")
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=1, show_default=True,
               help="Processes running walks (the results do not depend on it).")
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
@@ -1037,10 +1043,15 @@ def print_simulation(spec: Any, result: Any, the_plan: Any, trace_out: str | Non
     cfg = " ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in spec.config.items() if v is not None)
     out.print(f"config: {cfg}")
     weighted = sorted((a, w) for a, w in zip(spec.actions, action_weights(the_plan)) if w != 1.0)
-    how = ("among enabled action instances" if the_plan.by == "instance" else
-           "among enabled actions, then among the action's instances")
-    how = (f"{'uniformly ' if not weighted else ''}{how}"
-           + (f", weights {', '.join(f'{a}={w:g}' for a, w in weighted)}" if weighted else ""))
+    if the_plan.by == "swarm":
+        how = ("by swarm testing: each walk kept each action with probability 1/2 at a random weight of its own, "
+               "each step among the enabled actions it kept (any, where none is), then among the action's "
+               "instances" + (f"; weights times {', '.join(f'{a}={w:g}' for a, w in weighted)}" if weighted else ""))
+    else:
+        how = ("among enabled action instances" if the_plan.by == "instance" else
+               "among enabled actions, then among the action's instances")
+        how = (f"{'uniformly ' if not weighted else ''}{how}"
+               + (f", weights {', '.join(f'{a}={w:g}' for a, w in weighted)}" if weighted else ""))
     out.print(f"simulate: {result.walks:,} of {the_plan.walks:,} walk(s) of at most {result.depth} steps, "
               f"seed {result.seed}, each step taken {how}")
     if result.invariant:

@@ -5,9 +5,9 @@ process and on two, Spark local[2], and the interpreted spec for
 comparison. Each run's counts must equal the one-process run's (the same
 seed gives the same walks wherever they run), or the benchmark fails.
 
-    python bench/simulate.py                        # 20,000 walks of depth 100, best of 3
+    python bench/simulate.py                        # 20,000 walks of depth 100, best of 3, simulate's default pick
     python bench/simulate.py --walks 5000 --repeat 1 --no-spark
-    python bench/simulate.py --set brokers=5 --set min_isr=3
+    python bench/simulate.py --set brokers=5 --set min_isr=3 --pick action
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 import tomllib
 
 from modelcheck.engine.kernel import kernel_for
-from modelcheck.engine.simulate import plan, simulate
+from modelcheck.engine.simulate import PICKS, plan, simulate
 from specs.kafka_elr import load
 
 
@@ -27,6 +27,7 @@ def main() -> None:
     ap.add_argument("--walks", type=int, default=20_000)
     ap.add_argument("--depth", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--pick", choices=PICKS, default=PICKS[0])
     ap.add_argument("--repeat", type=int, default=3, help="runs of each; the fastest is reported")
     ap.add_argument("--interpreted-walks", type=int, default=500)
     ap.add_argument("--no-spark", action="store_true")
@@ -34,13 +35,13 @@ def main() -> None:
     config = {k: tomllib.loads(f"v = {v}")["v"] for k, v in (s.split("=", 1) for s in ns.set)}
     spec = load(config)
     kernel = kernel_for(spec)
-    p = plan(spec, ns.walks, ns.depth, ns.seed)
+    p = plan(spec, ns.walks, ns.depth, ns.seed, by=ns.pick)
     runs = [("compiled, 1 process", dict(kernel=kernel, workers=1)),
             ("compiled, 2 processes", dict(kernel=kernel, workers=2))]
     if not ns.no_spark:
         runs.append(("compiled, Spark local[2]", dict(kernel=kernel, engine="spark", master="local[2]")))
     print(f"config: {' '.join(f'{k}={v}' for k, v in spec.config.items() if v is not None)}")
-    print(f"{ns.walks:,} walks of at most {ns.depth} steps, seed {ns.seed}; best of {ns.repeat}")
+    print(f"{ns.walks:,} walks of at most {ns.depth} steps, seed {ns.seed}, --pick {ns.pick}; best of {ns.repeat}")
     reference = None
     for name, options in runs:
         best = None
@@ -54,7 +55,7 @@ def main() -> None:
             best = wall if best is None else min(best, wall)
         print(f"{name:28} {r.states_visited:>12,} states  {r.distinct_seen:>10,} distinct  {best:7.2f} s  "
               f"{r.states_visited / best:>10,.0f} states/s")
-    small = plan(spec, ns.interpreted_walks, ns.depth, ns.seed)
+    small = plan(spec, ns.interpreted_walks, ns.depth, ns.seed, by=ns.pick)
     started = time.perf_counter()
     r = simulate(spec, small)
     wall = time.perf_counter() - started

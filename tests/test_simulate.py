@@ -1,8 +1,9 @@
 """`modelcheck simulate`: random walks are deterministic for a seed (the
 same walks, counts and trace compiled or interpreted, on any number of
-workers), a violation is shrunk to a counterexample as short as check's
-and re-validated, exit codes and output are check's, Ctrl-C stops the
-walks and their workers."""
+workers, whatever the pick), the default pick (swarm) finds the N=5 data
+loss the old uniform default missed, a violation is shrunk to a
+counterexample as short as check's and re-validated, exit codes and
+output are check's, Ctrl-C stops the walks and their workers."""
 
 from __future__ import annotations
 
@@ -14,13 +15,15 @@ from click.testing import CliRunner
 
 from cli import main
 from modelcheck.engine.kernel import kernel_for
-from modelcheck.engine.simulate import Stream, pick, plan, simulate
+from modelcheck.engine.simulate import PICKS, Stream, pick, plan, simulate, swarm_weights
 from modelcheck.trace import validate
 from modelcheck.views.tracefile import open_trace
 from processes import alive, descendants, start, wait_for
 from specs.kafka_elr import load
 
 TWO_UNCLEAN = {"max_unclean_shutdowns": 2}      # check: NoAckedLoss in 6 steps (docs/verdicts.md)
+ISSUE_29 = ["--set", "brokers=5", "--set", "min_isr=3", "--set", "max_unclean_shutdowns=3",
+            "--walks", "20000", "--depth", "60"]        # uniform picks found nothing here (seeds 0 and 7)
 
 
 def invoke(*args: str):
@@ -47,7 +50,40 @@ def test_pick_by_weight():
     assert [pick(u, [fetch, produce, fetch], p) for u in (0.2, 0.3, 0.6, 0.8)] == [0, 1, 1, 2]
 
 
-@pytest.mark.parametrize("by, weights", [("instance", {}), ("action", {}), ("instance", {"Fetch": 0.5})])
+def test_a_swarm_walk_keeps_about_half_the_actions_at_its_own_weights():
+    spec = load({})
+    labels = spec.coverage_labels
+    fetch, fence, produce = (labels.index(a) for a in ("Fetch", "FenceBroker", "Produce"))
+    plain = plan(spec, 1, 1, 0, {}, "swarm")
+    kept = [[labels[i] for i, w in enumerate(swarm_weights(Stream(0, walk), plain)) if w > 0] for walk in range(3)]
+    assert kept[0] == ["AdvanceHwm", "AlterMinIsr", "CancelReassignment", "CleanShutdown", "CommitAlterPartition",
+                       "ElectLeader", "ExpandIsr", "Produce", "StartBroker", "UncleanShutdown", "UnfenceBroker"]
+    assert "Fetch" not in kept[0] and "Fetch" in kept[1] and kept[1] != kept[2]      # each walk its own mix
+    assert all(0 < w < 1 for w in swarm_weights(Stream(0, 0), plain) if w > 0)
+    # --weight multiplies a walk's own weight; 0 leaves the action out of every walk
+    weighted = plan(spec, 1, 1, 0, {"Fetch": 2, "FenceBroker": 0}, "swarm")
+    for walk in range(20):
+        mine, theirs = swarm_weights(Stream(0, walk), plain), swarm_weights(Stream(0, walk), weighted)
+        assert theirs[fetch] == 2 * mine[fetch] and theirs[fence] == 0
+    assert swarm_weights(Stream(0, 4), plain)[fence] > 0
+    # never none: with every other action weighted 0, every walk keeps Produce
+    only = plan(spec, 1, 1, 0, {name: 0 for name in spec.actions if name != "Produce"}, "swarm")
+    assert all(swarm_weights(Stream(0, walk), only)[produce] > 0 for walk in range(200))
+
+
+def test_a_swarm_step_takes_a_kept_action_else_any():
+    spec = load({})
+    p = plan(spec, 1, 1, 0, {}, "swarm")
+    fetch, produce = (spec.coverage_labels.index(a) for a in ("Fetch", "Produce"))
+    walk = [0.0] * len(p.label_weight)
+    walk[produce] = 0.3                     # this walk kept Produce only
+    assert [pick(u, [fetch, produce, fetch], p, tuple(walk)) for u in (0.0, 0.5, 0.999)] == [1, 1, 1]
+    walk[produce] = 0.0                     # nothing kept is enabled: as --pick action
+    assert [pick(u, [fetch, produce, fetch], p, tuple(walk)) for u in (0.2, 0.3, 0.6, 0.8)] == [0, 1, 1, 2]
+
+
+@pytest.mark.parametrize("by, weights", [("instance", {}), ("action", {}), ("instance", {"Fetch": 0.5}),
+                                         ("swarm", {}), ("swarm", {"Fetch": 2, "FenceBroker": 0})])
 def test_compiled_and_interpreted_walks_agree_exactly(by, weights):
     spec = load(TWO_UNCLEAN)
     p = plan(spec, 200, 40, 3, weights, by)
@@ -68,11 +104,43 @@ def test_a_violation_is_shrunk_to_checks_shortest_and_revalidated():
                                               "UncleanShutdown", "UncleanShutdown"]
 
 
-def test_workers_give_the_same_result():
+@pytest.mark.parametrize("by", ["action", "swarm"])
+def test_workers_give_the_same_result(by):
     spec = load(TWO_UNCLEAN)
-    p = plan(spec, 300, 40, 3, {}, "action")
+    p = plan(spec, 300, 40, 3, {}, by)
     kernel = kernel_for(spec)
     assert summary(simulate(spec, p, kernel=kernel, workers=2)) == summary(simulate(spec, p, kernel=kernel))
+
+
+def test_swarm_walks_are_the_same_every_run():
+    spec = load(TWO_UNCLEAN)
+    p = plan(spec, 300, 40, 3, {}, "swarm")
+    kernel = kernel_for(spec)
+    first = simulate(spec, p, kernel=kernel)
+    assert summary(first) == summary(simulate(spec, p, kernel=kernel)) == summary(simulate(spec, p, kernel=kernel))
+    assert (first.invariant, first.walks, first.states_visited, first.distinct_seen, first.shrink["walk"]) == (
+        "NoAckedLoss", 65, 1797, 1622, 64)
+
+
+def test_swarm_is_the_default_pick():
+    assert PICKS[0] == "swarm" and plan(load({}), 1, 1, 0).by == "swarm"
+
+
+@pytest.mark.parametrize("seed, walk, actions", [
+    (0, 2718, ["Produce", "Fetch", "Fetch", "Fetch", "Fetch", "AdvanceHwm", "FenceBroker", "ShrinkIsr",
+               "CommitAlterPartition", "UncleanShutdown", "UncleanShutdown", "UncleanShutdown"]),
+    (7, 644, ["Produce", "Fetch", "Fetch", "Fetch", "Fetch", "AdvanceHwm", "ShrinkIsr", "CommitAlterPartition",
+              "FenceBroker", "UncleanShutdown", "UncleanShutdown", "UncleanShutdown"]),
+])
+def test_the_default_pick_finds_the_n5_data_loss(seed, walk, actions):
+    """Issue 29: with 5 brokers, min ISR 3 and three unclean shutdowns the
+    uniform default found nothing in 20,000 walks on these seeds."""
+    r = invoke("simulate", *ISSUE_29, "--seed", str(seed), "--json")
+    assert r.exit_code == 1, r.output
+    d = json.loads(r.stdout)
+    assert (d["pick"], d["verdict"], d["invariant"], d["walks"], d["shrink"]["walk"]) == (
+        "swarm", "violated", "NoAckedLoss", walk + 1, walk)
+    assert [s["action"] for s in d["trace"][1:]] == actions
 
 
 def test_cli_json_and_the_trace_it_writes(tmp_path):

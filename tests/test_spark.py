@@ -274,13 +274,15 @@ def test_without_a_kernel_the_spark_engine_refuses_instead_of_running_on_one_thr
                         "MODELCHECK_KERNEL=interpreted\n")
 
 
-def test_simulate_on_spark_gives_the_local_walks_exactly():
+@pytest.mark.parametrize("by, expected", [("action", (95, 2506, 6)), ("swarm", (65, 1797, 6))])
+def test_simulate_on_spark_gives_the_local_walks_exactly(by, expected):
     """Random walks (modelcheck simulate) spread over executors: the same
-    seed, the same walks, counts and shrunk trace as one local process."""
+    seed, the same walks, counts and shrunk trace as one local process,
+    for swarm walks (each drawing its own mix of actions) too."""
     from modelcheck.engine.kernel import kernel_for
     from modelcheck.engine.simulate import plan, simulate
     spec = load({"max_unclean_shutdowns": 2})
-    p = plan(spec, 300, 40, 3, {}, "action")
+    p = plan(spec, 300, 40, 3, {}, by)
     kernel = kernel_for(spec)
 
     def walks(r):
@@ -289,4 +291,4 @@ def test_simulate_on_spark_gives_the_local_walks_exactly():
 
     spark = simulate(spec, p, kernel=kernel, engine="spark", master="local[2]")
     assert walks(spark) == walks(simulate(spec, p, kernel=kernel))
-    assert (spark.walks, spark.states_visited, len(spark.trace) - 1) == (95, 2506, 6)
+    assert (spark.walks, spark.states_visited, len(spark.trace) - 1) == expected

@@ -2,22 +2,32 @@
 configurations whose state space cannot be exhausted.
 
 A walk starts at an initial state and, up to `depth` steps, takes one of
-the enabled action instances at random (uniformly, or by a stated
-weighting), checking the invariants on every state it visits; it ends at
-the first violation, or at a state with nothing enabled. The successors
-are the spec's own: the compiled kernel's (`KernelSteps`), whose
-successors come in the interpreted spec's order, or the interpreted
-`spec.successors` (`SpecSteps`), so a walk is the same list of successor
-indices either way, and a counterexample is that list replayed through
-the interpreted spec and re-validated (trace.validate).
+the enabled action instances at random, checking the invariants on every
+state it visits; it ends at the first violation, or at a state with
+nothing enabled. How it picks (Plan.by): "swarm", the default, is swarm
+testing (Groce, Zhang, Eide, Chen, Regehr, "Swarm Testing", ISSTA 2012):
+each walk first draws its own mix of actions, keeping each with
+probability 1/2 (never none) at a random weight, so that one walk crashes
+brokers three times in a row while another only produces and fetches,
+where a single fixed mix makes every walk alike and the rare
+combinations rarer still (docs/performance.md, "Random walks", has the
+measurements that chose it); "action", an enabled action, then one of
+its instances; "instance", an enabled instance (TLC's uniform choice).
+
+The successors are the spec's own: the compiled kernel's
+(`KernelSteps`), whose successors come in the interpreted spec's order,
+or the interpreted `spec.successors` (`SpecSteps`), so a walk is the same
+list of successor indices either way, and a counterexample is that list
+replayed through the interpreted spec and re-validated (trace.validate).
 
 Determinism: walk w draws from its own generator, seeded by (seed, w)
-(numpy's SeedSequence), so what a walk does depends on neither the
-workers nor the engine nor the order walks run in. Walks run in chunks of
-CHUNK consecutive walks; a chunk stops at its first violating walk, and
-the result folds chunks in order up to the first chunk with a violation:
-its counts are those of walks 0..v, v the first violating walk. Workers
-(processes, or Spark tasks) only change where chunks run.
+(splitmix64, below): its initial state, a swarm walk's mix, then its
+steps, so what a walk does depends on neither the workers nor the engine
+nor the order walks run in. Walks run in chunks of CHUNK consecutive
+walks; a chunk stops at its first violating walk, and the result folds
+chunks in order up to the first chunk with a violation: its counts are
+those of walks 0..v, v the first violating walk. Workers (processes, or
+Spark tasks) only change where chunks run.
 
 Counts: `states_visited` counts every state a walk stands on (its
 initial state included), `distinct_seen` the distinct ones among them
@@ -44,7 +54,8 @@ from ..trace import validate
 from .progress import Progress
 
 CHUNK = 32                  # consecutive walks a task runs
-PICKS = ("instance", "action")
+PICKS = ("swarm", "action", "instance")      # the first is the default
+SWARM_KEEP = 0.5            # the probability a swarm walk keeps an action (Groce et al.'s 1/2)
 
 
 @dataclass(frozen=True)
@@ -53,13 +64,16 @@ class Plan:
     their depth, the seed, and the weighting (a weight a coverage label;
     `by` "instance": an enabled instance is taken with probability in
     proportion to its action's weight; "action": each enabled action in
-    proportion to its weight, then one of its instances uniformly)."""
+    proportion to its weight, then one of its instances uniformly;
+    "swarm": as "action", with each weight times the walk's own factor
+    for the action, swarm_weights())."""
     walks: int
     depth: int
     seed: int
     label_weight: tuple[float, ...]     # coverage label -> its action's weight
     label_action: tuple[int, ...]       # coverage label -> its action's number
-    by: str = "instance"
+    by: str = PICKS[0]
+    actions: int = 0                    # the spec's actions: a swarm walk draws a factor for each
 
     @property
     def uniform(self) -> bool:
@@ -67,7 +81,7 @@ class Plan:
 
 
 def plan(spec: Spec, walks: int, depth: int, seed: int, weights: dict[str, float] | None = None,
-         by: str = "instance") -> Plan:
+         by: str = PICKS[0]) -> Plan:
     """A Plan for `spec`; ConfigError for a weight of no action or a
     negative one, or an unknown `by`."""
     weights = dict(weights or {})
@@ -83,7 +97,7 @@ def plan(spec: Spec, walks: int, depth: int, seed: int, weights: dict[str, float
         for _label in spec.labels_of(name):
             label_weight.append(float(weights.get(name, 1.0)))
             label_action.append(number)
-    return Plan(walks, depth, seed, tuple(label_weight), tuple(label_action), by)
+    return Plan(walks, depth, seed, tuple(label_weight), tuple(label_action), by, len(spec.actions))
 
 
 # ---- the random numbers: one generator, in Python and compiled ----------------------
@@ -111,15 +125,40 @@ class Stream:
         return (self.next() >> 11) * (1.0 / (1 << 53))
 
 
-def pick(u: float, labels: list[int] | np.ndarray, p: Plan) -> int:
+def swarm_weights(rng: Stream, p: Plan) -> tuple[float, ...]:
+    """A swarm walk's label weights: for each action in the spec's order,
+    a draw that keeps it with probability SWARM_KEEP and a draw that is
+    its factor if kept (0 if not), drawn again, all of them, if no action
+    of weight above 0 was kept; each label's weight times its action's
+    factor. The compiled walk draws the same numbers in the same order."""
+    live = [False] * p.actions          # actions the user's weights leave takeable
+    for label, a in enumerate(p.label_action):
+        live[a] = live[a] or p.label_weight[label] > 0
+    factor = [0.0] * p.actions
+    while True:
+        kept = False
+        for a in range(p.actions):
+            u, v = rng.uniform(), rng.uniform()
+            factor[a] = v if u < SWARM_KEEP else 0.0
+            kept = kept or (factor[a] > 0 and live[a])
+        if kept or not any(live):
+            return tuple(w * factor[a] for w, a in zip(p.label_weight, p.label_action))
+
+
+def pick(u: float, labels: list[int] | np.ndarray, p: Plan, weight: tuple[float, ...] | None = None) -> int:
     """The index of the successor a walk takes, given a draw `u` in [0, 1)
-    (-1: no successor has weight). The compiled walk does the same sums in
-    the same order."""
+    (-1: no successor has weight), by the walk's label weights `weight`
+    (default the plan's). Where a swarm walk's actions left out are all
+    that is enabled, it takes one of them by the plan's weights, so a walk
+    ends only where nothing is enabled, as the other picks' walks do. The
+    compiled walk does the same sums in the same order."""
     n = len(labels)
     if p.uniform:
         return int(u * n)
-    weights = [p.label_weight[int(x)] for x in labels]
-    if p.by == "action":
+    weights = [(p.label_weight if weight is None else weight)[int(x)] for x in labels]
+    if p.by == "swarm" and not any(w > 0 for w in weights):
+        weights = [p.label_weight[int(x)] for x in labels]
+    if p.by != "instance":
         counts: dict[int, int] = {}
         for x in labels:
             a = p.label_action[int(x)]
@@ -174,6 +213,7 @@ def _interpreted_walks(steps: SpecSteps, p: Plan, first: int, last: int, stop: C
             break
         rng = Stream(p.seed, w)
         init = int(rng.uniform() * len(steps.inits))
+        weight = swarm_weights(rng, p) if p.by == "swarm" else p.label_weight
         state = steps.inits[init]
         out.walks += 1
         out.visited += 1
@@ -184,7 +224,7 @@ def _interpreted_walks(steps: SpecSteps, p: Plan, first: int, last: int, stop: C
             succ = spec.labelled_successors(state)       # (name, args, state, label, ...)
             if not succ:
                 break
-            i = pick(rng.uniform(), [t[3] for t in succ], p)
+            i = pick(rng.uniform(), [t[3] for t in succ], p, weight)
             if i < 0:
                 break
             state = succ[i][2]
@@ -241,7 +281,8 @@ class KernelSteps:
                 break
             seen = np.zeros((p.depth + 1, k.key_words), np.uint64)
             res = self.module.walk(k.params, k.tables, self.inits, np.uint64(p.seed), w, p.depth, p.uniform,
-                                   p.by == "action", weight, action, *self.buffers, seen, out.coverage, path)
+                                   p.by != "instance", p.by == "swarm", SWARM_KEEP, p.actions, weight, action,
+                                   *self.buffers, seen, out.coverage, path)
             status, visited, length, which, init = (int(x) for x in res)
             if status < -1:
                 raise k.field_error(-2 - status)
@@ -277,12 +318,17 @@ def draw(s):
 
 
 @jit
-def pick(u, n, labels, uniform, by_action, weight, action_of):
+def pick(u, n, labels, uniform, by_action, weight, action_of, swarm, base):
     if uniform:
         return int64(u * n)
     w = np.empty(n, np.float64)
+    some = False
     for i in range(n):
         w[i] = weight[labels[i]]
+        some = some or w[i] > 0
+    if swarm and not some:
+        for i in range(n):
+            w[i] = base[labels[i]]
     if by_action:
         for i in range(n):
             c = 0
@@ -308,12 +354,40 @@ def pick(u, n, labels, uniform, by_action, weight, action_of):
 
 
 @jit
-def walk(P, C, inits, seed, w, depth, uniform, by_action, weight, action_of,
+def swarm_weights(s, keep, actions, base, action_of):
+    live = np.zeros(actions, np.bool_)
+    for label in range(len(base)):
+        if base[label] > 0:
+            live[action_of[label]] = True
+    any_live = False
+    for a in range(actions):
+        any_live = any_live or live[a]
+    factor = np.zeros(actions, np.float64)
+    while True:
+        kept = False
+        for a in range(actions):
+            s, u = draw(s)
+            s, v = draw(s)
+            factor[a] = v if u < keep else 0.0
+            kept = kept or (factor[a] > 0 and live[a])
+        if kept or not any_live:
+            break
+    out = np.empty(len(base), np.float64)
+    for label in range(len(base)):
+        out[label] = base[label] * factor[action_of[label]]
+    return s, out
+
+
+@jit
+def walk(P, C, inits, seed, w, depth, uniform, by_action, swarm, keep, actions, base, action_of,
          words, keys, parents, index, action, instance, reached, seen, coverage, path):
     \"\"\"One walk: (status, states visited, steps, violated invariant's place or -1, initial state).\"\"\"
     s = seed * uint64(0x9E3779B97F4A7C15) + uint64(w) * uint64(0xD1B54A32D192ED03)
     s, u = draw(s)
     init = int64(u * len(inits))
+    weight = base
+    if swarm:
+        s, weight = swarm_weights(s, keep, actions, base, action_of)
     row = np.empty((1, inits.shape[1]), np.uint64)
     row[0] = inits[init]
     bad = keys_of_rows(P, C, row, seen[0:1])
@@ -332,7 +406,7 @@ def walk(P, C, inits, seed, w, depth, uniform, by_action, weight, action_of,
         for i in range(n):
             labels[i] = action[i]
         s, u = draw(s)
-        i = pick(u, n, labels, uniform, by_action, weight, action_of)
+        i = pick(u, n, labels, uniform, by_action, weight, action_of, swarm, base)
         if i < 0:
             break
         row[0] = words[i]
