@@ -981,6 +981,9 @@ def simulate(config: str | None, overrides: tuple[str, ...], walks: int, depth: 
                 raise ConfigError(f"--weight {item!r}: expected ACTION=W, W a number >= 0 (e.g. FenceBroker=0.5)")
         given, _expected = load_check_config(config, overrides)
         spec = kafka_elr.load(given)
+        if spec.checked_properties():
+            raise ConfigError("properties: random walks check invariants only (a finite walk shows no fair cycle); "
+                              "check temporal properties with modelcheck check")
         the_plan = make_plan(spec, walks, depth, seed, weight, pick)
         if trace_out:
             check_file(trace_out, "--trace-out")

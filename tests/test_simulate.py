@@ -199,3 +199,13 @@ def test_ctrl_c_stops_the_walks_and_their_workers():
             proc.kill()
             proc.wait()
 
+
+
+def test_simulate_refuses_temporal_properties_in_one_line():
+    """A walk is finite: it cannot show a fair cycle, so a config asking
+    for properties is refused rather than reported as nothing found."""
+    from click.testing import CliRunner
+    from cli import main
+    r = CliRunner().invoke(main, ["simulate", "--set", 'properties=["LeaderlessGetsLeader"]', "--walks", "10"])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.startswith("error: properties: random walks check invariants only") and r.stderr.count("\n") == 1
