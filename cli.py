@@ -190,9 +190,11 @@ def main() -> None:
                    "of an uninterrupted run, and keeps checkpointing into DIR. --workers may differ.")
 @click.option("--max-memory", metavar="SIZE",
               help="Bound this check's memory (anonymous resident memory, e.g. 4G, 512M): past it, the fast "
-                   "engine moves frontiers and parent links to disk and splits levels, and stops with one line "
-                   "(exit 2, with a checkpoint if --checkpoint is given) only when the visited set itself does not "
-                   "fit. Default: 80% of RAM (or of a cgroup's limit). Engines fast and bfs.")
+                   "engine splits levels into segments and moves frontiers, parent links and then the visited "
+                   "set's keys to disk (sorted runs, merged as levels settle), and stops with one line (exit 2, "
+                   "with a checkpoint if --checkpoint is given) only when a segment of the frontier no longer "
+                   "fits beside what must stay in memory. Default: 80% of RAM (or of a cgroup's limit). Engines "
+                   "fast and bfs.")
 def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_out: str | None,
           quiet: bool, workers: int, symmetry: bool, engine: str, master: str | None,
           partitions: int | None, fingerprint_bits: str, spark_conf: tuple[str, ...],
