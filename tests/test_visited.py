@@ -89,6 +89,20 @@ def test_runs_on_disk_answer_as_memory_does(tmp_path_factory, case):
     assert kept == every
 
 
+def test_merge_restores_halving_sizes_after_flushes_without_a_merge(tmp_path):
+    """A checkpoint flushes without merging, so a small run can sit before a
+    larger one ([1, 3], then [1, 3, 1]); the next merge repairs the whole
+    list, not only the newest pair (found by hypothesis above)."""
+    visited = Visited(1)
+    for i, (count, named) in enumerate([(1, False), (3, True), (1, False)]):
+        visited.insert_new(rows([(1000 * i + k,) for k in range(count)], 1))
+        visited.flush(path=str(tmp_path / f"run-{i}") if named else None, directory=str(tmp_path))
+    assert [len(r) for r in visited.runs] == [1, 3, 1]
+    visited.merge_runs(directory=str(tmp_path))
+    assert [len(r) for r in visited.runs] == [4, 1]
+    assert visited.contains(rows([(0,), (1000,), (1002,), (2000,)], 1)).all()
+
+
 def test_a_run_is_sorted_by_bucket_and_refuses_other_files(tmp_path):
     keys = np.random.default_rng(3).integers(0, 2 ** 64 - 1, size=(5000, 2), dtype=np.uint64, endpoint=True)
     visited = Visited(2)

@@ -412,14 +412,19 @@ class Visited:
             self.buckets = [np.empty((0, self.key_words), np.uint64) for _ in range(BUCKETS)]
 
     def merge_runs(self, directory: str | None = None) -> None:
-        """Merge the two newest runs while the newer is at least half the
-        older (into a nameless run in `directory`), so that there are
-        O(log) runs of sizes that halve from the oldest."""
-        while len(self.runs) > 1 and 2 * len(self.runs[-1]) >= len(self.runs[-2]):
-            older, newer = self.runs[-2], self.runs[-1]
+        """Merge neighbouring runs, newest pair first, while a run is at
+        least half the one before it (into a nameless run in `directory`),
+        so that there are O(log) runs of sizes that halve from the oldest,
+        whatever flushes without a merge (a checkpoint's) left before."""
+        while True:
+            at = next((i for i in range(len(self.runs) - 2, -1, -1)
+                       if 2 * len(self.runs[i + 1]) >= len(self.runs[i])), None)
+            if at is None:
+                return
+            older, newer = self.runs[at], self.runs[at + 1]
             merged = Run.write((_merge_two(older.bucket(b), newer.bucket(b)) for b in range(BUCKETS)),
                                self.key_words, len(older) + len(newer), directory=directory)
-            self.runs[-2:] = [merged]
+            self.runs[at:at + 2] = [merged]
 
     def compact(self, path: str | None = None, directory: str | None = None) -> None:
         """Merge every run and the keys in memory into one run (a bucket at
