@@ -39,8 +39,8 @@ def run(spec: Spec, *, engine: str = "fast", workers: int = 1, progress: Progres
         control: Control | None = None) -> CheckResult:
     """Check `spec` with the named engine (`workers` applies to fast;
     `master`, `partitions` and `spark_settings` to spark; `fingerprint_bits`
-    to both, where a packed state is too large to store whole; `control` to
-    fast and bfs)."""
+    to both, where a packed state is too large to store whole; `control`:
+    its stop request to all, checkpoints and the memory limit to fast and bfs)."""
     from .bfs import check as reference
     control = control or Control()
     if spec.checked_properties():
@@ -76,7 +76,7 @@ def run(spec: Spec, *, engine: str = "fast", workers: int = 1, progress: Progres
     if engine == "spark":
         from .spark import check as spark_check
         return spark_check(spec, kernel, master=master, partitions=partitions, settings=spark_settings,
-                           progress=progress)
+                           progress=progress, control=control)
     from .fast import check as fast_check
     return fast_check(spec, kernel, workers=workers, progress=progress, control=control)
 

@@ -294,10 +294,11 @@ class Run:
 
     @staticmethod
     def write(buckets: Iterable[np.ndarray], key_words: int, rows: int, path: str | None = None,
-              directory: str | None = None) -> "Run":
+              directory: str | None = None, durable: bool = True) -> "Run":
         """A run of `rows` keys given bucket by bucket (each sorted, bucket b
         holding the keys whose top bits are b), written to `path` (whole,
-        under a temporary name first) or to a nameless file in `directory`."""
+        under a temporary name first; synced to disk if `durable`) or to a
+        nameless file in `directory`."""
         header = np.zeros(RUN_HEADER, np.uint64)
         header[0], header[1], header[2] = RUN_MAGIC, key_words, rows
         f = open(path + ".tmp", "w+b") if path else tempfile.TemporaryFile(dir=directory)
@@ -317,7 +318,8 @@ class Run:
             f.write(header.tobytes())
             f.flush()
             if path:
-                os.fsync(f.fileno())
+                if durable:
+                    os.fsync(f.fileno())
                 os.replace(path + ".tmp", path)
             return Run(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), path)
         finally:
