@@ -46,8 +46,10 @@ import os
 import shutil
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from functools import partial
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -211,19 +213,21 @@ def _transitions_before(kernel_bc: Any, root: str, depth: int, parent_path: byte
 
 # ---- the driver ------------------------------------------------------------------
 
-def check(spec: Spec, kernel: Kernel, *, master: str | None = None, partitions: int | None = None,
+def check(spec: Spec, load_kernel: Callable[[], Kernel], *, master: str | None = None, partitions: int | None = None,
           settings: dict[str, str] | None = None, progress: Progress | None = None,
           control: Control | None = None) -> CheckResult:
     """Explore every reachable state of `spec` on Spark: `master` as
     spark-submit's --master (default local[*], or spark-submit's own when
     run under it), `partitions` shards (default: Spark's parallelism),
-    `settings` Spark configuration (spark.executor.memory, ...). A stop
+    `settings` Spark configuration (spark.executor.memory, ...). The
+    kernel is loaded (`load_kernel`) while Spark's JVM starts. A stop
     request (`control`) cancels the running job and raises Stopped."""
     started = time.perf_counter()
     control = control or Control()
     settings = settings or {}
     shared = settings.get(STATE_DIR)
-    with scratch_dir() as scratch:
+    with ThreadPoolExecutor(1) as pool, scratch_dir() as scratch:
+        kernel = pool.submit(load_kernel)
         with spark_context(master, type(spec).__module__.split(".")[0], settings, scratch=scratch,
                            note=progress and (lambda text: progress({"note": text}))) as sc:
             if shared is None and not loopback(sc.master):
@@ -231,26 +235,13 @@ def check(spec: Spec, kernel: Kernel, *, master: str | None = None, partitions: 
                                         f"on master {sc.master}, give a directory on storage they share with "
                                         f"--spark-conf {STATE_DIR}=DIR")
             shards = partitions or sc.defaultParallelism
-            with scratch_dir(shared) if shared else _same(scratch) as root, control.stop.polling(), \
+            with scratch_dir(shared) if shared else nullcontext(scratch) as root, control.stop.polling(), \
                     _cancel_on_stop(sc, control):
-                result = Search(sc, spec, kernel, shards, root, started, progress, control).run()
+                result = Search(sc, spec, kernel.result(), shards, root, started, progress, control).run()
             result.run_info.update({"master": sc.master, "partitions": shards,
                                     "spark_memory": {k: sc.getConf().get(k) for k in MEMORY_KEYS
                                                      if sc.getConf().get(k)}})
             return result
-
-
-class _same:
-    """A directory as a context (the run directory is the scratch one)."""
-
-    def __init__(self, path: str):
-        self.path = path
-
-    def __enter__(self) -> str:
-        return self.path
-
-    def __exit__(self, *exc: object) -> None:
-        pass
 
 
 class _cancel_on_stop:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -136,13 +137,19 @@ def spark_context(master: str | None, spec_package: str, settings: dict[str, str
     if note:
         memory = ", ".join(f"{k}={conf.get(k)}" for k in MEMORY_KEYS if conf.get(k))
         note(f"starting Spark ({master or 'the master spark-submit gives'}; {memory or 'memory: Spark defaults'}) ...")
+    handler = signal.getsignal(signal.SIGINT)      # SparkContext puts its own, which raises KeyboardInterrupt
     try:
         sc = SparkContext(conf=conf, gateway=None if SparkContext._gateway else _quiet_gateway(conf))
     except Stopped:
         raise
     except Exception as e:          # the JVM would not start, or refused the master or a setting
-        raise EngineUnavailable(f"Spark did not start with master {master or 'from spark-submit'}: "
-                                f"{_reason(e)}") from None
+        why = _reason(e)
+        if re.search(r"INVALID_DRIVER_MEMORY|Insufficient driver memory", why):
+            why += f": raise spark.driver.memory (now {conf.get('spark.driver.memory')}) with --spark-conf"
+        raise EngineUnavailable(f"Spark did not start with master {master or 'from spark-submit'}: {why}") from None
+    finally:
+        if signal.getsignal(signal.SIGINT) is not handler and handler is not None:
+            signal.signal(signal.SIGINT, handler)
     sc.setLogLevel("ERROR")
     if settings and settings.get("spark.checkpoint.dir") and sc.getCheckpointDir() is None:
         sc.setCheckpointDir(settings["spark.checkpoint.dir"])       # Spark < 4 has no such setting
@@ -152,7 +159,7 @@ def spark_context(master: str | None, spec_package: str, settings: dict[str, str
                 where = scratch or stack.enter_context(scratch_dir())
                 sc.addPyFile(package_archive(os.path.join(where, "modelcheck.zip"), ["modelcheck", spec_package]))
             yield sc
-    except Stopped:
+    except (Stopped, ConfigError):
         raise
     except Exception as e:
         if sc._jsc.sc().isStopped():
@@ -244,7 +251,7 @@ def job_failure(error: str, log: str, setting: Any) -> str | None:
             else now("spark.executor.memory")
         return f"Spark's JVM ran out of memory (OutOfMemoryError: {jvm_oom.group(1).strip() or 'heap'}): " \
                f"raise {raise_it} with --spark-conf"
-    if re.search(r"^\s*MemoryError\b", text, re.M):
+    if re.search(r"^\s*MemoryError\b|failed to map segment|Cannot allocate memory|std::bad_alloc", text, re.M):
         if setting("spark.executor.pyspark.memory"):
             return (f"a Spark Python worker reached its memory limit ({now('spark.executor.pyspark.memory')}): "
                     f"raise it with --spark-conf, or leave it unset")
