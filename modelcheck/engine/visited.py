@@ -371,6 +371,20 @@ class Visited:
             _member(self.buckets[b], ordered, order, bounds[b], bounds[b + 1], found)
         return found
 
+    def fresh(self, keys: np.ndarray) -> np.ndarray:
+        """Positions (ascending) of the first occurrence of each key not in
+        the set (nothing is added): `contains` and `first_occurrences` with
+        one sort."""
+        if not len(keys):
+            return np.empty(0, np.int64)
+        order, ordered = sort_keys(keys)
+        bounds = _bucket_bounds(ordered)
+        found = self._in_runs(ordered, order, bounds)
+        for b in np.flatnonzero(np.diff(bounds)).tolist():
+            _member(self.buckets[b], ordered, order, bounds[b], bounds[b + 1], found)
+        firsts = _firsts(ordered, order)
+        return np.sort(firsts[~found[firsts]])
+
     def in_runs(self, keys: np.ndarray) -> np.ndarray:
         """Which rows of `keys` are in a run (memory is not consulted)."""
         if not len(keys):
