@@ -116,33 +116,15 @@ class Shard:
         return f"{self.root}/v/{self.index}.{depth}" + (f".m{merged}" if merged else "")
 
 
-_cache: dict[int, tuple[tuple[str, ...], Visited]] = {}
-"""A Python worker's visited sets in memory (shard -> its run files, the
-set), for the next level of the same shard on the same worker (Spark reuses
-workers): then the set need not be read from its runs and looked up in
-several. A task that finds another version reads the runs."""
-
-
-def _visited(key_words: int, index: int, runs: list[str]) -> Visited:
-    """Shard `index`'s visited set in memory: cached, or read from `runs`."""
-    hit = _cache.pop(index, None)
-    if hit and hit[0] == tuple(runs):
-        return hit[1]
-    disk = Visited.from_runs(key_words, runs)
-    visited = Visited(key_words)
-    visited.buckets, visited.count = list(disk.bucket_keys()), len(disk)
-    return visited
-
-
-def _keep(runs: list[str], new: np.ndarray, shard: Shard, depth: int) -> list[str]:
-    """Write the level's new keys as a run, merge the newest runs while
-    they are of like size, and return the run files that now hold the
-    shard's visited set."""
-    held = [Run.open(p) for p in runs]
-    if len(new):
-        level = Visited(new.shape[1])
-        level.insert_new(new)
-        held.append(Run.write(level.buckets, level.key_words, len(new), shard.run(depth), durable=False))
+def _keep(visited: Visited, shard: Shard, depth: int) -> list[str]:
+    """Write the keys `visited` holds in memory (the level's new ones) as
+    a run, merge the newest runs while they are of like size, and return
+    the run files that now hold the shard's visited set."""
+    held = visited.runs
+    if visited.memory_keys:
+        held.append(Run.write(visited.buckets, visited.key_words, visited.memory_keys, shard.run(depth),
+                              durable=False))
+        visited.buckets = [np.empty((0, visited.key_words), np.uint64) for _ in range(BUCKETS)]
     merged = 0
     while len(held) > 1 and 2 * len(held[-1]) >= len(held[-2]):
         older, newer = held[-2], held[-1]
@@ -169,11 +151,11 @@ def _step(kernel_bc: Any, root: str, shards: int, depth: int, symmetric: bool, i
     keys = np.concatenate([b[1] for b in batches]) if batches else np.empty((0, kernel.key_words), np.uint64)
     paths = np.concatenate([b[2] for b in batches]) if batches else np.empty(0, f"S{KEY_BYTES}")
     del batches
-    visited = _visited(kernel.key_words, index, runs)
+    visited = Visited.from_runs(kernel.key_words, runs)
     order = np.argsort(paths, kind="stable")
     new = order[visited.insert_new(keys[order])]
-    rows, paths, keys = rows[new], paths[new], keys[new]
-    del order, new
+    rows, paths = rows[new], paths[new]
+    del keys, order, new
     violation = None
     row, which = kernel.check(rows, 0, len(rows))
     if row >= 0:
@@ -181,7 +163,7 @@ def _step(kernel_bc: Any, root: str, shards: int, depth: int, symmetric: bool, i
     represented = kernel.class_sizes(rows, 0, len(rows)) if symmetric else 0
     t1 = time.perf_counter()
     written = _save(shard.frontier(depth), rows, paths)
-    runs = _keep(runs, keys, shard, depth)
+    runs = _keep(visited, shard, depth)
     t2 = time.perf_counter()
     reached = np.zeros(kernel.goal_count, np.uint8)
     counts = np.zeros(kernel.action_count, np.int64)
@@ -200,7 +182,6 @@ def _step(kernel_bc: Any, root: str, shards: int, depth: int, symmetric: bool, i
                 w0 = time.perf_counter()
                 written += _save(shard.out(depth + 1, home), cand.words[sel], cand.keys[sel], child)
                 writing += time.perf_counter() - w0
-    _cache[index] = (tuple(runs), visited)
     t3 = time.perf_counter()
     seconds = np.array([t1 - t0, t3 - t2 - writing, t2 - t1 + writing])
     return index, runs, len(rows), represented, violation, counts, reached, written, seconds
