@@ -92,10 +92,12 @@ def test_a_killed_spark_check_leaves_nothing_in_the_temp_dir(tmp_path):
 
 def test_a_killed_python_worker_is_named_in_one_line(tmp_path):
     p = start(tmp_path)
-    daemons = [pid for pid, cmd in descendants(p.pid).items() if "pyspark.daemon" in cmd]
-    workers = [pid for d in daemons for pid in descendants(d)]
-    assert p.poll() is None and workers
-    os.kill(workers[-1], signal.SIGKILL)
+    assert p.poll() is None
+    while p.poll() is None:         # the workers Spark forked (an idle one's death fails no task: until one does)
+        daemons = [pid for pid, cmd in descendants(p.pid).items() if "pyspark.daemon" in cmd]
+        for worker in [pid for d in daemons for pid in descendants(d)]:
+            os.kill(worker, signal.SIGKILL)
+        time.sleep(0.5)
     out, err = p.communicate(timeout=120)
     assert p.returncode == 2 and out == ""
     assert err.startswith("error: a Spark Python worker was killed (by a signal: most often the OS's "
