@@ -42,9 +42,10 @@ def descendants(pid: int) -> dict[int, str]:
 
 
 def start(tmp_path: Path, *args: str) -> subprocess.Popen:
-    """A Spark check in a private temp dir, once its Python workers run (a level is under way)."""
+    """A Spark check in a private temp dir, every level on the executors,
+    once its Python workers run (a level is under way)."""
     (tmp_path / "tmp").mkdir()
-    p = subprocess.Popen([*CHECK, "-q", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+    p = subprocess.Popen([*CHECK, "-q", "--spark-conf", "spark.modelcheck.driverStates=0", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                          env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
     while p.poll() is None and not any("pyspark.daemon" in c for c in descendants(p.pid).values()):
         time.sleep(0.2)

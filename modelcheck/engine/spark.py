@@ -43,11 +43,12 @@ interpreted spec index by index, it needs no parent links.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack, nullcontext
 from functools import partial
 from typing import Any, Callable
 
@@ -66,6 +67,7 @@ from .visited import BUCKETS, Run, Visited, _merge_two, first_occurrences, shard
 
 KEY_BYTES = 2           # a successor index (or an initial state's position) in a path
 STATE_DIR = "spark.modelcheck.stateDir"
+DRIVER_STATES = "spark.modelcheck.driverStates"     # the largest level the driver runs while executors start
 PHASES = ("settle", "expand", "write")      # a task's seconds, summed over a level's tasks
 
 
@@ -220,29 +222,41 @@ def check(spec: Spec, load_kernel: Callable[[], Kernel], *, master: str | None =
     """Explore every reachable state of `spec` on Spark: `master` as
     spark-submit's --master (default local[*], or spark-submit's own when
     run under it), `partitions` shards (default: Spark's parallelism),
-    `settings` Spark configuration (spark.executor.memory, ...). The
-    kernel is loaded (`load_kernel`) while Spark's JVM starts. A stop
-    request (`control`) cancels the running job and raises Stopped."""
+    `settings` Spark configuration (spark.executor.memory, ...). Spark
+    starts in a thread while the kernel loads (`load_kernel`) and the
+    driver runs the first, small levels itself. A stop request
+    (`control`) cancels the running job and raises Stopped."""
     started = time.perf_counter()
     control = control or Control()
     settings = settings or {}
     shared = settings.get(STATE_DIR)
-    with ThreadPoolExecutor(1) as pool, scratch_dir() as scratch:
+    note = progress and (lambda text: progress({"note": text}))
+    with ExitStack() as spark, ThreadPoolExecutor(2) as pool, scratch_dir() as scratch, control.stop.polling():
         kernel = pool.submit(load_kernel)
-        with spark_context(master, type(spec).__module__.split(".")[0], settings, scratch=scratch,
-                           note=progress and (lambda text: progress({"note": text}))) as sc:
-            if shared is None and not loopback(sc.master):
-                raise EngineUnavailable(f"a Spark check keeps its shards' state in files every executor must see: "
-                                        f"on master {sc.master}, give a directory on storage they share with "
-                                        f"--spark-conf {STATE_DIR}=DIR")
-            shards = partitions or sc.defaultParallelism
-            with scratch_dir(shared) if shared else nullcontext(scratch) as root, control.stop.polling(), \
-                    _cancel_on_stop(sc, control):
-                result = Search(sc, spec, kernel.result(), shards, root, started, progress, control).run()
-            result.run_info.update({"master": sc.master, "partitions": shards,
-                                    "spark_memory": {k: sc.getConf().get(k) for k in MEMORY_KEYS
-                                                     if sc.getConf().get(k)}})
-            return result
+        context = pool.submit(spark.enter_context, spark_context(master, type(spec).__module__.split(".")[0],
+                                                                 settings, scratch=scratch, note=note))
+        shards = partitions or _parallelism(master, settings) or context.result().defaultParallelism
+        with scratch_dir(shared) if shared else nullcontext(scratch) as root:
+            search = Search(context, spec, kernel.result(), shards, root, started, progress, control,
+                            int(settings.get(DRIVER_STATES, Search.LOCAL_BEFORE_SPARK)))
+            try:
+                result = search.run()
+            finally:
+                search.close()
+        sc = context.result()
+        result.run_info.update({"master": sc.master, "partitions": shards,
+                                "spark_memory": {k: sc.getConf().get(k) for k in MEMORY_KEYS if sc.getConf().get(k)}})
+        return result
+
+
+def _parallelism(master: str | None, settings: dict[str, str]) -> int | None:
+    """Spark's default parallelism where it is known before Spark starts."""
+    if "spark.default.parallelism" in settings:
+        return int(settings["spark.default.parallelism"])
+    cores = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\d+)?\])?", master or "")
+    if not cores:
+        return None
+    return 1 if cores.group(1) is None else os.cpu_count() or 1 if cores.group(1) == "*" else int(cores.group(1))
 
 
 class _cancel_on_stop:
@@ -267,14 +281,34 @@ class _cancel_on_stop:
         self.thread.join()
 
 
-class Search:
-    """The driver's side: a job a level, the counts, the verdict."""
+class _Held:
+    """The kernel where a broadcast would be, for levels the driver runs."""
 
-    def __init__(self, sc: Any, spec: Spec, kernel: Kernel, shards: int, root: str, started: float,
-                 progress: Progress | None, control: Control):
-        self.sc, self.spec, self.kernel, self.shards, self.root = sc, spec, kernel, shards, root
+    def __init__(self, value: Kernel):
+        self.value = value
+
+
+def _warm(kernel_bc: Any, _index: int) -> int:
+    """Load the kernel in a Python worker (imports, machine code) before its first level."""
+    return kernel_bc.value.words
+
+
+class Search:
+    """The driver's side: a job a level, the counts, the verdict. While
+    Spark starts and its Python workers load the kernel, or while levels
+    are small, the driver runs a level's tasks itself, on threads, on the
+    same files."""
+
+    LOCAL_STATES = 10_000       # a level this small costs less here than a job's round trip
+    LOCAL_BEFORE_SPARK = 1_000_000  # a level the driver runs while Spark is not ready (its memory: ~0.5 GB)
+    # (both are `driver_states` at most: 0 sends every level to the executors)
+
+    def __init__(self, context: Future, spec: Spec, kernel: Kernel, shards: int, root: str, started: float,
+                 progress: Progress | None, control: Control, driver_states: int = LOCAL_BEFORE_SPARK):
+        self.context, self.spec, self.kernel, self.shards, self.root = context, spec, kernel, shards, root
+        self.small, self.before_spark = min(self.LOCAL_STATES, driver_states), driver_states
         self.started, self.progress, self.control = started, progress, control
-        self.kernel_bc = sc.broadcast(kernel)
+        self.sc = self.kernel_bc = self.warm = self.watch = None
         self.symmetric = bool(spec.symmetric)
         self.coverage = np.zeros(len(spec.coverage_labels), dtype=np.int64)
         self.reached = np.zeros(kernel.goal_count, np.uint8)
@@ -283,6 +317,45 @@ class Search:
         self.seconds = np.zeros(len(PHASES))
         self.written = 0
         self.jobs = 0.0                 # seconds the driver waited for jobs (tasks, scheduling, round trips)
+        self.local_levels = 0
+
+    def spark(self, wait: bool) -> bool:
+        """Whether Spark is up and its workers warm (waiting for it if `wait`)."""
+        if self.sc is None and (wait or self.context.done()):
+            self.sc = self.context.result()
+            self.watch = _cancel_on_stop(self.sc, self.control)
+            self.watch.__enter__()
+            self.kernel_bc = self.sc.broadcast(self.kernel)
+            self.warm = threading.Thread(target=self._warm_up, daemon=True)
+            self.warm.start()
+        if self.warm is not None and (wait or not self.warm.is_alive()):
+            self.warm.join()
+            return True
+        return False
+
+    def _warm_up(self) -> None:
+        """A job that loads the kernel in the Python workers; its failure
+        (a stop, a worker that cannot start) is the next level's to report."""
+        try:
+            self.sc.parallelize(range(self.shards), self.shards).map(partial(_warm, self.kernel_bc)).collect()
+        except Exception:
+            pass
+
+    def close(self) -> None:
+        if self.watch is not None:
+            self.watch.__exit__()
+        if self.kernel_bc is not None:
+            self.kernel_bc.unpersist()
+
+    def tasks(self, fn: Callable, args: tuple, items: list, size: int) -> list:
+        """fn(kernel, *args, item) for each item (a shard's), for a level of
+        `size` states: on Spark, or here if it is small or Spark is not ready."""
+        if size <= self.small or (size <= self.before_spark and not self.spark(wait=False)):
+            self.local_levels += 1
+            with ThreadPoolExecutor(min(len(items), os.cpu_count() or 1)) as threads:   # the kernel releases the GIL
+                return list(threads.map(partial(fn, _Held(self.kernel), *args), items))
+        self.spark(wait=True)
+        return self.job(partial(fn, self.kernel_bc, *args), items)
 
     def job(self, fn: Any, items: list) -> list:
         """One Spark job: `fn` on each item, item i in partition i."""
@@ -320,40 +393,38 @@ class Search:
         return [(h, []) for h in range(self.shards)]
 
     def run(self) -> CheckResult:
-        kernel, root = self.kernel, self.root
-        try:
-            items = self.seed()
-            pending = None          # the previous level's expansion: its transitions and goals reached
-            while True:
-                if self.control.stop.asked:
-                    raise self.stopped()
-                step = partial(_step, self.kernel_bc, root, self.shards, self.depth, self.symmetric)
-                out = sorted(self.job(step, items), key=lambda r: r[0])
-                self.seconds += sum(r[8] for r in out)
-                self.written += sum(r[7] for r in out)
-                violations = [r[4] for r in out if r[4] is not None]
-                if violations:
-                    return self.violated(min(violations, key=lambda v: v[0]))
-                if pending is not None:
-                    counts, reached = pending
-                    self.generated += int(counts.sum())
-                    self.coverage += counts
-                    self.reached |= reached
-                pending = (sum(r[5] for r in out), np.bitwise_or.reduce([r[6] for r in out]))
-                self._forget(self.depth, [r[1] for r in out], items)
-                items = [(r[0], r[1]) for r in out]
-                new = sum(r[2] for r in out)
-                if not new:
-                    break
-                self.distinct += new
-                self.represented += sum(r[3] for r in out)
-                self.depth += 1
-                if self.progress:
-                    self.progress(progress_counts(self.distinct, self.generated, self.depth, new, self.started))
-            return self.result("holds", None, self.depth, [],
-                               goals=dict(zip(self.spec.goals, self.reached.astype(bool).tolist())))
-        finally:
-            self.kernel_bc.unpersist()
+        root = self.root
+        items = self.seed()
+        self.size = len(self.inits)
+        pending = None          # the previous level's expansion: its transitions and goals reached
+        while True:
+            if self.control.stop.asked:
+                raise self.stopped()
+            out = sorted(self.tasks(_step, (root, self.shards, self.depth, self.symmetric), items, self.size),
+                         key=lambda r: r[0])
+            self.seconds += sum(r[8] for r in out)
+            self.written += sum(r[7] for r in out)
+            violations = [r[4] for r in out if r[4] is not None]
+            if violations:
+                return self.violated(min(violations, key=lambda v: v[0]))
+            if pending is not None:
+                counts, reached = pending
+                self.generated += int(counts.sum())
+                self.coverage += counts
+                self.reached |= reached
+            pending = (sum(r[5] for r in out), np.bitwise_or.reduce([r[6] for r in out]))
+            self._forget(self.depth, [r[1] for r in out], items)
+            items = [(r[0], r[1]) for r in out]
+            new = self.size = sum(r[2] for r in out)
+            if not new:
+                break
+            self.distinct += new
+            self.represented += sum(r[3] for r in out)
+            self.depth += 1
+            if self.progress:
+                self.progress(progress_counts(self.distinct, self.generated, self.depth, new, self.started))
+        return self.result("holds", None, self.depth, [],
+                           goals=dict(zip(self.spec.goals, self.reached.astype(bool).tolist())))
 
     def _forget(self, depth: int, runs: list[list[str]], before: list) -> None:
         """Delete what level `depth` consumed: its candidates, the frontier
@@ -375,7 +446,7 @@ class Search:
         from ..trace import replay_path     # the driver's only: executors need not import the trace's fingerprints
         path, which, row = first
         shards = list(range(self.shards))
-        before = self.job(partial(_before, self.kernel_bc, self.root, self.depth, path, self.symmetric), shards)
+        before = self.tasks(_before, (self.root, self.depth, path, self.symmetric), shards, self.size)
         self.distinct += sum(n for n, _c in before) + 1
         self.represented += sum(c for _n, c in before) + (
             self.kernel.class_sizes(row.reshape(1, -1), 0, 1) if self.symmetric else 0)
@@ -383,8 +454,8 @@ class Search:
             self.generated = int.from_bytes(path, "big") + 1
         else:
             parent_path, k = path[:-KEY_BYTES], int.from_bytes(path[-KEY_BYTES:], "big")
-            counts = sum(self.job(partial(_transitions_before, self.kernel_bc, self.root, self.depth - 1,
-                                          parent_path, k), shards))
+            counts = sum(self.tasks(_transitions_before, (self.root, self.depth - 1, parent_path, k), shards,
+                                    self.size))
             self.generated += int(counts.sum())
             self.coverage += counts
         invariant = self.spec.checked_invariants()[which]
@@ -400,6 +471,7 @@ class Search:
         info["spark_time_s"] = {"tasks": dict(zip(PHASES, np.round(self.seconds, 2).tolist())),
                                 "jobs": round(self.jobs, 2)}
         info["spark_written_bytes"] = self.written
+        info["spark_driver_levels"] = self.local_levels
         return CheckResult(verdict, invariant, self.distinct, self.generated, depth,
                            time.perf_counter() - self.started, dict(zip(self.spec.coverage_labels,
                                                                         self.coverage.tolist())),

@@ -162,6 +162,8 @@ def spark_context(master: str | None, spec_package: str, settings: dict[str, str
     except (Stopped, ConfigError):
         raise
     except Exception as e:
+        if not type(e).__module__.startswith(("py4j", "pyspark")):
+            raise               # not Spark's: the driver's own code failed, a bug shown whole
         if sc._jsc.sc().isStopped():
             raise EngineUnavailable(f"Spark stopped before the check ended (master {sc.master}): "
                                     f"{_reason(e)}") from None
