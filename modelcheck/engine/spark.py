@@ -235,6 +235,10 @@ def check(spec: Spec, load_kernel: Callable[[], Kernel], *, master: str | None =
         kernel = pool.submit(load_kernel)
         context = pool.submit(spark.enter_context, spark_context(master, type(spec).__module__.split(".")[0],
                                                                  settings, scratch=scratch, note=note))
+        if shared is None and not loopback(master or context.result().master):
+            raise EngineUnavailable(f"a Spark check keeps its shards' state in files every executor must see: "
+                                    f"on master {master or context.result().master}, give a directory on storage "
+                                    f"they share with --spark-conf {STATE_DIR}=DIR")
         shards = partitions or _parallelism(master, settings) or context.result().defaultParallelism
         with scratch_dir(shared) if shared else nullcontext(scratch) as root:
             search = Search(context, spec, kernel.result(), shards, root, started, progress, control,
@@ -256,7 +260,9 @@ def _parallelism(master: str | None, settings: dict[str, str]) -> int | None:
     cores = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\d+)?\])?", master or "")
     if not cores:
         return None
-    return 1 if cores.group(1) is None else os.cpu_count() or 1 if cores.group(1) == "*" else int(cores.group(1))
+    if cores.group(1) == "*":
+        return os.cpu_count() or 1
+    return int(cores.group(1) or 1)
 
 
 class _cancel_on_stop:
@@ -317,7 +323,7 @@ class Search:
         self.seconds = np.zeros(len(PHASES))
         self.written = 0
         self.jobs = 0.0                 # seconds the driver waited for jobs (tasks, scheduling, round trips)
-        self.local_levels = 0
+        self.local_levels, self.here = 0, False     # levels the driver ran; whether it ran the last tasks
 
     def spark(self, wait: bool) -> bool:
         """Whether Spark is up and its workers warm (waiting for it if `wait`)."""
@@ -350,8 +356,8 @@ class Search:
     def tasks(self, fn: Callable, args: tuple, items: list, size: int) -> list:
         """fn(kernel, *args, item) for each item (a shard's), for a level of
         `size` states: on Spark, or here if it is small or Spark is not ready."""
-        if size <= self.small or (size <= self.before_spark and not self.spark(wait=False)):
-            self.local_levels += 1
+        self.here = size <= self.small or (size <= self.before_spark and not self.spark(wait=False))
+        if self.here:
             with ThreadPoolExecutor(min(len(items), os.cpu_count() or 1)) as threads:   # the kernel releases the GIL
                 return list(threads.map(partial(fn, _Held(self.kernel), *args), items))
         self.spark(wait=True)
@@ -402,6 +408,7 @@ class Search:
                 raise self.stopped()
             out = sorted(self.tasks(_step, (root, self.shards, self.depth, self.symmetric), items, self.size),
                          key=lambda r: r[0])
+            self.local_levels += self.here
             self.seconds += sum(r[8] for r in out)
             self.written += sum(r[7] for r in out)
             violations = [r[4] for r in out if r[4] is not None]
