@@ -118,7 +118,8 @@ def test_an_unreachable_master_fails_at_once_in_one_line(tmp_path):
 
 
 def test_a_python_worker_memory_limit_is_named_with_its_setting(tmp_path):
-    p = subprocess.run([*CHECK, "-q", "--set", "max_records=1", "--spark-conf", "spark.executor.pyspark.memory=300m"],
+    p = subprocess.run([*CHECK, "-q", "--set", "max_records=1", "--spark-conf", "spark.executor.pyspark.memory=300m",
+                        "--spark-conf", "spark.modelcheck.driverStates=0"],       # every level on the executors
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr == "error: a Spark Python worker reached its memory limit (spark.executor.pyspark.memory=300m): " \

@@ -1,7 +1,9 @@
 """Starting Spark for the engine: checks that say in one line what is
-missing (pyspark, Java 17+), a SparkContext that is quiet and local-safe by
-default, and the zip that carries modelcheck and a spec to executors.
-pyspark is imported here only when a context is asked for."""
+missing (pyspark, Java 17+, a master at the URL), a SparkContext that is
+quiet, local-safe and sized for the machine by default, the one line that
+names why a job failed and the setting to change, a run directory that no
+stop leaves behind, and the zip that carries modelcheck and a spec to
+executors. pyspark is imported here only when a context is asked for."""
 
 from __future__ import annotations
 
@@ -122,10 +124,6 @@ def spark_context(master: str | None, spec_package: str, settings: dict[str, str
     if master:
         conf.setMaster(master)
     conf.setAll([("spark.ui.enabled", "false"), ("spark.ui.showConsoleProgress", "false"),
-                 # each level's shuffle files are deleted when the driver JVM collects the
-                 # level's RDDs; its default is every 30 minutes, while a level takes seconds
-                 ("spark.cleaner.periodicGC.interval", "1min"),
-                 ("spark.cleaner.referenceTracking.cleanCheckpoints", "true"),
                  ("spark.executorEnv.PYTHONHASHSEED", os.environ["PYTHONHASHSEED"]),
                  ("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J.as_uri()}")])
     if master and loopback(master):       # executors on this machine run this very Python
