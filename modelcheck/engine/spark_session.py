@@ -130,7 +130,8 @@ def spark_context(master: str | None, spec_package: str, settings: dict[str, str
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         conf.set("spark.driver.bindAddress", "127.0.0.1").set("spark.driver.host", "127.0.0.1")
-    conf.setAll(sorted(memory_defaults(master, available_memory()).items()))
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:      # under spark-submit its JVM is sized already
+        conf.setAll(sorted(memory_defaults(master, available_memory()).items()))
     conf.setAll(sorted((settings or {}).items()))
     if note:
         memory = ", ".join(f"{k}={conf.get(k)}" for k in MEMORY_KEYS if conf.get(k))
