@@ -83,11 +83,12 @@ def _child_paths(paths: np.ndarray, rows: np.ndarray, index: np.ndarray) -> np.n
 
 def _save(path: str, *arrays: np.ndarray) -> int:
     """Arrays into one file, whole under `path` or not at all; its bytes."""
-    with open(path + ".tmp", "wb") as f:
+    part = f"{path}.{os.getpid()}.tmp"      # a task and its retry (or speculative copy) write apart
+    with open(part, "wb") as f:
         for a in arrays:
             np.save(f, a, allow_pickle=False)
         size = f.tell()
-    os.replace(path + ".tmp", path)
+    os.replace(part, path)
     return size
 
 

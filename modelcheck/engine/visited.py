@@ -301,7 +301,8 @@ class Run:
         nameless file in `directory`."""
         header = np.zeros(RUN_HEADER, np.uint64)
         header[0], header[1], header[2] = RUN_MAGIC, key_words, rows
-        f = open(path + ".tmp", "w+b") if path else tempfile.TemporaryFile(dir=directory)
+        part = f"{path}.{os.getpid()}.tmp"      # two writers of one run (a task and its retry) do not mix
+        f = open(part, "w+b") if path else tempfile.TemporaryFile(dir=directory)
         try:
             f.write(header.tobytes())
             offset, written = 0, 0
@@ -320,7 +321,7 @@ class Run:
             if path:
                 if durable:
                     os.fsync(f.fileno())
-                os.replace(path + ".tmp", path)
+                os.replace(part, path)
             return Run(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), path)
         finally:
             f.close()
