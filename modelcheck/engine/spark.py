@@ -92,6 +92,15 @@ def _save(path: str, *arrays: np.ndarray) -> int:
     return size
 
 
+def _mkdir(path: str) -> None:
+    """A directory in the run's (not makedirs: a run directory removed
+    because the check ended must not be made again by a late task)."""
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        pass
+
+
 def _load(path: str, n: int) -> list[np.ndarray]:
     with open(path, "rb") as f:
         return [np.load(f, allow_pickle=False) for _ in range(n)]
@@ -175,7 +184,7 @@ def _step(kernel_bc: Any, root: str, shards: int, depth: int, symmetric: bool, i
         cand = expand_rows(kernel, rows, 0, len(rows), reached=reached)
         counts = np.bincount(cand.action, minlength=kernel.action_count).astype(np.int64)
         homes = shard_of(cand.keys, shards)
-        os.makedirs(f"{root}/c/{depth + 1}", exist_ok=True)
+        _mkdir(f"{root}/c/{depth + 1}")
         for home in range(shards):
             sel = np.flatnonzero(homes == home)
             # candidates stay in path order; those of this shard already visited are dropped here

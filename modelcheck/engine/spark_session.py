@@ -180,16 +180,21 @@ def scratch_dir(where: str | None = None) -> Iterator[str]:
     """A new directory modelcheck-spark-* (in `where`, default the temp
     dir), removed when the block ends, and by a watchdog process if this
     one is killed (SIGKILL included): the watchdog waits for its stdin, a
-    pipe from this process, to close, in a session of its own so that
-    Ctrl-C does not stop it first."""
+    pipe from this process, to close without a word, in a session of its
+    own so that Ctrl-C does not stop it first, and removes it again a
+    little later (a task still running when the check was killed may
+    write to it)."""
     path = tempfile.mkdtemp(prefix="modelcheck-spark-", dir=where)
     watchdog = subprocess.Popen([sys.executable, "-I", "-S", "-c",
-                                 "import shutil, sys; sys.stdin.read(); shutil.rmtree(sys.argv[1], True)", path],
+                                 "import shutil, sys, time\nif not sys.stdin.read():\n"
+                                 "    shutil.rmtree(sys.argv[1], True); time.sleep(5); shutil.rmtree(sys.argv[1], True)",
+                                 path],
                                 stdin=subprocess.PIPE, start_new_session=True)
     try:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+        watchdog.stdin.write(b"done")         # removed here: the watchdog need not
         watchdog.stdin.close()
         watchdog.wait()
 
