@@ -174,8 +174,8 @@ def main() -> None:
                    "collision probability becomes negligible). The output reports which, with the estimate.")
 @click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
               help="A Spark setting for --engine spark, as spark-submit's --conf; overrides modelcheck's "
-                   "defaults (e.g. spark.executor.memory=8g; spark.checkpoint.dir=DIR on reliable storage "
-                   "lets a check survive losing an executor). Repeatable.")
+                   "defaults (e.g. spark.driver.memory=8g; spark.modelcheck.stateDir=DIR on storage every "
+                   "executor sees, needed on a cluster of several hosts). Repeatable.")
 @click.option("--checkpoint", "checkpoint_dir", metavar="DIR",
               help="Save the search in DIR (created; it must hold no checkpoint yet) every --checkpoint-every "
                    "seconds and when it stops (Ctrl-C, SIGTERM, --max-memory), so that --resume DIR continues it "
@@ -259,8 +259,8 @@ def check(config: str | None, overrides: tuple[str, ...], as_json: bool, trace_o
                                            ("max-memory", max_memory)) if given_]
         if engine == "spark" and local:
             raise ConfigError(f"--{local[0]} applies to the local engines (fast, bfs); a Spark check survives a "
-                              "lost executor with --spark-conf spark.checkpoint.dir=DIR, and its memory is Spark's "
-                              "(spark.executor.memory, spark.driver.memory)")
+                              "lost executor by itself (its shards' state is in files), and its memory is Spark's "
+                              "(spark.driver.memory, spark.executor.memory)")
         control = Control(max_memory=None if engine == "spark" else
                           parse_size(max_memory) if max_memory else default_limit())
         if resume_dir:

@@ -4,8 +4,11 @@
 Prints, a run a line: distinct states, wall time (the check's own, Spark's
 start-up included), distinct states/s, and peak resident memory by role,
 sampled from /proc every 0.2 s: the driver's Python process, the driver's
-JVM (in local mode it hosts the executor too, so its cached blocks), a
-standalone executor's JVM, and the Python workers Spark forks (summed).
+JVM (in local mode it hosts the executor too), a standalone executor's
+JVM, and the Python workers Spark forks (summed); the 1-minute load
+average when the run ended; for Spark, the task seconds by phase (settle,
+expand, write: summed over tasks), the seconds the driver waited for
+jobs, and the memory settings in effect.
 With --standalone the Spark runs also go to a real standalone master and
 worker on loopback, where the driver's JVM and the executor's are apart:
 the driver's memory stays flat however many states are visited.
@@ -79,8 +82,10 @@ def run_check(argv: list[str]) -> dict:
 
 def line(label: str, r: dict) -> str:
     mem = "  ".join(f"{role} {mb:,.0f}" for role, mb in r["peak_mb"].items() if mb)
+    phases = r.get("spark_time_s")
+    spark = f"   task s {phases['tasks']}, jobs {phases['jobs']} s, {r['spark_memory']}" if phases else ""
     return (f"{label:<28} {r['distinct_states']:>10,} {r['elapsed_s']:>8.1f} "
-            f"{r['distinct_states'] / r['elapsed_s']:>9,.0f}   {mem}")
+            f"{r['distinct_states'] / r['elapsed_s']:>9,.0f}   {mem}   load {os.getloadavg()[0]:.1f}{spark}")
 
 
 def main() -> None:

@@ -33,6 +33,9 @@ CONFIGS = [
 ]
 
 
+EXECUTORS = {"spark.modelcheck.driverStates": "0"}      # every level a Spark job
+
+
 def summary(r):
     return (r.verdict, r.invariant, r.distinct_states, r.generated_states, r.depth, r.coverage,
             [(s.action, s.args) for s in r.trace], r.goals)
@@ -43,9 +46,20 @@ def summary(r):
                          + [("local[2]", 3, CONFIGS[1])],     # shards need not match cores
                          ids=lambda v: ",".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else f"{v}")
 def test_spark_reproduces_the_local_engine_exactly(master, partitions, config):
+    """Every level on the executors (none on the driver while they start)."""
     spec = load(config)
     expected = summary(run(spec, engine="fast", workers=1))
-    assert summary(run(spec, engine="spark", master=master, partitions=partitions)) == expected
+    assert summary(run(spec, engine="spark", master=master, partitions=partitions, spark_settings=EXECUTORS)) == \
+        expected
+
+
+def test_levels_the_driver_runs_while_spark_starts_give_the_same_answers():
+    """By default the driver runs levels itself until the executors are
+    ready (or when a level is small): the same files, the same counts."""
+    spec = load(CONFIGS[1])
+    got = run(spec, engine="spark", master="local[2]")
+    assert summary(got) == summary(run(spec, engine="fast", workers=1))
+    assert got.run_info["spark_driver_levels"] > 0
 
 
 @settings(max_examples=2, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -60,8 +74,11 @@ def test_random_configs_give_the_reference_answers_on_spark(config):
 def test_spark_with_symmetry_keeps_the_reduced_count_and_the_shortest_trace():
     spec = load({"variant": "legacy"})
     spec.enable_symmetry()
-    expected = summary(run(spec, engine="fast", workers=2))
-    assert summary(run(spec, engine="spark", master="local[2]")) == expected
+    fast = run(spec, engine="fast", workers=2)
+    expected = summary(fast)
+    spark = run(spec, engine="spark", master="local[2]", spark_settings=EXECUTORS)
+    assert summary(spark) == expected
+    assert spark.run_info["symmetry"] == fast.run_info["symmetry"]
     assert expected[2] < 16590 and len(expected[6]) == 8
 
 
@@ -69,7 +86,7 @@ def test_a_violating_initial_state_is_found_at_depth_1_on_spark():
     spec = LeaderlessKip966(load({"max_records": 1}).config)
     expected = summary(run(spec, engine="bfs"))
     assert expected[:5] == ("violated", "Leaderless", 1, 1, 1)
-    assert summary(run(spec, engine="spark", master="local[2]")) == expected
+    assert summary(run(spec, engine="spark", master="local[2]", spark_settings=EXECUTORS)) == expected
 
 
 def test_the_cli_runs_spark_and_reports_the_legacy_counterexample(tmp_path):
@@ -116,7 +133,8 @@ def test_why_spark_failed_is_read_from_its_log(monkeypatch, tmp_path):
     """What a user sees when Spark stops (no master at the URL) or refuses
     to start: the reason Spark logged, not py4j's call that failed."""
     log = tmp_path / "jvm.log"
-    monkeypatch.setattr(spark_session, "_jvm_log", [str(log)])
+    log.write_text("")
+    monkeypatch.setattr(spark_session, "_jvm_log", [open(log, "rb")])
     log.write_text("WARNING: Using incubator modules: jdk.incubator.vector\n"
                    "13:20:00 ERROR StandaloneSchedulerBackend: Application has been killed. "
                    "Reason: All masters are unresponsive! Giving up.\n")
@@ -227,15 +245,14 @@ def test_a_standalone_cluster_checks_like_the_local_engine(standalone_master, ba
     assert p.returncode == (0 if local["verdict"] == "holds" else 1) and p.stderr == ""
 
 
-def test_with_a_checkpoint_dir_a_lost_executor_is_replaced_and_the_check_completes(standalone, bare_executor_python,
-                                                                                      tmp_path):
-    """Levels are written to spark.checkpoint.dir every few levels, so when
-    the executor is killed mid-check its blocks are recomputed on the one
-    the worker starts instead, and the result is the local engine's."""
+def test_a_lost_executor_is_replaced_and_the_check_completes(standalone, bare_executor_python, tmp_path):
+    """The shards' state is in files, not in the executor: when it is
+    killed mid-check, its tasks are rerun on the one the worker starts
+    instead, and the result is the local engine's."""
     url, apps = standalone
     before = set(apps.iterdir()) if apps.exists() else set()
     check = subprocess.Popen(["modelcheck", "check", "--engine", "spark", "--master", url, "--json", "-q",
-                              "--set", "max_records=1", "--spark-conf", f"spark.checkpoint.dir={tmp_path / 'ckpt'}"],
+                              "--set", "max_records=1", "--spark-conf", "spark.modelcheck.driverStates=0"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env={**os.environ, "PYSPARK_PYTHON": str(bare_executor_python)})
     pgrep = lambda *args: subprocess.run(["pgrep", *args], capture_output=True, text=True).stdout.split()  # noqa: E731
@@ -254,7 +271,6 @@ def test_with_a_checkpoint_dir_a_lost_executor_is_replaced_and_the_check_complet
         ("holds", 108175, 303859, 21)
     app, = set(apps.iterdir()) - before
     assert len(list(app.iterdir())) == 2            # executor 0, killed, and executor 1 that finished the check
-    assert list((tmp_path / "ckpt").iterdir()) == []     # this run's checkpoints are removed at the end
 
 
 def test_with_a_checkpoint_dir_results_are_the_same_on_local_spark(tmp_path):

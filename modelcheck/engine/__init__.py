@@ -39,8 +39,8 @@ def run(spec: Spec, *, engine: str = "fast", workers: int = 1, progress: Progres
         control: Control | None = None) -> CheckResult:
     """Check `spec` with the named engine (`workers` applies to fast;
     `master`, `partitions` and `spark_settings` to spark; `fingerprint_bits`
-    to both, where a packed state is too large to store whole; `control` to
-    fast and bfs)."""
+    to both, where a packed state is too large to store whole; `control`:
+    its stop request to all, checkpoints and the memory limit to fast and bfs)."""
     from .bfs import check as reference
     control = control or Control()
     if spec.checked_properties():
@@ -55,14 +55,22 @@ def run(spec: Spec, *, engine: str = "fast", workers: int = 1, progress: Progres
     from .kernel import KernelUnavailable, kernel_for
     note = (lambda text: progress({"note": text})) if progress else (lambda text: None)
     if engine == "spark":
+        from .spark import check as spark_check
         from .spark_session import EngineUnavailable, require_spark
         require_spark()
-    wait = engine == "spark" or os.environ.get("MODELCHECK_KERNEL") == "compiled" or bool(control.checkpoints)
+
+        def load_kernel():
+            try:
+                return kernel_for(spec, note, compile=True, fingerprint_bits=fingerprint_bits)
+            except KernelUnavailable as e:
+                raise EngineUnavailable(f"--engine spark runs the compiled kernel, and there is none here: {e}") \
+                    from None
+        return spark_check(spec, load_kernel, master=master, partitions=partitions, settings=spark_settings,
+                           progress=progress, control=control)
+    wait = os.environ.get("MODELCHECK_KERNEL") == "compiled" or bool(control.checkpoints)
     try:
         kernel = kernel_for(spec, note, compile=wait, fingerprint_bits=fingerprint_bits)
     except KernelUnavailable as e:
-        if engine == "spark":
-            raise EngineUnavailable(f"--engine spark runs the compiled kernel, and there is none here: {e}") from None
         if control.resume:
             raise ConfigError(f"the checkpoint was written by the compiled engine, and there is no "
                                     f"compiled kernel here: {e}") from None
@@ -73,10 +81,6 @@ def run(spec: Spec, *, engine: str = "fast", workers: int = 1, progress: Progres
         result, kernel = _race(spec, progress, note, fingerprint_bits, control)
         if result is not None:
             return result
-    if engine == "spark":
-        from .spark import check as spark_check
-        return spark_check(spec, kernel, master=master, partitions=partitions, settings=spark_settings,
-                           progress=progress)
     from .fast import check as fast_check
     return fast_check(spec, kernel, workers=workers, progress=progress, control=control)
 

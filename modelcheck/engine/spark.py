@@ -1,31 +1,34 @@
 """The Spark engine: the fast engine's level-synchronous search, with the
-frontier and the visited set partitioned over Spark executors, for state
-spaces one machine cannot hold. Executors expand with the compiled kernel
-(broadcast as its source and tables, loaded from each machine's cache) and
-use the shared batch layer; the driver keeps per-level counts and one RDD
-handle a level, never a state or a key set.
+frontier and the visited set split in shards over Spark executors, for
+state spaces one machine cannot hold. Executors expand with the compiled
+kernel (broadcast as its source and tables, loaded from each machine's
+cache) and use the shared batch layer and visited set.
 
-Every record is `(shard, (tag, payload))`, shard = `visited.shard_of(key,
-P)` (TLC's MultiFPSet split), and every RDD that holds shards is
-partitioned by the same function object (`_owner`), so Spark knows they are
-co-partitioned: the union of the visited set and a level's candidates puts
-partition i of each side in one task without a shuffle of the visited set.
-A level is one job:
+A shard's state lives in files, never in Spark's blocks, so it is never
+pickled, shuffled or cached by the JVM: under one run directory (in the
+temp dir of a local or loopback master; on a cluster of several hosts, a
+directory every executor sees, spark.modelcheck.stateDir)
 
-    merged[d]  = partition i holds  V: shard i's visited set (visited.Visited)
-                                    F: its states new at level d (rows, paths)
-                                    S: the level's counts and first violation
-    expand     = merged[d].mapPartitions: the kernel's successors of F,
-                 pruned of V where they stay in shard i, first occurrences
-                 only, one batch a destination shard
-    merged[d+1] = (V of merged[d]) ∪ expand.partitionBy(P, _owner)
-                  .mapPartitions(settle, preservesPartitioning=True)
+    v/I.D[.mK]   shard I's visited set: sorted runs (visited.Run), one
+                 written a level, merged in size tiers (an LSM tree)
+    c/D/J.I      candidates for shard I that shard J's expansion made,
+                 to be settled at level D: rows, keys and paths (.npy)
+    f/D.I        shard I's states new at level D: rows and paths
 
-merged[d+1] is local-checkpointed (kept on the executors, its lineage cut),
-so level 40 plans as fast as level 2; with spark.checkpoint.dir set, every
-4th level is written there instead and the others keep their lineage, so
-a lost executor's blocks can be recomputed. merged[d] is dropped once
-merged[d+1] is computed.
+A level is one Spark job of one stage and no shuffle, task I:
+
+    settle   c/D/*.I in path order into I's visited set (the first
+             occurrence of a key wins); check the new states' invariants
+    expand   the new states' successors, pruned of I's visited set where
+             they stay in I, first occurrences only, one file a
+             destination shard: c/D+1/I.*
+
+Its records are small handles (a shard's run files) and its result the
+level's counts, so the driver sends and receives a few hundred bytes a
+shard a level. Tasks read only what the previous level wrote and write
+files under new names (whole, then renamed), so a task that fails (a
+lost executor) is rerun with the same result; the driver deletes a
+level's inputs once the level is done.
 
 The reference engine's order is reproduced without ranking states on the
 driver: each state carries its path, the successor indices along its path
@@ -39,29 +42,33 @@ interpreted spec index by index, it needs no parent links.
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack, nullcontext
 from functools import partial
-from typing import Any, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
-from ..result import CheckResult
+from ..lifetime import Stopped
+from ..result import CheckResult, symmetry_info
 from ..spec import Spec
-from .batch import Candidates, run_info
-from .visited import Visited, first_occurrences, shard_of
 from .batch import expand as expand_rows
+from .batch import run_info
+from .control import Control
 from .kernel import Kernel
 from .progress import Progress, progress_counts
-from .spark_session import spark_context
+from .spark_session import EngineUnavailable, MEMORY_KEYS, loopback, scratch_dir, spark_context
+from .visited import BUCKETS, Run, Visited, _merge_two, first_occurrences, shard_of
 
 KEY_BYTES = 2           # a successor index (or an initial state's position) in a path
-RELIABLE_EVERY = 4      # levels between writes to spark.checkpoint.dir, when one is set
-
-
-def _owner(shard: int) -> int:
-    """The partition function of every shard-keyed RDD: a record's key is
-    already its shard. One function object, so Spark sees co-partitioning."""
-    return shard
+STATE_DIR = "spark.modelcheck.stateDir"
+DRIVER_STATES = "spark.modelcheck.driverStates"     # the largest level the driver runs while executors start
+PHASES = ("settle", "expand", "write")      # a task's seconds, summed over a level's tasks
 
 
 def _child_paths(paths: np.ndarray, rows: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -74,200 +81,415 @@ def _child_paths(paths: np.ndarray, rows: np.ndarray, index: np.ndarray) -> np.n
     return out.view(f"S{width + KEY_BYTES}").ravel()
 
 
-def _parts(index: int, items: Iterator) -> dict[str, list]:
-    """Partition `index`'s payloads by tag; every record must be of shard `index`."""
-    found: dict[str, list] = {}
-    for shard, (tag, payload) in items:
-        if shard != index:
-            raise RuntimeError(f"shard {shard}'s record reached partition {index}: the RDDs are not co-partitioned")
-        found.setdefault(tag, []).append(payload)
-    return found
+def _save(path: str, *arrays: np.ndarray) -> int:
+    """Arrays into one file, whole under `path` or not at all; its bytes."""
+    part = f"{path}.{os.getpid()}.tmp"      # a task and its retry (or speculative copy) write apart
+    with open(part, "wb") as f:
+        for a in arrays:
+            np.save(f, a, allow_pickle=False)
+        size = f.tell()
+    os.replace(part, path)
+    return size
+
+
+def _mkdir(path: str) -> None:
+    """A directory in the run's (not makedirs: a run directory removed
+    because the check ended must not be made again by a late task)."""
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        pass
+
+
+def _load(path: str, n: int) -> list[np.ndarray]:
+    with open(path, "rb") as f:
+        return [np.load(f, allow_pickle=False) for _ in range(n)]
 
 
 # ---- what the executors run --------------------------------------------------------
 
-def _expand(kernel_bc: Any, shards: int, index: int, items: Iterator) -> Iterator:
-    """Successors of shard `index`'s frontier, one batch (rows, keys,
-    paths) a destination shard, and the per-action transition counts (to
-    this shard's settle)."""
-    kernel = kernel_bc.value
-    parts = _parts(index, items)
-    visited: Visited = parts["V"][0]
-    rows, paths = parts["F"][0]
-    reached = np.zeros(kernel.goal_count, np.uint8)
-    cand = expand_rows(kernel, rows, 0, len(rows), reached=reached)
-    child = _child_paths(paths, cand.parents, cand.index)
-    homes = shard_of(cand.keys, shards)
-    for home in range(shards):
-        sel = np.flatnonzero(homes == home)
-        if home == index:
-            sel = sel[~visited.contains(cand.keys[sel])]
-        sel = sel[first_occurrences(cand.keys[sel])]        # candidates stay in path order
-        if len(sel):
-            yield home, ("C", (cand.words[sel], cand.keys[sel], child[sel]))
-    yield index, ("N", (np.bincount(cand.action, minlength=kernel.action_count).astype(np.int64), reached))
+class Shard:
+    """Shard `index`'s files under the run directory `root`."""
+
+    def __init__(self, root: str, index: int):
+        self.root, self.index = root, index
+
+    def candidates(self, depth: int) -> list[str]:
+        where = f"{self.root}/c/{depth}"
+        return sorted(f"{where}/{name}" for name in os.listdir(where) if name.endswith(f".{self.index}"))
+
+    def frontier(self, depth: int) -> str:
+        return f"{self.root}/f/{depth}.{self.index}"
+
+    def out(self, depth: int, home: int) -> str:
+        return f"{self.root}/c/{depth}/{self.index}.{home}"
+
+    def run(self, depth: int, merged: int = 0) -> str:
+        return f"{self.root}/v/{self.index}.{depth}" + (f".m{merged}" if merged else "")
 
 
-def _settle(kernel_bc: Any, index: int, items: Iterator) -> Iterator:
-    """Shard `index` at the end of a level: its candidates in path order
-    inserted into its visited set (the first occurrence of a key wins), the
-    new states' invariants checked in that order (up to the first
-    violation)."""
+def _keep(visited: Visited, shard: Shard, depth: int) -> list[str]:
+    """Write the keys `visited` holds in memory (the level's new ones) as
+    a run, merge the newest runs while they are of like size, and return
+    the run files that now hold the shard's visited set."""
+    held = visited.runs
+    if visited.memory_keys:
+        held.append(Run.write(visited.buckets, visited.key_words, visited.memory_keys, shard.run(depth),
+                              durable=False))
+        visited.buckets = [np.empty((0, visited.key_words), np.uint64) for _ in range(BUCKETS)]
+    merged = 0
+    while len(held) > 1 and 2 * len(held[-1]) >= len(held[-2]):
+        older, newer = held[-2], held[-1]
+        merged += 1
+        held[-2:] = [Run.write((_merge_two(older.bucket(b), newer.bucket(b)) for b in range(BUCKETS)),
+                               older.keys.shape[1], len(older) + len(newer), shard.run(depth, merged),
+                               durable=False)]
+    return [r.path for r in held]
+
+
+def _step(kernel_bc: Any, root: str, shards: int, depth: int, symmetric: bool, item: tuple) -> tuple:
+    """Level `depth` of shard `index`: settle its candidates, then expand
+    its new states into the next level's candidates. Returns (index, its
+    run files, new states, the states their classes hold (symmetry), the
+    first violation (path, invariant, row) or None, the expansion's
+    per-action transitions and goals reached, bytes written, seconds by
+    phase)."""
+    index, runs = item
     kernel = kernel_bc.value
-    found = _parts(index, items)
-    visited: Visited = found["V"][0]
-    batches = found.get("C", [])
+    shard = Shard(root, index)
+    t0 = time.perf_counter()
+    batches = [_load(f, 3) for f in shard.candidates(depth)]
     rows = np.concatenate([b[0] for b in batches]) if batches else np.empty((0, kernel.words), np.uint64)
     keys = np.concatenate([b[1] for b in batches]) if batches else np.empty((0, kernel.key_words), np.uint64)
     paths = np.concatenate([b[2] for b in batches]) if batches else np.empty(0, f"S{KEY_BYTES}")
+    del batches
+    visited = Visited.from_runs(kernel.key_words, runs)
     order = np.argsort(paths, kind="stable")
     new = order[visited.insert_new(keys[order])]
     rows, paths = rows[new], paths[new]
+    del keys, order, new
     violation = None
     row, which = kernel.check(rows, 0, len(rows))
     if row >= 0:
         violation = (paths[row:row + 1].view(np.uint8).tobytes(), which, rows[row])
-    coverage = sum((n[0] for n in found.get("N", [])), np.zeros(kernel.action_count, dtype=np.int64))
+    represented = kernel.class_sizes(rows, 0, len(rows)) if symmetric else 0
+    t1 = time.perf_counter()
+    written = _save(shard.frontier(depth), rows, paths)
+    runs = _keep(visited, shard, depth)
+    t2 = time.perf_counter()
     reached = np.zeros(kernel.goal_count, np.uint8)
-    for _counts, r in found.get("N", []):
-        reached |= r
-    yield index, ("V", visited)
-    yield index, ("F", (rows, paths))
-    yield index, ("S", (len(rows), coverage, violation, reached))
+    counts = np.zeros(kernel.action_count, np.int64)
+    writing = 0.0
+    if violation is None and len(rows):
+        cand = expand_rows(kernel, rows, 0, len(rows), reached=reached)
+        counts = np.bincount(cand.action, minlength=kernel.action_count).astype(np.int64)
+        homes = shard_of(cand.keys, shards)
+        _mkdir(f"{root}/c/{depth + 1}")
+        for home in range(shards):
+            sel = np.flatnonzero(homes == home)
+            # candidates stay in path order; those of this shard already visited are dropped here
+            sel = sel[visited.fresh(cand.keys[sel]) if home == index else first_occurrences(cand.keys[sel])]
+            if len(sel):
+                child = _child_paths(paths, cand.parents[sel], cand.index[sel])
+                w0 = time.perf_counter()
+                written += _save(shard.out(depth + 1, home), cand.words[sel], cand.keys[sel], child)
+                writing += time.perf_counter() - w0
+    t3 = time.perf_counter()
+    seconds = np.array([t1 - t0, t3 - t2 - writing, t2 - t1 + writing])
+    return index, runs, len(rows), represented, violation, counts, reached, written, seconds
 
 
-def _only(tag: str, items: Iterator) -> Iterator:
-    return (item for item in items if item[1][0] == tag)
-
-
-def _payloads(tag: str, items: Iterator) -> Iterator:
-    return (item[1][1] for item in items if item[1][0] == tag)
-
-
-def _count_before(path: bytes, items: Iterator) -> Iterator[int]:
-    """How many of a shard's new states come before `path` in the reference engine's order."""
-    for _rows, paths in _payloads("F", items):
-        yield int((paths < np.array(path, dtype=paths.dtype)).sum())
-
-
-def _transitions_before(kernel_bc: Any, parent_path: bytes, k: int, items: Iterator) -> Iterator[np.ndarray]:
-    """Per-action transitions the reference engine had generated when it
-    reached successor k of the state at `parent_path`: those of every
-    parent before it, and that parent's first k+1 (if it is in this shard)."""
+def _before(kernel_bc: Any, root: str, depth: int, path: bytes, symmetric: bool, index: int) -> tuple[int, int]:
+    """How many of shard `index`'s new states at `depth` come before `path`
+    in the reference engine's order, and the states their classes hold."""
     kernel = kernel_bc.value
-    counts = np.zeros(kernel.action_count, dtype=np.int64)
-    for rows, paths in _payloads("F", items):
-        before = paths <= np.array(parent_path, dtype=paths.dtype)
-        cand: Candidates = expand_rows(kernel, rows[before], 0, int(before.sum()))
-        parent = np.flatnonzero(paths[before] == np.array(parent_path, dtype=paths.dtype))
-        keep = np.ones(len(cand), dtype=bool)
-        if len(parent):
-            keep &= (cand.parents != parent[0]) | (cand.index <= k)
-        counts += np.bincount(cand.action[keep], minlength=len(counts))
-    yield counts
+    rows, paths = _load(Shard(root, index).frontier(depth), 2)
+    before = rows[paths < np.array(path, dtype=paths.dtype)]
+    return len(before), kernel.class_sizes(before, 0, len(before)) if symmetric else 0
+
+
+def _transitions_before(kernel_bc: Any, root: str, depth: int, parent_path: bytes, k: int, index: int) -> np.ndarray:
+    """Per-action transitions the reference engine had generated when it
+    reached successor k of the state at `parent_path` (of level `depth`):
+    those of every parent before it, and that parent's first k+1 (if it is
+    in this shard)."""
+    kernel = kernel_bc.value
+    rows, paths = _load(Shard(root, index).frontier(depth), 2)
+    before = paths <= np.array(parent_path, dtype=paths.dtype)
+    cand = expand_rows(kernel, rows[before], 0, int(before.sum()))
+    parent = np.flatnonzero(paths[before] == np.array(parent_path, dtype=paths.dtype))
+    keep = np.ones(len(cand), dtype=bool)
+    if len(parent):
+        keep &= (cand.parents != parent[0]) | (cand.index <= k)
+    return np.bincount(cand.action[keep], minlength=kernel.action_count).astype(np.int64)
 
 
 # ---- the driver ------------------------------------------------------------------
 
-def check(spec: Spec, kernel: Kernel, *, master: str | None = None, partitions: int | None = None,
-          settings: dict[str, str] | None = None, progress: Progress | None = None) -> CheckResult:
+def check(spec: Spec, load_kernel: Callable[[], Kernel], *, master: str | None = None, partitions: int | None = None,
+          settings: dict[str, str] | None = None, progress: Progress | None = None,
+          control: Control | None = None) -> CheckResult:
     """Explore every reachable state of `spec` on Spark: `master` as
     spark-submit's --master (default local[*], or spark-submit's own when
     run under it), `partitions` shards (default: Spark's parallelism),
-    `settings` Spark configuration (spark.executor.memory, ...)."""
+    `settings` Spark configuration (spark.executor.memory, ...). Spark
+    starts in a thread while the kernel loads (`load_kernel`) and the
+    driver runs the first, small levels itself. A stop request
+    (`control`) cancels the running job and raises Stopped."""
     started = time.perf_counter()
-    if progress:
-        progress({"note": f"starting Spark ({master or 'the master spark-submit gives'}) ..."})
-    with spark_context(master, type(spec).__module__.split(".")[0], settings) as sc:
-        shards = partitions or sc.defaultParallelism
-        result = _explore(sc, spec, kernel, shards, started, progress)
-        result.run_info.update({"master": sc.master, "partitions": shards})
+    control = control or Control()
+    settings = settings or {}
+    shared = settings.get(STATE_DIR)
+    note = progress and (lambda text: progress({"note": text}))
+    with ExitStack() as spark, ThreadPoolExecutor(2) as pool, scratch_dir() as scratch, control.stop.polling():
+        kernel = pool.submit(load_kernel)
+        context = pool.submit(spark.enter_context, spark_context(master, type(spec).__module__.split(".")[0],
+                                                                 settings, scratch=scratch, note=note))
+        if shared is None and not loopback(master or context.result().master):
+            raise EngineUnavailable(f"a Spark check keeps its shards' state in files every executor must see: "
+                                    f"on master {master or context.result().master}, give a directory on storage "
+                                    f"they share with --spark-conf {STATE_DIR}=DIR")
+        shards = partitions or _parallelism(master, settings) or context.result().defaultParallelism
+        with scratch_dir(shared) if shared else nullcontext(scratch) as root:
+            search = Search(context, spec, kernel.result(), shards, root, started, progress, control,
+                            int(settings.get(DRIVER_STATES, Search.LOCAL_BEFORE_SPARK)))
+            try:
+                result = search.run()
+            finally:
+                search.close()
+        sc = context.result()
+        result.run_info.update({"master": sc.master, "partitions": shards,
+                                "spark_memory": {k: sc.getConf().get(k) for k in MEMORY_KEYS if sc.getConf().get(k)}})
         return result
 
 
-def _explore(sc: Any, spec: Spec, kernel: Kernel, shards: int, started: float,
-             progress: Progress | None) -> CheckResult:
-    from pyspark import StorageLevel
+def _parallelism(master: str | None, settings: dict[str, str]) -> int | None:
+    """Spark's default parallelism where it is known before Spark starts."""
+    if "spark.default.parallelism" in settings:
+        return int(settings["spark.default.parallelism"])
+    cores = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\d+)?\])?", master or "")
+    if not cores:
+        return None
+    if cores.group(1) == "*":
+        return os.cpu_count() or 1
+    return int(cores.group(1) or 1)
 
-    from ..trace import replay_path     # the driver's only: executors need not import the trace's fingerprints
 
-    kernel_bc = sc.broadcast(kernel)
-    # With a checkpoint directory (reliable storage), a level is written there
-    # every few levels and the levels between keep their lineage, so blocks
-    # of a lost executor are recomputed. Without one, each level is
-    # local-checkpointed: lineage cut at no cost, but a lost executor's
-    # blocks are gone, and the check fails.
-    reliable = sc.getCheckpointDir() is not None
-    actions = spec.coverage_labels
-    coverage = np.zeros(len(actions), dtype=np.int64)
-    reached = np.zeros(kernel.goal_count, np.uint8)          # goals some step reached
-    inits = spec.init_states()
-    if len(inits) > 1 << (8 * KEY_BYTES):
-        raise OverflowError(f"more than {1 << 8 * KEY_BYTES} initial states")
-    generated, distinct, depth = len(inits), 0, 0
-    rows = np.array([kernel.pack(s) for s in inits], dtype=np.uint64).reshape(len(inits), kernel.words)
-    keys = kernel.keys(rows)
-    paths = np.arange(len(inits), dtype=">u2").view(f"S{KEY_BYTES}")
-    homes = shard_of(keys, shards)
-    seeds = [(h, ("V", Visited(kernel.key_words))) for h in range(shards)]
-    for h in range(shards):
-        sel = np.flatnonzero(homes == h)
-        seeds.append((h, ("C", (rows[sel], keys[sel], paths[sel]))))
-    visited = sc.parallelize(seeds, shards).partitionBy(shards, _owner)
-    candidates = visited.filter(lambda r: r[1][0] == "C")
-    visited = visited.filter(lambda r: r[1][0] == "V")
-    previous = merged = None
-    try:
+class _cancel_on_stop:
+    """A thread that cancels Spark's jobs once a stop is asked (a signal
+    only sets the request: the driver's thread waits in Py4J)."""
+
+    def __init__(self, sc: Any, control: Control):
+        self.sc, self.control, self.done = sc, control, threading.Event()
+
+    def _watch(self) -> None:
+        while not self.done.wait(0.1):
+            if self.control.stop.asked:
+                self.sc.cancelAllJobs()
+                return
+
+    def __enter__(self) -> None:
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
+
+
+class _Held:
+    """The kernel where a broadcast would be, for levels the driver runs."""
+
+    def __init__(self, value: Kernel):
+        self.value = value
+
+
+def _warm(kernel_bc: Any, _index: int) -> int:
+    """Load the kernel in a Python worker (imports, machine code) before its first level."""
+    return kernel_bc.value.words
+
+
+class Search:
+    """The driver's side: a job a level, the counts, the verdict. While
+    Spark starts and its Python workers load the kernel, or while levels
+    are small, the driver runs a level's tasks itself, on threads, on the
+    same files."""
+
+    LOCAL_STATES = 10_000       # a level this small costs less here than a job's round trip
+    LOCAL_BEFORE_SPARK = 1_000_000  # a level the driver runs while Spark is not ready (its memory: ~0.5 GB)
+    # (both are `driver_states` at most: 0 sends every level to the executors)
+
+    def __init__(self, context: Future, spec: Spec, kernel: Kernel, shards: int, root: str, started: float,
+                 progress: Progress | None, control: Control, driver_states: int = LOCAL_BEFORE_SPARK):
+        self.context, self.spec, self.kernel, self.shards, self.root = context, spec, kernel, shards, root
+        self.small, self.before_spark = min(self.LOCAL_STATES, driver_states), driver_states
+        self.started, self.progress, self.control = started, progress, control
+        self.sc = self.kernel_bc = self.warm = self.watch = None
+        self.symmetric = bool(spec.symmetric)
+        self.coverage = np.zeros(len(spec.coverage_labels), dtype=np.int64)
+        self.reached = np.zeros(kernel.goal_count, np.uint8)
+        self.distinct = self.represented = self.depth = 0
+        self.generated = 0
+        self.seconds = np.zeros(len(PHASES))
+        self.written = 0
+        self.jobs = 0.0                 # seconds the driver waited for jobs (tasks, scheduling, round trips)
+        self.local_levels, self.here = 0, False     # levels the driver ran; whether it ran the last tasks
+
+    def spark(self, wait: bool) -> bool:
+        """Whether Spark is up and its workers warm (waiting for it if `wait`)."""
+        if self.sc is None and (wait or self.context.done()):
+            self.sc = self.context.result()
+            self.watch = _cancel_on_stop(self.sc, self.control)
+            self.watch.__enter__()
+            self.kernel_bc = self.sc.broadcast(self.kernel)
+            self.warm = threading.Thread(target=self._warm_up, daemon=True)
+            self.warm.start()
+        if self.warm is not None and (wait or not self.warm.is_alive()):
+            self.warm.join()
+            return True
+        return False
+
+    def _warm_up(self) -> None:
+        """A job that loads the kernel in the Python workers; its failure
+        (a stop, a worker that cannot start) is the next level's to report."""
+        try:
+            self.sc.parallelize(range(self.shards), self.shards).map(partial(_warm, self.kernel_bc)).collect()
+        except Exception:
+            pass
+
+    def close(self) -> None:
+        if self.watch is not None:
+            self.watch.__exit__()
+        if self.kernel_bc is not None:
+            self.kernel_bc.unpersist()
+
+    def tasks(self, fn: Callable, args: tuple, items: list, size: int) -> list:
+        """fn(kernel, *args, item) for each item (a shard's), for a level of
+        `size` states: on Spark, or here if it is small or Spark is not ready."""
+        self.here = size <= self.small or (size <= self.before_spark and not self.spark(wait=False))
+        if self.here:
+            with ThreadPoolExecutor(min(len(items), os.cpu_count() or 1)) as threads:   # the kernel releases the GIL
+                return list(threads.map(partial(fn, _Held(self.kernel), *args), items))
+        self.spark(wait=True)
+        return self.job(partial(fn, self.kernel_bc, *args), items)
+
+    def job(self, fn: Any, items: list) -> list:
+        """One Spark job: `fn` on each item, item i in partition i."""
+        t = time.perf_counter()
+        try:
+            return self.sc.parallelize(items, len(items)).map(fn).collect()
+        except Exception:
+            if self.control.stop.asked:
+                raise self.stopped() from None
+            raise
+        finally:
+            self.jobs += time.perf_counter() - t
+
+    def stopped(self) -> Stopped:
+        return self.control.stop.stopped(distinct=self.distinct, generated=self.generated, depth=self.depth,
+                                         elapsed_s=time.perf_counter() - self.started)
+
+    def seed(self) -> list:
+        """The initial states as level 0's candidates; (index, run files) a shard."""
+        inits = self.spec.init_states()
+        if len(inits) > 1 << (8 * KEY_BYTES):
+            raise OverflowError(f"more than {1 << 8 * KEY_BYTES} initial states")
+        self.inits = inits
+        self.generated = len(inits)
+        rows = np.array([self.kernel.pack(s) for s in inits], dtype=np.uint64).reshape(len(inits), self.kernel.words)
+        keys = self.kernel.keys(rows)
+        paths = np.arange(len(inits), dtype=">u2").view(f"S{KEY_BYTES}")
+        homes = shard_of(keys, self.shards)
+        for d in ("v", "f", "c/0"):
+            os.makedirs(f"{self.root}/{d}", exist_ok=True)
+        for h in range(self.shards):
+            sel = np.flatnonzero(homes == h)
+            if len(sel):
+                _save(f"{self.root}/c/0/init.{h}", rows[sel], keys[sel], paths[sel])
+        return [(h, []) for h in range(self.shards)]
+
+    def run(self) -> CheckResult:
+        root = self.root
+        items = self.seed()
+        self.size = len(self.inits)
+        pending = None          # the previous level's expansion: its transitions and goals reached
         while True:
-            merged = visited.union(candidates).mapPartitionsWithIndex(
-                partial(_settle, kernel_bc), preservesPartitioning=True)
-            merged.persist(StorageLevel.MEMORY_AND_DISK)
-            if not reliable:
-                merged.localCheckpoint()
-            elif depth % RELIABLE_EVERY == RELIABLE_EVERY - 1:
-                merged.checkpoint()
-            stats = merged.mapPartitions(partial(_payloads, "S")).collect()
-            violations = [v for _n, _c, v, _r in stats if v is not None]
+            if self.control.stop.asked:
+                raise self.stopped()
+            out = sorted(self.tasks(_step, (root, self.shards, self.depth, self.symmetric), items, self.size),
+                         key=lambda r: r[0])
+            self.local_levels += self.here
+            self.seconds += sum(r[8] for r in out)
+            self.written += sum(r[7] for r in out)
+            violations = [r[4] for r in out if r[4] is not None]
             if violations:
-                path, which, row = min(violations, key=lambda v: v[0])
-                distinct += merged.mapPartitions(partial(_count_before, path)).sum() + 1
-                if depth == 0:
-                    generated = int.from_bytes(path, "big") + 1
-                else:
-                    parent_path, k = path[:-KEY_BYTES], int.from_bytes(path[-KEY_BYTES:], "big")
-                    counts = previous.mapPartitions(partial(_transitions_before, kernel_bc, parent_path, k)).reduce(
-                        np.add)
-                    generated += int(counts.sum())
-                    coverage += counts
-                invariant = spec.checked_invariants()[which]
-                indices = [int.from_bytes(path[i:i + KEY_BYTES], "big") for i in range(0, len(path), KEY_BYTES)]
-                trace = replay_path(spec, kernel, inits[indices[0]], indices[1:], row, invariant)
-                return CheckResult("violated", invariant, distinct, generated, depth + 1,
-                                   time.perf_counter() - started, dict(zip(actions, coverage.tolist())), trace,
-                                   run_info=run_info(kernel, distinct, generated))
-            if depth:
-                counts = sum(c for _n, c, _v, _r in stats)
-                for _n, _c, _v, r in stats:
-                    reached |= r
-                generated += int(counts.sum())
-                coverage += counts
-            new = sum(n for n, _c, _v, _r in stats)
-            if previous is not None:
-                previous.unpersist()
+                return self.violated(min(violations, key=lambda v: v[0]))
+            if pending is not None:
+                counts, reached = pending
+                self.generated += int(counts.sum())
+                self.coverage += counts
+                self.reached |= reached
+            pending = (sum(r[5] for r in out), np.bitwise_or.reduce([r[6] for r in out]))
+            self._forget(self.depth, [r[1] for r in out], items)
+            items = [(r[0], r[1]) for r in out]
+            new = self.size = sum(r[2] for r in out)
             if not new:
                 break
-            distinct += new
-            depth += 1
-            if progress:
-                progress(progress_counts(distinct, generated, depth, new, started))
-            visited = merged.mapPartitions(partial(_only, "V"), preservesPartitioning=True)
-            candidates = merged.mapPartitionsWithIndex(partial(_expand, kernel_bc, shards)).partitionBy(shards, _owner)
-            previous = merged
-        return CheckResult("holds", None, distinct, generated, depth, time.perf_counter() - started,
-                           dict(zip(actions, coverage.tolist())), [], run_info=run_info(kernel, distinct, generated),
-                           goals=dict(zip(spec.goals, reached.astype(bool).tolist())))
-    finally:
-        for rdd in [previous, merged]:
-            if rdd is not None:
-                rdd.unpersist()
-        kernel_bc.unpersist()
+            self.distinct += new
+            self.represented += sum(r[3] for r in out)
+            self.depth += 1
+            if self.progress:
+                self.progress(progress_counts(self.distinct, self.generated, self.depth, new, self.started))
+        return self.result("holds", None, self.depth, [],
+                           goals=dict(zip(self.spec.goals, self.reached.astype(bool).tolist())))
+
+    def _forget(self, depth: int, runs: list[list[str]], before: list) -> None:
+        """Delete what level `depth` consumed: its candidates, the frontier
+        two levels back (a violation at depth+1 needs depth's and depth-1's),
+        run files merged away."""
+        shutil.rmtree(f"{self.root}/c/{depth}", ignore_errors=True)
+        if depth >= 2:
+            for i in range(self.shards):
+                os.unlink(Shard(self.root, i).frontier(depth - 2))
+        kept = {p for r in runs for p in r}
+        for _i, old in before:
+            for p in old:
+                if p not in kept:
+                    os.unlink(p)
+
+    def violated(self, first: tuple) -> CheckResult:
+        """The result at the first violation (smallest path) of level
+        self.depth: the counts the reference engine has when it meets it."""
+        from ..trace import replay_path     # the driver's only: executors need not import the trace's fingerprints
+        path, which, row = first
+        shards = list(range(self.shards))
+        before = self.tasks(_before, (self.root, self.depth, path, self.symmetric), shards, self.size)
+        self.distinct += sum(n for n, _c in before) + 1
+        self.represented += sum(c for _n, c in before) + (
+            self.kernel.class_sizes(row.reshape(1, -1), 0, 1) if self.symmetric else 0)
+        if self.depth == 0:
+            self.generated = int.from_bytes(path, "big") + 1
+        else:
+            parent_path, k = path[:-KEY_BYTES], int.from_bytes(path[-KEY_BYTES:], "big")
+            counts = sum(self.tasks(_transitions_before, (self.root, self.depth - 1, parent_path, k), shards,
+                                    self.size))
+            self.generated += int(counts.sum())
+            self.coverage += counts
+        invariant = self.spec.checked_invariants()[which]
+        indices = [int.from_bytes(path[i:i + KEY_BYTES], "big") for i in range(0, len(path), KEY_BYTES)]
+        trace = replay_path(self.spec, self.kernel, self.inits[indices[0]], indices[1:], row, invariant)
+        return self.result("violated", invariant, self.depth + 1, trace)
+
+    def result(self, verdict: str, invariant: str | None, depth: int, trace: list, goals: dict | None = None
+               ) -> CheckResult:
+        info = run_info(self.kernel, self.distinct, self.generated)
+        if self.symmetric:
+            info["symmetry"] = symmetry_info(self.distinct, self.represented)
+        info["spark_time_s"] = {"tasks": dict(zip(PHASES, np.round(self.seconds, 2).tolist())),
+                                "jobs": round(self.jobs, 2)}
+        info["spark_written_bytes"] = self.written
+        info["spark_driver_levels"] = self.local_levels
+        return CheckResult(verdict, invariant, self.distinct, self.generated, depth,
+                           time.perf_counter() - self.started, dict(zip(self.spec.coverage_labels,
+                                                                        self.coverage.tolist())),
+                           trace, goals or {}, run_info=info)

@@ -1,27 +1,35 @@
 """Starting Spark for the engine: checks that say in one line what is
-missing (pyspark, Java 17+), a SparkContext that is quiet and local-safe by
-default, and the zip that carries modelcheck and a spec to executors.
-pyspark is imported here only when a context is asked for."""
+missing (pyspark, Java 17+, a master at the URL), a SparkContext that is
+quiet, local-safe and sized for the machine by default, the one line that
+names why a job failed and the setting to change, a run directory that no
+stop leaves behind, and the zip that carries modelcheck and a spec to
+executors. pyspark is imported here only when a context is asked for."""
 
 from __future__ import annotations
 
-import atexit
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import zipfile
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from importlib import util as importlib_util
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 from ..config import ConfigError
+from ..lifetime import Stopped
+from ..memory import physical_memory
 
 MIN_JAVA = 17
 LOG4J = Path(__file__).with_name("spark-log4j2.properties")
+MEMORY_KEYS = ("spark.driver.memory", "spark.executor.memory", "spark.executor.memoryOverhead",
+               "spark.executor.pyspark.memory")
+PROBE_SECONDS = 5           # to connect to a spark:// master before Spark is started
 
 
 class EngineUnavailable(ConfigError):
@@ -48,13 +56,54 @@ def require_spark() -> None:
                                 f"{'Java ' + str(major) if major else 'not a Java it can read'}: set JAVA_HOME to a JDK {MIN_JAVA}+")
 
 
-def _loopback(master: str) -> bool:
+def loopback(master: str) -> bool:
+    """Executors on this machine: a local master, or a standalone one on loopback."""
     host = re.sub(r"^spark://([^:/]+).*", r"\1", master)
     return master.startswith("local") or host in ("127.0.0.1", "localhost")
 
 
+def available_memory() -> int:
+    """MemAvailable (what can be had without swapping), within the cgroup's limit."""
+    try:
+        text = Path("/proc/meminfo").read_text()
+        free = int(re.search(r"^MemAvailable:\s+(\d+) kB", text, re.M).group(1)) * 1024
+    except (OSError, AttributeError):
+        free = physical_memory() // 2
+    return min(free, physical_memory())
+
+
+def memory_defaults(master: str | None, available: int) -> dict[str, str]:
+    """Memory settings sized for the machine. In local mode the driver's
+    JVM is the executor: it gets a quarter of the available RAM (1-8 GiB),
+    and the rest is left to the Python workers (the kernel, ~100 MB each,
+    and a shard's batches) and the page cache that holds the shards'
+    files. On a cluster each executor's Python workers live outside its
+    JVM heap, so its memory overhead is raised from Spark's 384 MiB."""
+    if master is None or master.startswith("local"):
+        mib = min(8 << 10, max(1 << 10, available // 4 >> 20))
+        return {"spark.driver.memory": f"{mib // 256 * 256}m"}
+    return {"spark.executor.memoryOverhead": "2g"}
+
+
+def probe_master(master: str) -> None:
+    """Fail in seconds, not after Spark's minute of retries, when no
+    spark:// master (any of an HA list) accepts a connection."""
+    if not master.startswith("spark://"):
+        return
+    tried = []
+    for where in master[len("spark://"):].split(","):
+        host, _, port = where.rpartition(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=PROBE_SECONDS).close()
+            return
+        except (OSError, ValueError) as e:
+            tried.append(f"{where} ({getattr(e, 'strerror', None) or e})")
+    raise EngineUnavailable(f"no Spark master at {master}: cannot connect to {', '.join(tried)}")
+
+
 @contextmanager
-def spark_context(master: str | None, spec_package: str, settings: dict[str, str] | None = None) -> Iterator[Any]:
+def spark_context(master: str | None, spec_package: str, settings: dict[str, str] | None = None,
+                  scratch: str | None = None, note: Any = None) -> Iterator[Any]:
     """A SparkContext that is quiet and local-safe by default: no UI, no
     console progress bars, log4j at ERROR, bound to loopback when the
     master is local; `settings` (spark.* keys) override these. On a
@@ -68,49 +117,86 @@ def spark_context(master: str | None, spec_package: str, settings: dict[str, str
 
     if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:     # not under spark-submit
         master = "local[*]"
+    if master:
+        probe_master(master)
     os.environ.setdefault("PYTHONHASHSEED", "0")
     conf = SparkConf().setAppName("modelcheck")
     if master:
         conf.setMaster(master)
     conf.setAll([("spark.ui.enabled", "false"), ("spark.ui.showConsoleProgress", "false"),
-                 # each level's shuffle files are deleted when the driver JVM collects the
-                 # level's RDDs; its default is every 30 minutes, while a level takes seconds
-                 ("spark.cleaner.periodicGC.interval", "1min"),
-                 ("spark.cleaner.referenceTracking.cleanCheckpoints", "true"),
                  ("spark.executorEnv.PYTHONHASHSEED", os.environ["PYTHONHASHSEED"]),
                  ("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J.as_uri()}")])
-    if master and _loopback(master):       # executors on this machine run this very Python
+    if master and loopback(master):       # executors on this machine run this very Python
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         conf.set("spark.driver.bindAddress", "127.0.0.1").set("spark.driver.host", "127.0.0.1")
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:      # under spark-submit its JVM is sized already
+        conf.setAll(sorted(memory_defaults(master, available_memory()).items()))
     conf.setAll(sorted((settings or {}).items()))
+    if note:
+        memory = ", ".join(f"{k}={conf.get(k)}" for k in MEMORY_KEYS if conf.get(k))
+        note(f"starting Spark ({master or 'the master spark-submit gives'}; {memory or 'memory: Spark defaults'}) ...")
+    handler = signal.getsignal(signal.SIGINT)      # SparkContext puts its own, which raises KeyboardInterrupt
     try:
         sc = SparkContext(conf=conf, gateway=None if SparkContext._gateway else _quiet_gateway(conf))
+    except Stopped:
+        raise
     except Exception as e:          # the JVM would not start, or refused the master or a setting
-        raise EngineUnavailable(f"Spark did not start with master {master or 'from spark-submit'}: "
-                                f"{_reason(e)}") from None
+        why = _reason(e)
+        if re.search(r"INVALID_DRIVER_MEMORY|Insufficient driver memory", why):
+            why += f": raise spark.driver.memory (now {conf.get('spark.driver.memory')}) with --spark-conf"
+        raise EngineUnavailable(f"Spark did not start with master {master or 'from spark-submit'}: {why}") from None
+    finally:
+        if signal.getsignal(signal.SIGINT) is not handler and handler is not None:
+            signal.signal(signal.SIGINT, handler)
     sc.setLogLevel("ERROR")
     if settings and settings.get("spark.checkpoint.dir") and sc.getCheckpointDir() is None:
         sc.setCheckpointDir(settings["spark.checkpoint.dir"])       # Spark < 4 has no such setting
-    shipped = None
     try:
-        if not sc.master.startswith("local"):
-            shipped = tempfile.mkdtemp(prefix="modelcheck-spark-")
-            sc.addPyFile(package_archive(os.path.join(shipped, "modelcheck.zip"), ["modelcheck", spec_package]))
-        yield sc
+        with ExitStack() as stack:
+            if not sc.master.startswith("local"):
+                where = scratch or stack.enter_context(scratch_dir())
+                sc.addPyFile(package_archive(os.path.join(where, "modelcheck.zip"), ["modelcheck", spec_package]))
+            yield sc
+    except (Stopped, ConfigError):
+        raise
     except Exception as e:
-        if "CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND" in str(e):
-            raise EngineUnavailable("an executor was lost, and with it blocks of the check that lived only on it "
-                                    "(local checkpoints): rerun, or set --spark-conf spark.checkpoint.dir=DIR "
-                                    "on reliable storage so that lost blocks are recomputed") from None
-        if not sc._jsc.sc().isStopped():
-            raise               # a job failed while Spark ran: a real error, shown whole
-        raise EngineUnavailable(f"Spark stopped before the check ended (master {sc.master}): {_reason(e)}") from None
+        if not type(e).__module__.startswith(("py4j", "pyspark")):
+            raise               # not Spark's: the driver's own code failed, a bug shown whole
+        if sc._jsc.sc().isStopped():
+            raise EngineUnavailable(f"Spark stopped before the check ended (master {sc.master}): "
+                                    f"{_reason(e)}") from None
+        why = job_failure(str(e), _log_text(), sc.getConf().get)
+        if why is None:
+            raise               # the engine's own code failed in a task: a bug, shown whole
+        raise EngineUnavailable(why) from None
     finally:
         _remove_checkpoints(sc)
         sc.stop()
-        if shipped:
-            shutil.rmtree(shipped, ignore_errors=True)
+
+
+@contextmanager
+def scratch_dir(where: str | None = None) -> Iterator[str]:
+    """A new directory modelcheck-spark-* (in `where`, default the temp
+    dir), removed when the block ends, and by a watchdog process if this
+    one is killed (SIGKILL included): the watchdog waits for its stdin, a
+    pipe from this process, to close without a word, in a session of its
+    own so that Ctrl-C does not stop it first, and removes it again a
+    little later (a task still running when the check was killed may
+    write to it)."""
+    path = tempfile.mkdtemp(prefix="modelcheck-spark-", dir=where)
+    watchdog = subprocess.Popen([sys.executable, "-I", "-S", "-c",
+                                 "import shutil, sys, time\nif not sys.stdin.read():\n"
+                                 "    shutil.rmtree(sys.argv[1], True); time.sleep(5); shutil.rmtree(sys.argv[1], True)",
+                                 path],
+                                stdin=subprocess.PIPE, start_new_session=True)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        watchdog.stdin.write(b"done")         # removed here: the watchdog need not
+        watchdog.stdin.close()
+        watchdog.wait()
 
 
 def _remove_checkpoints(sc: Any) -> None:
@@ -122,28 +208,74 @@ def _remove_checkpoints(sc: Any) -> None:
         path.getFileSystem(sc._jsc.hadoopConfiguration()).delete(path, True)
 
 
-_jvm_log: list[str] = []      # the log file of this process's Spark JVM, once started
+_jvm_log: list[BinaryIO] = []     # the log of this process's Spark JVM, once started: a file with no name
 
 
 def _quiet_gateway(conf: Any) -> Any:
-    """Start Spark's JVM with its stdout and stderr in a log file (removed
-    at exit): the JVM prints start-up warnings that no log setting silences."""
+    """Start Spark's JVM with its stdout and stderr in a log file, unlinked
+    at once (the JVM writes to it by its descriptor, the engine reads it
+    through its own), so no stop of any kind leaves it behind: the JVM
+    prints start-up warnings that no log setting silences."""
     from pyspark.java_gateway import launch_gateway
 
-    log = tempfile.NamedTemporaryFile(prefix="modelcheck-spark-", suffix=".log", delete=False)
-    atexit.register(os.unlink, log.name)
-    _jvm_log[:] = [log.name]
+    log = tempfile.TemporaryFile(prefix="modelcheck-spark-", suffix=".log")
+    _jvm_log[:] = [log]
     return launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+
+
+def _log_text() -> str:
+    """What the JVM wrote so far (read at an offset: the JVM's writes move
+    the descriptor's offset, which a read must not)."""
+    if not _jvm_log:
+        return ""
+    fd = _jvm_log[0].fileno()
+    return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
 
 
 def _reason(error: Exception) -> str:
     """One line on why Spark failed: the JVM log's last exception (where
     Spark says it), else the first line of the Python error."""
-    lines = Path(_jvm_log[0]).read_text(errors="replace").splitlines() if _jvm_log else []
-    said = [line for line in lines if re.search(r"\bERROR \S+: |\w(Exception|Error): ", line)]
+    said = [line for line in _log_text().splitlines() if re.search(r"\bERROR \S+: |\w(Exception|Error): ", line)]
     text = said[-1] if said else next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)
     text = re.sub(r"^.*?\bERROR \S+: ", "", text.strip())            # log4j's time, level and logger
     return re.sub(r"^.*?(\w+(Exception|Error)): ", r"\1: ", text)[:300]
+
+
+def job_failure(error: str, log: str, setting: Any) -> str | None:
+    """One line on why a Spark job failed, and the setting to raise, from
+    the Py4J error's text and the JVM's log (`setting(key)`: the value in
+    effect); None when the engine's own Python code failed in a task (a
+    bug: its traceback is what helps)."""
+    def now(key: str) -> str:
+        return f"{key}={setting(key)}" if setting(key) else f"{key}, unset"
+
+    local = (setting("spark.master") or "").startswith("local")
+    text = f"{error}\n{log}"
+    jvm_oom = re.search(r"java\.lang\.OutOfMemoryError:? ?([^\n]*)", text)
+    if jvm_oom:
+        raise_it = now("spark.driver.memory") + " (in local mode the driver's JVM is the executor)" if local \
+            else now("spark.executor.memory")
+        return f"Spark's JVM ran out of memory (OutOfMemoryError: {jvm_oom.group(1).strip() or 'heap'}): " \
+               f"raise {raise_it} with --spark-conf"
+    if re.search(r"^\s*MemoryError\b|failed to map segment|Cannot allocate memory|std::bad_alloc", text, re.M):
+        if setting("spark.executor.pyspark.memory"):
+            return (f"a Spark Python worker reached its memory limit ({now('spark.executor.pyspark.memory')}): "
+                    f"raise it with --spark-conf, or leave it unset")
+        return "a Spark Python worker ran out of memory (MemoryError): the machine has too little free memory " \
+               f"for this check; {'use fewer cores (local[N])' if local else 'raise spark.executor.memoryOverhead'}"
+    lost = re.search(r"ExecutorLostFailure \(([^)\n]*)\)|Lost executor \S+ on [^:]*: ([^\n]*)", text)
+    if re.search(r"Python worker exited unexpectedly|worker crashed|Connection reset|BrokenPipeError", text):
+        more = (f"in local mode they share the machine with the driver's JVM: lower {now('spark.driver.memory')} "
+                f"or use fewer cores (local[N])") if local else f"raise {now('spark.executor.memoryOverhead')}"
+        return "a Spark Python worker was killed (by a signal: most often the OS's out-of-memory killer, " \
+               f"see dmesg); give the workers more memory: {more}"
+    if lost:
+        return (f"a Spark executor was lost ({(lost.group(1) or lost.group(2)).strip()}): raise "
+                f"{now('spark.executor.memory')} or {now('spark.executor.memoryOverhead')} if it ran out of memory")
+    if re.search(r"PythonException|Traceback \(most recent call last\)", error):
+        return None
+    cause = re.search(r"most recent failure: [^\n]*?\): (?:\S+?(?:Exception|Error): )?([^\n]+)", error)
+    return f"a Spark job failed: {(cause.group(1) if cause else _reason(RuntimeError(error))).strip()[:300]}"
 
 
 def package_archive(path: str | BinaryIO, packages: list[str], modules: tuple[str, ...] = ()) -> str | BinaryIO:

@@ -294,13 +294,15 @@ class Run:
 
     @staticmethod
     def write(buckets: Iterable[np.ndarray], key_words: int, rows: int, path: str | None = None,
-              directory: str | None = None) -> "Run":
+              directory: str | None = None, durable: bool = True) -> "Run":
         """A run of `rows` keys given bucket by bucket (each sorted, bucket b
         holding the keys whose top bits are b), written to `path` (whole,
-        under a temporary name first) or to a nameless file in `directory`."""
+        under a temporary name first; synced to disk if `durable`) or to a
+        nameless file in `directory`."""
         header = np.zeros(RUN_HEADER, np.uint64)
         header[0], header[1], header[2] = RUN_MAGIC, key_words, rows
-        f = open(path + ".tmp", "w+b") if path else tempfile.TemporaryFile(dir=directory)
+        part = f"{path}.{os.getpid()}.tmp"      # two writers of one run (a task and its retry) do not mix
+        f = open(part, "w+b") if path else tempfile.TemporaryFile(dir=directory)
         try:
             f.write(header.tobytes())
             offset, written = 0, 0
@@ -317,8 +319,9 @@ class Run:
             f.write(header.tobytes())
             f.flush()
             if path:
-                os.fsync(f.fileno())
-                os.replace(path + ".tmp", path)
+                if durable:
+                    os.fsync(f.fileno())
+                os.replace(part, path)
             return Run(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), path)
         finally:
             f.close()
@@ -368,6 +371,20 @@ class Visited:
         for b in np.flatnonzero(np.diff(bounds)).tolist():
             _member(self.buckets[b], ordered, order, bounds[b], bounds[b + 1], found)
         return found
+
+    def fresh(self, keys: np.ndarray) -> np.ndarray:
+        """Positions (ascending) of the first occurrence of each key not in
+        the set (nothing is added): `contains` and `first_occurrences` with
+        one sort."""
+        if not len(keys):
+            return np.empty(0, np.int64)
+        order, ordered = sort_keys(keys)
+        bounds = _bucket_bounds(ordered)
+        found = self._in_runs(ordered, order, bounds)
+        for b in np.flatnonzero(np.diff(bounds)).tolist():
+            _member(self.buckets[b], ordered, order, bounds[b], bounds[b + 1], found)
+        firsts = _firsts(ordered, order)
+        return np.sort(firsts[~found[firsts]])
 
     def in_runs(self, keys: np.ndarray) -> np.ndarray:
         """Which rows of `keys` are in a run (memory is not consulted)."""

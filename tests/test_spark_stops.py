@@ -1,0 +1,160 @@
+"""How a Spark check ends when it does not reach a verdict, with real
+Spark: a signal (the stop summary, 128 + the signal, no traceback), a
+master that is not there, memory it is not given, a Python worker killed;
+each a line that says why, and nothing left in the temp directory."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from modelcheck.engine.spark_session import job_failure, memory_defaults
+
+pytest.importorskip("pyspark", reason="the spark extra is not installed")
+
+CHECK = [sys.executable, "-c", "from cli import main; main()", "check", "--engine", "spark", "--master", "local[2]"]
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """The processes under `pid`, with their command lines."""
+    parent, cmd = {}, {}
+    for p in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            parent[int(p)] = int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmd[int(p)] = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError, ValueError):
+            continue
+    found, todo = {}, [pid]
+    while todo:
+        here = todo.pop()
+        for child in [c for c, pp in parent.items() if pp == here]:
+            found[child] = cmd[child]
+            todo.append(child)
+    return found
+
+
+def start(tmp_path: Path, *args: str) -> subprocess.Popen:
+    """A Spark check in a private temp dir, every level on the executors,
+    once its Python workers run (a level is under way)."""
+    (tmp_path / "tmp").mkdir()
+    p = subprocess.Popen([*CHECK, "-q", "--spark-conf", "spark.modelcheck.driverStates=0", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                         env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
+    while p.poll() is None and not any("pyspark.daemon" in c for c in descendants(p.pid).values()):
+        time.sleep(0.2)
+    time.sleep(3)
+    return p
+
+
+def leftovers(tmp_path: Path) -> list[str]:
+    """modelcheck-spark-* in the private temp dir, after the watchdog had a moment."""
+    for _ in range(50):
+        found = sorted(f.name for f in (tmp_path / "tmp").glob("modelcheck-spark-*"))
+        if not found:
+            break
+        time.sleep(0.2)
+    return found
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_a_spark_check_with_the_summary_and_no_leftovers(tmp_path, sig):
+    p = start(tmp_path)
+    assert p.poll() is None, p.communicate()
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 128 + sig, err
+    assert err.startswith(f"stopped by {sig.name} after ") and "distinct states" in err, err
+    assert "Traceback" not in err and out == ""
+    assert leftovers(tmp_path) == []
+
+
+def test_a_killed_spark_check_leaves_nothing_in_the_temp_dir(tmp_path):
+    """SIGKILL: the run directory's watchdog removes it; the JVM log never had a name."""
+    p = start(tmp_path)
+    spark = descendants(p.pid)
+    assert p.poll() is None and spark
+    p.kill()
+    p.communicate()
+    assert leftovers(tmp_path) == []
+    for _ in range(100):            # the JVM ends when the driver's pipe to it closes, its workers with it
+        if not any(os.path.exists(f"/proc/{pid}") for pid in spark if "pyspark.daemon" in spark[pid]):
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail("Spark's Python workers outlived the killed check")
+
+
+def test_a_killed_python_worker_is_named_in_one_line(tmp_path):
+    p = start(tmp_path)
+    assert p.poll() is None
+    while p.poll() is None:         # the workers Spark forked (an idle one's death fails no task: until one does)
+        daemons = [pid for pid, cmd in descendants(p.pid).items() if "pyspark.daemon" in cmd]
+        for worker in [pid for d in daemons for pid in descendants(d)]:
+            os.kill(worker, signal.SIGKILL)
+        time.sleep(0.5)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 2 and out == ""
+    assert err.startswith("error: a Spark Python worker was killed (by a signal: most often the OS's "
+                          "out-of-memory killer, see dmesg); give the workers more memory: in local mode"), err
+    assert err.count("\n") == 1 and leftovers(tmp_path) == []
+
+
+def test_an_unreachable_master_fails_at_once_in_one_line(tmp_path):
+    with socket.socket() as s:          # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    p = subprocess.run([*CHECK[:-2], "--master", f"spark://127.0.0.1:{port}", "-q"], capture_output=True, text=True,
+                       cwd=ROOT, timeout=30)    # Spark itself gives up after about a minute
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr == f"error: no Spark master at spark://127.0.0.1:{port}: cannot connect to " \
+                       f"127.0.0.1:{port} (Connection refused)\n"
+
+
+def test_a_python_worker_memory_limit_is_named_with_its_setting(tmp_path):
+    p = subprocess.run([*CHECK, "-q", "--set", "max_records=1", "--spark-conf", "spark.executor.pyspark.memory=300m",
+                        "--spark-conf", "spark.modelcheck.driverStates=0"],       # every level on the executors
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr == "error: a Spark Python worker reached its memory limit (spark.executor.pyspark.memory=300m): " \
+                       "raise it with --spark-conf, or leave it unset\n"
+
+
+def test_too_little_driver_memory_is_named_with_its_setting():
+    p = subprocess.run([*CHECK, "-q", "--spark-conf", "spark.driver.memory=100m"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert p.returncode == 2 and p.stdout == "" and p.stderr.count("\n") == 1
+    assert p.stderr.startswith("error: Spark did not start with master local[2]: ") and \
+        p.stderr.endswith(": raise spark.driver.memory (now 100m) with --spark-conf\n"), p.stderr
+
+
+def test_failures_spark_reports_are_named_with_the_setting_to_raise():
+    conf = {"spark.master": "local[2]", "spark.driver.memory": "1g"}.get
+    assert job_failure("Job aborted", "Exception in thread \"Executor task launch worker\" "
+                       "java.lang.OutOfMemoryError: Java heap space\n", conf) == \
+        "Spark's JVM ran out of memory (OutOfMemoryError: Java heap space): raise spark.driver.memory=1g " \
+        "(in local mode the driver's JVM is the executor) with --spark-conf"
+    cluster = {"spark.master": "spark://h:7077", "spark.executor.memory": "4g"}.get
+    lost = ("Job aborted due to stage failure: Task 3 in stage 7.0 failed 4 times, most recent failure: Lost task "
+            "3.3 in stage 7.0 (TID 40) (10.0.0.2 executor 1): ExecutorLostFailure (executor 1 exited caused by one "
+            "of the running tasks) Reason: Command exited with code 137")
+    assert job_failure(lost, "", cluster) == \
+        "a Spark executor was lost (executor 1 exited caused by one of the running tasks): raise " \
+        "spark.executor.memory=4g or spark.executor.memoryOverhead, unset if it ran out of memory"
+    other = ("Job aborted due to stage failure: Task 1 in stage 35.0 failed 1 times, most recent failure: Lost task "
+             "1.0 in stage 35.0 (TID 71) (127.0.0.1 executor driver): java.io.IOException: No space left on device")
+    assert job_failure(other, "", conf) == "a Spark job failed: No space left on device"
+    assert job_failure("PythonException: Traceback (most recent call last):\n  ZeroDivisionError", "", conf) is None
+
+
+def test_local_spark_gives_the_driver_a_share_of_the_available_memory():
+    assert memory_defaults("local[2]", 24 << 30) == {"spark.driver.memory": "6144m"}
+    assert memory_defaults("local[*]", 64 << 30) == {"spark.driver.memory": "8192m"}
+    assert memory_defaults("local[1]", 2 << 30) == {"spark.driver.memory": "1024m"}
+    assert memory_defaults("spark://h:7077", 24 << 30) == {"spark.executor.memoryOverhead": "2g"}
