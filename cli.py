@@ -121,6 +121,9 @@ class Commands(click.Group):
             return super().invoke(ctx)
         except KeyboardInterrupt:
             sys.exit(128 + signal.SIGINT)
+        except Stopped as e:            # a stop no command reported: said, never a traceback
+            click.echo(f"modelcheck {e}", err=True)
+            sys.exit(exit_code(e))
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except (MemoryError, OSError) as e:

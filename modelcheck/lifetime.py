@@ -30,10 +30,13 @@ PR_SET_PDEATHSIG = 1
 
 
 @dataclass
-class Stopped(Exception):
+class Stopped(BaseException):
     """A search stopped before a verdict: by a signal (`signum`) or at the
     memory limit (`signum` None, `why` says which limit). The counts are
-    what it had settled; `checkpoint` is where it can be resumed from."""
+    what it had settled; `checkpoint` is where it can be resumed from.
+    A BaseException, as KeyboardInterrupt is, so that no `except Exception`
+    on its way up (socketserver's request handling, an optional import)
+    takes a stop for an error and carries on."""
     why: str
     signum: int | None = None
     distinct: int = 0

@@ -5,7 +5,9 @@ URL reproducing a state, and the exported scenario replayed."""
 
 from __future__ import annotations
 
+import http.client
 import json
+import os
 import signal
 import threading
 import urllib.error
@@ -17,6 +19,7 @@ from click.testing import CliRunner
 from browser import CHROMIUM, Browser
 from cli import main
 from modelcheck.engine.reach import index
+from modelcheck.lifetime import Stopped, stop_on_signals
 from modelcheck.views.explorer import Explorer, address, server
 from modelcheck.views.tracefile import open_trace
 from processes import start, wait_for
@@ -178,6 +181,37 @@ def test_explore_serves_until_ctrl_c(legacy):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_ctrl_c_while_a_request_is_dispatched_stops_serving():
+    """Under load the main thread can still be dispatching a request when
+    its answer is out and Ctrl-C comes: socketserver's `except Exception`
+    there must not take the stop for a failed request and serve on."""
+    httpd = server(Explorer(kafka_elr.load({})), "127.0.0.1", 0)
+
+    def ask(url: str) -> None:      # its answer may be cut short by the stop
+        try:
+            get(url)
+        except (OSError, http.client.HTTPException):
+            pass
+
+    dispatch = httpd.process_request
+
+    def dispatch_then_ctrl_c(request, client_address):
+        dispatch(request, client_address)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    httpd.process_request = dispatch_then_ctrl_c        # type: ignore[method-assign]
+    give_up = threading.Timer(20, httpd.shutdown)       # a failure, not a hang
+    give_up.start()
+    try:
+        with stop_on_signals():
+            threading.Thread(target=ask, args=(address(httpd),), daemon=True).start()
+            with pytest.raises(Stopped, match="stopped by SIGINT"):
+                httpd.serve_forever()
+    finally:
+        give_up.cancel()
+        httpd.server_close()
 
 
 def refused(r, message: str) -> None:
