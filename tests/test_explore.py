@@ -16,7 +16,7 @@ import urllib.request
 import pytest
 from click.testing import CliRunner
 
-from browser import CHROMIUM, Browser
+from browser import Browser
 from cli import main
 from modelcheck.engine.reach import index
 from modelcheck.lifetime import Stopped, stop_on_signals
@@ -24,6 +24,7 @@ from modelcheck.views.explorer import Explorer, address, server
 from modelcheck.views.tracefile import open_trace
 from processes import start, wait_for
 from specs import kafka_elr
+from tools import need
 
 
 def invoke(*args: str):
@@ -98,8 +99,9 @@ def test_exports_read_back(served, legacy, tmp_path):
     assert json.loads(trace)["invariant"] == "NoAckedLoss"
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs Debian's chromium)")
+@pytest.mark.slow
 def test_click_through_the_legacy_counterexample_in_chromium(served, legacy, tmp_path):
+    need("chromium", ".ci/run installs Debian's chromium")
     base, _explorer = served
     _file, steps, path = legacy
     browser = Browser(tmp_path / "profile")
@@ -164,6 +166,7 @@ def test_click_through_the_legacy_counterexample_in_chromium(served, legacy, tmp
         browser.close()
 
 
+@pytest.mark.slow
 def test_explore_serves_until_ctrl_c(legacy):
     proc = start("explore", "--trace", str(legacy[0]), "--step", "5", "--port", "0", "--seen-states", "0")
     try:
@@ -183,10 +186,11 @@ def test_explore_serves_until_ctrl_c(legacy):
             proc.wait()
 
 
-def test_a_ctrl_c_while_a_request_is_dispatched_stops_serving():
+def test_a_ctrl_c_while_a_request_is_dispatched_stops_serving(capfd):
     """Under load the main thread can still be dispatching a request when
     its answer is out and Ctrl-C comes: socketserver's `except Exception`
-    there must not take the stop for a failed request and serve on."""
+    there must not take the stop for a failed request and serve on; the
+    answer cut short is no traceback on the terminal."""
     httpd = server(Explorer(kafka_elr.load({})), "127.0.0.1", 0)
 
     def ask(url: str) -> None:      # its answer may be cut short by the stop
@@ -202,6 +206,7 @@ def test_a_ctrl_c_while_a_request_is_dispatched_stops_serving():
         os.kill(os.getpid(), signal.SIGINT)
 
     httpd.process_request = dispatch_then_ctrl_c        # type: ignore[method-assign]
+    before = set(threading.enumerate())
     give_up = threading.Timer(20, httpd.shutdown)       # a failure, not a hang
     give_up.start()
     try:
@@ -212,6 +217,9 @@ def test_a_ctrl_c_while_a_request_is_dispatched_stops_serving():
     finally:
         give_up.cancel()
         httpd.server_close()
+    for thread in set(threading.enumerate()) - before:
+        thread.join(10)
+    assert "Traceback" not in capfd.readouterr().err
 
 
 def refused(r, message: str) -> None:

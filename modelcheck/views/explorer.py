@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 import traceback
 from collections import OrderedDict
@@ -324,12 +325,20 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
+class Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A browser that leaves before its answer is written (a click on,
+        the explorer stopping) is no error to print; anything else is."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 def server(explorer: Explorer, host: str, port: int) -> ThreadingHTTPServer:
     """A server bound to host:port (0: any free port), not yet serving;
     ConfigError when the address cannot be had."""
     handler = type("ExplorerHandler", (Handler,), {"explorer": explorer})
     try:
-        return ThreadingHTTPServer((host, port), handler)
+        return Server((host, port), handler)
     except OSError as e:
         raise ConfigError(f"--host {host} --port {port}: cannot serve there: {e.strerror or e}") from None
 
