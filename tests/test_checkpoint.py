@@ -43,6 +43,7 @@ CASES = [("fast", {"variant": "legacy"}, 2), ("fast", {"variant": "legacy"}, 5),
 
 @pytest.mark.parametrize("engine,config,reports", CASES,
                          ids=[f"{e}-{c.get('variant', 'kip966')}-{r}" for e, c, r in CASES])
+@pytest.mark.slow
 def test_a_stopped_search_resumes_to_exactly_the_uninterrupted_result(tmp_path, engine, config, reports):
     """Stopped on two workers, resumed on one (the visited set is split anew)."""
     spec = load(config)
@@ -52,6 +53,7 @@ def test_a_stopped_search_resumes_to_exactly_the_uninterrupted_result(tmp_path, 
     same(resume(spec.config, engine, tmp_path, workers=1), whole)
 
 
+@pytest.mark.slow
 def test_a_checkpoint_resumes_on_more_workers_than_wrote_it(tmp_path):
     spec = load({})
     interrupted(spec, "fast", tmp_path, 8, workers=2)
@@ -88,6 +90,7 @@ def test_a_checkpoint_torn_half_way_leaves_the_previous_one_usable(tmp_path):
     same(resume(spec.config, "fast", tmp_path), whole)
 
 
+@pytest.mark.slow
 def test_short_of_memory_the_fast_engine_spills_and_splits_levels_to_the_same_answer(tmp_path):
     spec = load({})
     whole = uninterrupted("fast", "{}")
@@ -99,6 +102,7 @@ def test_short_of_memory_the_fast_engine_spills_and_splits_levels_to_the_same_an
     assert list(tmp_path.iterdir()) == []           # spilled files have no name: nothing is left
 
 
+@pytest.mark.slow
 def test_a_visited_set_moved_to_disk_gives_the_same_answer_and_resumes_from_disk(tmp_path, monkeypatch):
     """With no share of the limit left to the visited set, a search short
     of memory moves its keys to sorted runs on disk (nameless: nothing is
@@ -128,6 +132,7 @@ def test_a_visited_set_moved_to_disk_gives_the_same_answer_and_resumes_from_disk
     assert resumed.memory["visited_disk_bytes"] > 0
 
 
+@pytest.mark.slow
 def test_a_violation_found_with_the_visited_set_on_disk_has_the_exact_counts_and_trace(tmp_path, monkeypatch):
     """Duplicates in the runs are detected late; at a violation the search
     first settles them, so its counts, coverage and shortest trace are the
@@ -141,6 +146,7 @@ def test_a_violation_found_with_the_visited_set_on_disk_has_the_exact_counts_and
     same(r, whole)
 
 
+@pytest.mark.slow
 def test_at_the_memory_limit_a_search_stops_with_a_checkpoint_that_resumes(tmp_path):
     spec = load({})
     checkpoints = Checkpoints(tmp_path / "ck", every_s=3600)
@@ -154,6 +160,7 @@ def test_at_the_memory_limit_a_search_stops_with_a_checkpoint_that_resumes(tmp_p
 
 
 @pytest.mark.parametrize("engine", ["fast", "bfs"])
+@pytest.mark.slow
 def test_the_memory_limit_from_the_command_line_is_one_line_exit_2_and_resumes(tmp_path, engine):
     ck = tmp_path / "ck"
     config = ["--set", "max_records=1", "--set", "max_fences=0"]
@@ -196,6 +203,7 @@ def stopped_checkpoint(directory, *config: str) -> None:
     (["--symmetry"], "the checkpoint was written without --symmetry"),
     (["--checkpoint", "{ck}"], "--checkpoint '{ck}' already holds a checkpoint: continue it with --resume {ck}"),
 ])
+@pytest.mark.slow
 def test_a_resume_that_does_not_match_its_checkpoint_is_refused(tmp_path, args, message):
     ck = tmp_path / "ck"
     stopped_checkpoint(ck, "--set", "max_records=1")
@@ -206,6 +214,7 @@ def test_a_resume_that_does_not_match_its_checkpoint_is_refused(tmp_path, args, 
     assert r.stderr.startswith(f"error: {prefix}{message.format(ck=ck)}") and r.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_a_checkpoint_whose_files_were_damaged_is_refused(tmp_path):
     ck = tmp_path / "ck"
     stopped_checkpoint(ck, "--set", "max_records=1")

@@ -34,6 +34,7 @@ def test_check_json_holds():
     assert set(out) >= {"elapsed_s", "coverage", "config"}
 
 
+@pytest.mark.slow
 def test_a_new_users_first_small_check_answers_interpreted_without_a_warning(tmp_path):
     """As a first run on a fresh machine: no kernel in the cache, so the
     compile races the interpreted engine, which answers first; that is not
@@ -185,6 +186,7 @@ def test_replay_bad_scenario_exits_2(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("modelcheck") is None, reason="the package is not installed")
+@pytest.mark.slow
 def test_the_installed_command_runs():
     p = subprocess.run(["modelcheck", "check", "--set", "variant=legacy", "--json"],
                        capture_output=True, text=True, check=False)

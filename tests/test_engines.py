@@ -46,6 +46,7 @@ def summary(r):
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()))
+@pytest.mark.slow
 def test_the_compiled_engine_reproduces_the_reference_exactly(config):
     spec = load(config)
     reference = summary(run(spec, engine="bfs"))
@@ -57,6 +58,7 @@ def test_the_compiled_engine_reproduces_the_reference_exactly(config):
 
 @settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(SMALL)
+@pytest.mark.slow
 def test_random_configs_give_the_same_answers_on_every_engine(config):
     """Random small configs of every variant (3 brokers, so each variant's
     kernel is compiled once): verdict, counts, coverage and trace equal."""
@@ -68,12 +70,14 @@ def test_random_configs_give_the_same_answers_on_every_engine(config):
         assert summary(stopped_and_resumed(spec, "fast", tmp, 3)) == reference
 
 
+@pytest.mark.slow
 def test_the_legacy_default_counterexample_is_the_same_on_every_engine():
     spec = load({"variant": "legacy"})
     results = [run(spec, engine=e, workers=w) for e, w in (("bfs", 1), ("fast", 1), ("fast", 2))]
     assert {(r.invariant, r.distinct_states, len(r.trace) - 1) for r in results} == {("NoAckedLoss", 16590, 7)}
 
 
+@pytest.mark.slow
 def test_a_violating_initial_state_is_reported_at_depth_1():
     spec = LeaderlessKip966(load({"max_records": 1}).config)
     reference = summary(run(spec, engine="bfs"))
@@ -82,6 +86,7 @@ def test_a_violating_initial_state_is_reported_at_depth_1():
     assert summary(run(spec, engine="fast", workers=2)) == reference
 
 
+@pytest.mark.slow
 def test_memory_a_state_visited_set_8_or_16_bytes_links_6():
     """Exact keys take 16 bytes a state when a packed state needs two
     words, fingerprints 8; a parent link 6 (row and successor index)."""
@@ -103,6 +108,7 @@ def test_memory_a_state_visited_set_8_or_16_bytes_links_6():
 
 # ---- symmetry over the brokers -------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_symmetric_form_identifies_exactly_the_renamed_states():
     spec = load({"max_records": 1, "max_fences": 0, "brokers": 4})
     sym = load({"max_records": 1, "max_fences": 0, "brokers": 4})
@@ -118,6 +124,7 @@ def test_the_symmetric_form_identifies_exactly_the_renamed_states():
     assert len(pairs) == len({c for c, _ in pairs}) == len({f for _, f in pairs}) < len(states)
 
 
+@pytest.mark.slow
 def test_symmetry_explores_exactly_one_state_per_class():
     """The reduced count equals the number of classes of the full state
     space under renaming the brokers (all N!, broker 0 too), counted by
@@ -137,6 +144,7 @@ def test_symmetry_explores_exactly_one_state_per_class():
         assert r.run_info["symmetry"]["class_states"] == len(everywhere) > len(seen)
 
 
+@pytest.mark.slow
 def test_symmetry_is_exact_with_propagated_metadata():
     """Brokers' views name brokers (the leader they follow, the ISR a leader
     sees): the sorted form still keeps one state per class."""
@@ -155,6 +163,7 @@ def test_symmetry_is_exact_with_propagated_metadata():
 
 @pytest.mark.parametrize("config", [{"variant": "legacy"}, {"max_records": 1, "max_unclean_shutdowns": 2},
                                     {"variant": "hwm-on-maximal-isr"}, {"max_records": 1}])
+@pytest.mark.slow
 def test_symmetry_keeps_the_verdict_and_the_shortest_trace_with_fewer_states(config):
     plain = run(load(config), engine="fast")
     spec = load(config)

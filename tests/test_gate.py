@@ -49,6 +49,7 @@ def gate(tmp_path, text: str, *args: str):
     return path, CliRunner().invoke(main, ["gate", str(path), "-j", "1", *args])
 
 
+@pytest.mark.slow
 def test_a_gate_whose_expectations_hold_exits_0(tmp_path):
     junit = tmp_path / "gate.xml"
     _path, r = gate(tmp_path, GATE, "--junit", str(junit), "--json")
@@ -60,6 +61,7 @@ def test_a_gate_whose_expectations_hold_exits_0(tmp_path):
     assert suite.get("tests") == "3" and suite.get("failures") == "0"
 
 
+@pytest.mark.slow
 def test_one_changed_expectation_fails_one_testcase_with_the_trace(tmp_path):
     junit = tmp_path / "gate.xml"
     text = GATE.replace('expect = "violated: NoAckedLoss"', 'expect = "holds"')
@@ -251,6 +253,7 @@ def test_trace_file_names_are_unique_visible_and_stable():
                                                                                           files[2])
 
 
+@pytest.mark.slow
 def test_trace_dir_gives_each_failing_entry_its_own_file(tmp_path):
     """"legacy, 3 brokers" and "legacy; 3 brokers" shared a file, "!!!" wrote a hidden ".json"."""
     names = ["legacy, 3 brokers", "legacy; 3 brokers", "!!!"]

@@ -41,6 +41,7 @@ def test_graphml_has_a_node_per_distinct_state_and_an_edge_per_transition(tmp_pa
     assert {d["action"] for *_e, d in g.edges(data=True)} >= {"Produce", "Fetch", "UncleanShutdown"}
 
 
+@pytest.mark.slow
 def test_the_counterexample_path_is_marked(tmp_path):
     trace = json.loads(invoke("check", *TINY_LEGACY, "--engine", "bfs", "--json").stdout)["trace"]
     out = tmp_path / "g.graphml"

@@ -344,18 +344,21 @@ FUZZ = settings(max_examples=150, deadline=None, derandomize=True, database=None
 
 @FUZZ
 @given(st.data())
+@pytest.mark.slow
 def test_fuzz_config_files(fuzz_dir, data):
     answers_or_refuses(fuzz_dir, *data.draw(written(CONFIG)), read_config)
 
 
 @FUZZ
 @given(st.data())
+@pytest.mark.slow
 def test_fuzz_scenarios(fuzz_dir, data):
     answers_or_refuses(fuzz_dir, *data.draw(written(data.draw(st.sampled_from(SCENARIOS)))), read_scenario)
 
 
 @FUZZ
 @given(st.data())
+@pytest.mark.slow
 def test_fuzz_traces_json_and_itf(fuzz_dir, data):
     answers_or_refuses(fuzz_dir, *data.draw(written(data.draw(st.sampled_from([TRACE, ITF])), ("json",))),
                        read_trace)
@@ -363,12 +366,14 @@ def test_fuzz_traces_json_and_itf(fuzz_dir, data):
 
 @FUZZ
 @given(st.data())
+@pytest.mark.slow
 def test_fuzz_gate_files(fuzz_dir, data):
     answers_or_refuses(fuzz_dir, *data.draw(written(GATE_DOC)), lambda path: read_gate(path, load))
 
 
 @FUZZ
 @given(st.data())
+@pytest.mark.slow
 def test_fuzz_matrix_files(fuzz_dir, data):
     answers_or_refuses(fuzz_dir, *data.draw(written(MATRIX_DOC)), lambda path: read_matrix(path, load))
 

@@ -30,6 +30,7 @@ def state_graph(spec):
     return graph, inits, bad
 
 
+@pytest.mark.slow
 def test_default_kip966_holds(default_kip966):
     spec, r = default_kip966
     assert spec.config["variant"] == "kip966"
@@ -75,6 +76,7 @@ def test_kip966_tolerates_min_isr_minus_one_unclean_shutdowns_but_not_min_isr(de
     {"brokers": 2, "min_isr": 2},
     {"variant": "legacy", "max_records": 1, "max_unclean_shutdowns": 0},
 ])
+@pytest.mark.slow
 def test_distinct_states_match_an_independent_search(config):
     spec = load(config)
     r = check(spec)
@@ -88,6 +90,7 @@ def test_distinct_states_match_an_independent_search(config):
     {"variant": "legacy", "max_records": 1},
     {"max_records": 1, "max_unclean_shutdowns": 2, "max_fences": 0},      # 106,529 states, 7 steps
 ])
+@pytest.mark.slow
 def test_counterexamples_are_as_short_as_networkx_finds(config):
     spec = load(config)
     r = check(spec)
@@ -97,6 +100,7 @@ def test_counterexamples_are_as_short_as_networkx_finds(config):
     assert len(r.trace) - 1 == min(distances[b] for b in bad)
 
 
+@pytest.mark.slow
 def test_only_the_listed_invariants_are_checked():
     """The restriction changes the answer: every invariant checked, two
     unclean shutdowns lose an acked record in 6 steps; ConsistentRead alone

@@ -67,6 +67,7 @@ FULL = {"max_records": 1, "max_unclean_shutdowns": 2, "max_clean_shutdowns": 1, 
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.slow
 def test_compiled_successors_are_the_interpreted_ones_on_every_state(variant):
     spec = load({"variant": variant, **FULL})
     kernel = kernel_for(spec)
@@ -86,6 +87,7 @@ def test_compiled_successors_are_the_interpreted_ones_on_every_state(variant):
 
 
 @pytest.mark.parametrize("variant", ["kip966", "legacy", "kafka-4", "no-unclean-detection"])
+@pytest.mark.slow
 def test_compiled_invariants_judge_every_state_as_the_interpreted_ones(variant):
     """Each invariant alone (a config that checks only it), on states that
     break it as well as states that keep it."""
@@ -103,6 +105,7 @@ def test_compiled_invariants_judge_every_state_as_the_interpreted_ones(variant):
 
 
 @pytest.mark.parametrize("symmetric", [False, True])
+@pytest.mark.slow
 def test_keys_identify_exactly_the_states_the_canonical_form_identifies(symmetric):
     spec = load({"brokers": 4, "min_isr": 3, "max_records": 1, "max_fences": 0})
     if symmetric:
@@ -169,6 +172,7 @@ def cli(*args, env=None, code=None):
                           env={**inherited, **(env or {})}, cwd=os.path.dirname(os.path.dirname(__file__)))
 
 
+@pytest.mark.slow
 def test_without_a_working_numba_the_check_warns_once_and_runs_interpreted():
     compiled = cli("check", "--json", "-q", "--set", "max_records=1", "--set", "max_fences=0")
     forced = cli("check", "--json", "-q", "--set", "max_records=1", "--set", "max_fences=0",
@@ -212,6 +216,7 @@ def toy(limit: int) -> str:
 TOY = toy(5)
 
 
+@pytest.mark.slow
 def test_generated_modules_live_in_the_cache_named_by_their_text(tmp_path):
     """A fresh cache: the flattened spec and the glue are written there (with
     numba's machine code beside them), and a second run compiles nothing
@@ -250,6 +255,7 @@ CUBE = ("import sys; sys.path.insert(0, 'tests')\n"
         "print(r.run_info['kernel'], r.distinct_states, r.generated_states)")
 
 
+@pytest.mark.slow
 def test_a_first_run_switches_to_the_compiled_search_when_the_kernel_is_ready(tmp_path):
     """A check the interpreted engine needs most of a minute for (3.4 million
     states of a toy spec) starts the compiled search as soon as the child

@@ -42,6 +42,7 @@ def uninterrupted() -> dict:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.slow
 def test_a_signal_stops_at_a_safe_point_and_the_resumed_check_ends_as_an_uninterrupted_one(tmp_path, sig, uninterrupted):
     ck = tmp_path / "ck"
     p = start("check", *CONFIG, "--checkpoint", str(ck), "--checkpoint-every", "0", "-w", "2")
@@ -62,6 +63,7 @@ def test_a_signal_stops_at_a_safe_point_and_the_resumed_check_ends_as_an_uninter
     assert {k: resumed[k] for k in SAME} == {k: uninterrupted[k] for k in SAME}
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_resume_gives_the_uninterrupted_counts(tmp_path, uninterrupted):
     ck = tmp_path / "ck"
     p = start("check", *CONFIG, "--checkpoint", str(ck), "--checkpoint-every", "0")
@@ -72,6 +74,7 @@ def test_sigkill_mid_run_then_resume_gives_the_uninterrupted_counts(tmp_path, un
     assert {k: resumed[k] for k in SAME} == {k: uninterrupted[k] for k in SAME}
 
 
+@pytest.mark.slow
 def test_ctrl_c_without_a_checkpoint_says_so_and_exits_130():
     p = start("check", *CONFIG, "--json", "-w", "2")
     wait_for(lambda: len(os.listdir(f"/proc/{p.pid}/task")) >= 4, what="the search's two threads")
@@ -84,6 +87,7 @@ def test_ctrl_c_without_a_checkpoint_says_so_and_exits_130():
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+@pytest.mark.slow
 def test_a_compile_racing_the_check_dies_with_it(tmp_path, sig):
     """The first check of a variant compiles its kernel in a child while the
     interpreted engine runs: however the check ends, the child ends too."""
@@ -125,6 +129,7 @@ def test_a_stopped_matrix_leaves_no_process_and_nothing_in_dev_shm(tmp_path, sig
         assert f"stopped by {signal.Signals(sig).name}: 0 of 3 cells done" in err
 
 
+@pytest.mark.slow
 def test_a_stopped_gate_still_writes_its_junit_with_what_did_not_run_skipped(tmp_path):
     gate = tmp_path / "g.toml"
     gate.write_text('[[entry]]\nname = "fast"\nconfig = { max_records = 1, max_fences = 0 }\nexpect = "holds"\n\n'

@@ -134,6 +134,7 @@ def test_kafka_property_verdicts_agree_across_engines(config, verdict, length):
            (r.verdict, r.invariant, r.loop, r.trace, r.triggers)
 
 
+@pytest.mark.slow
 def test_a_checkpointed_search_resumes_to_the_same_lasso(tmp_path):
     spec = load({**SMALL, "unclean_recovery_strategy": "none", "properties": ["LeaderlessGetsLeaderOnceBrokersRestart"]})
     whole = run(spec, engine="fast", workers=1)

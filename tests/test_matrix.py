@@ -33,6 +33,7 @@ def run(tmp_path, text: str, *args: str):
     return CliRunner().invoke(main, ["matrix", str(path), "-j", "1", *args])
 
 
+@pytest.mark.slow
 def test_cells_as_pinned_exit_0_with_rows_and_stories(tmp_path):
     out = tmp_path / "verdicts.md"
     r = run(tmp_path, CELLS, "--json", "--out", str(out))
@@ -46,6 +47,7 @@ def test_cells_as_pinned_exit_0_with_rows_and_stories(tmp_path):
     assert "Claim: the last replica standing" in page and "NoAckedLoss breaks: acked record(s) r1" in page
 
 
+@pytest.mark.slow
 def test_a_verdict_that_differs_from_its_pin_exits_1(tmp_path):
     r = run(tmp_path, CELLS.replace('expect = "violated: ElrHasDataToHwm"', 'expect = "holds"'))
     assert r.exit_code == 1
@@ -78,6 +80,7 @@ def test_bad_matrix_files_exit_2_with_one_line(tmp_path, change, message):
     assert message in r.stderr, r.stderr
 
 
+@pytest.mark.slow
 def test_a_cell_may_explore_one_state_of_each_symmetry_class(tmp_path):
     text = CELLS.replace('claim = "the last', 'symmetry = true\nclaim = "the last')
     r = run(tmp_path, text + CELLS.split("[[cell]]")[1].replace('"legacy"', '"legacy, all states"', 1).join(

@@ -102,6 +102,7 @@ def test_a_raised_min_isr_the_leader_has_not_seen_loses_an_acked_record():
 
 
 @pytest.mark.parametrize("variant, states", [("kip966", 13_312), ("kafka-4", 16_194)])
+@pytest.mark.slow
 def test_a_min_isr_change_breaks_elr_data_only_when_brokers_lag(variant, states):
     atomic = run(load({**MIN_ISR_CHANGE, "variant": variant}), engine="fast")
     assert atomic.holds and atomic.distinct_states == states
@@ -111,6 +112,7 @@ def test_a_min_isr_change_breaks_elr_data_only_when_brokers_lag(variant, states)
                                                      "CommitAlterPartition", "AdvanceHwm"]
 
 
+@pytest.mark.slow
 def test_propagated_holds_with_deposed_leaders_serving():
     r = run(load({"max_records": 1, "metadata": "propagated"}), engine="fast")
     assert r.holds and r.distinct_states == 462_528

@@ -63,6 +63,7 @@ COMMANDS = ["check --trace-out", "matrix --out", "gate --junit", "spark-env --ou
 
 @ROOT_ONLY
 @pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.slow
 def test_a_device_is_written_to_never_replaced(tmp_path, trace, command):
     """`--trace-out /dev/null` as root replaced the device by a regular file."""
     os.mknod(tmp_path / "null.dot", 0o666 | stat.S_IFCHR, os.makedev(1, 3))

@@ -40,6 +40,7 @@ def test_kip966_holds_and_every_reassignment_action_fired():
     assert r.goals["AddingReplicaJoinsIsr"] and r.goals["ReassignmentMovesLeader"]
 
 
+@pytest.mark.slow
 def test_engines_and_symmetry_agree():
     """bfs and the compiled engine reach the same states; --symmetry (the
     spare broker interchangeable with replica 1) fewer, with the same
@@ -67,6 +68,7 @@ def test_the_pre_kip966_rule_ends_a_reassignment_under_min_isr():
                             "an operator reassigns the partition to {0,2} (adding {2}, removing {1})")
 
 
+@pytest.mark.slow
 def test_what_the_pre_kip966_rule_loses_within_the_tolerance():
     """The kip966 rule holds NoAckedLoss with these bounds; the old rule loses
     r1: the adding replica holds it with the leader, the cancellation drops
@@ -141,6 +143,7 @@ def test_the_min_isr_rule_refuses_and_the_elr_keeps_only_final_replicas():
     assert old.elr_within_replicas(t) and not old.reassignment_keeps_min_isr(t)
 
 
+@pytest.mark.slow
 def test_elr_within_replicas_catches_a_missing_filter():
     """Under kip966 the ELR is empty whenever a reassignment ends (4a/4b), so
     the filter is tested where the old rule lets one end under min ISR: the
@@ -193,6 +196,7 @@ def test_bad_reassignment_configs_exit_2_in_one_line(settings, message):
         load(tomllib.loads("\n".join(settings)))
 
 
+@pytest.mark.slow
 def test_symmetry_keeps_exactly_one_state_per_class():
     """Replica 1 and the spare 2 are interchangeable once the replica set is
     part of each broker's view: the reduced count is the number of classes

@@ -39,6 +39,7 @@ def test_balanced_holds_with_the_recovery_firing_and_its_goals_reached():
     assert r.goals["RecoveryElects"] and r.goals["BalancedRecoveryWaitsForLastKnownElr"] and r.goals["RecoveryCompletes"]
 
 
+@pytest.mark.slow
 def test_a_balanced_recovery_that_ignores_last_known_elr_is_caught():
     spec = BalancedIgnoringLastKnownElr(load(RECOVERY).config)
     r = run(spec, engine="bfs")
@@ -49,6 +50,7 @@ def test_a_balanced_recovery_that_ignores_last_known_elr_is_caught():
 @pytest.mark.parametrize("variant,strategy,verdict", [
     ("balanced-fixed-responses", "balanced", "violated"), ("kip966", "aggressive", "violated"),
     ("kip966", "none", "holds")])
+@pytest.mark.slow
 def test_the_rejected_alternative_and_aggressive_fail_none_holds(variant, strategy, verdict):
     r = run(load({**RECOVERY, "variant": variant, "unclean_recovery_strategy": strategy}), engine="fast")
     assert r.verdict == verdict
@@ -65,6 +67,7 @@ def test_none_never_elects_unclean_judges_the_state_not_the_code():
     assert spec.none_never_elects_unclean(s._replace(leader_recovery=RECOVERING, admin_elections=1))
 
 
+@pytest.mark.slow
 def test_the_goals_of_a_config_without_the_recovery_are_reported_not_reached():
     r = run(load({"max_records": 1, "max_fences": 0}), engine="bfs")
     assert r.holds and r.goals["ElrMemberElected"] and r.goals["UncleanShutdownDetected"]

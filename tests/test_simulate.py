@@ -84,6 +84,7 @@ def test_a_swarm_step_takes_a_kept_action_else_any():
 
 @pytest.mark.parametrize("by, weights", [("instance", {}), ("action", {}), ("instance", {"Fetch": 0.5}),
                                          ("swarm", {}), ("swarm", {"Fetch": 2, "FenceBroker": 0})])
+@pytest.mark.slow
 def test_compiled_and_interpreted_walks_agree_exactly(by, weights):
     spec = load(TWO_UNCLEAN)
     p = plan(spec, 200, 40, 3, weights, by)
@@ -132,6 +133,7 @@ def test_swarm_is_the_default_pick():
     (7, 644, ["Produce", "Fetch", "Fetch", "Fetch", "Fetch", "AdvanceHwm", "ShrinkIsr", "CommitAlterPartition",
               "FenceBroker", "UncleanShutdown", "UncleanShutdown", "UncleanShutdown"]),
 ])
+@pytest.mark.slow
 def test_the_default_pick_finds_the_n5_data_loss(seed, walk, actions):
     """Issue 29: with 5 brokers, min ISR 3 and three unclean shutdowns the
     uniform default found nothing in 20,000 walks on these seeds."""
@@ -183,6 +185,7 @@ def test_bad_input_is_one_line(args, message):
     assert r.stdout == "" and len(r.stderr.splitlines()) == 1 and message in r.stderr, r.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_walks_and_their_workers():
     proc = start("simulate", "--walks", "100000000", "--workers", "2")
     try:

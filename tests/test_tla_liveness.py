@@ -148,6 +148,7 @@ def replayed(spec, tlc: dict) -> tuple[list[Step], int]:
 
 
 @pytest.mark.parametrize("name", sorted(TESTED))
+@pytest.mark.slow
 def test_tlc_same_temporal_verdict(name):
     need_tlc()
     ours, tlc = python_result(name), tlc_result(name)

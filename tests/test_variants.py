@@ -51,6 +51,7 @@ def test_the_maximal_isr_mutant_tells_the_kips_story():
 
 
 @pytest.mark.parametrize("variant", ["kip966", "kip966-elr-only", "balanced-fixed-responses", "kafka-4"])
+@pytest.mark.slow
 def test_designs_hold_with_min_isr_minus_one_unclean_shutdown(variant):
     assert verdict({"variant": variant, **SMALL})[:2] == (None, None)
 
@@ -64,6 +65,7 @@ def test_min_isr_unclean_shutdowns_lose_an_acked_record(variant):
     assert [s.action for s in trace[-2:]] == ["UncleanShutdown", "UncleanShutdown"]
 
 
+@pytest.mark.slow
 def test_unclean_leader_election_maps_to_aggressive_which_breaks_the_electable_set():
     """KIP-966: Aggressive recovers even while ELR members are only fenced,
     so ISR + ELR drops below min ISR before any unclean shutdown is
@@ -172,6 +174,7 @@ def test_kafka4_min_isr_change_wipes_the_elr():
     assert {a["min_isr"]: t.elr for a, t in kip.instances("AlterMinIsr", s)} == {1: 0, 3: mask_of([1, 2])}
 
 
+@pytest.mark.slow
 def test_the_checker_finds_kafka_19522_in_kafka_4():
     """Without NoAckedLoss (which two unclean shutdowns break first), the
     shortest violation is 4.0's election of a fenced last known leader."""

@@ -29,6 +29,7 @@ def levels(width: int):
 
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 2).flatmap(lambda w: st.tuples(st.just(w), levels(w))))
+@pytest.mark.slow
 def test_insert_new_is_a_test_and_set_in_order(case):
     width, batches = case
     visited, seen = Visited(width), set()
@@ -153,6 +154,7 @@ def test_shards_split_keys_evenly_below_the_bucket_bits():
 
 
 @pytest.mark.parametrize("width", [1, 2])
+@pytest.mark.slow
 def test_few_candidates_are_found_in_a_large_run(width):
     """A run's bucket far larger than its candidates is searched where each
     key's value puts it (the sparse path): hits, misses and keys at a
