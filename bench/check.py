@@ -80,12 +80,10 @@ def modelcheck(sets: list[str], engine: str, workers: int, symmetry: bool, limit
                 "wall": wall, "rss": rss, "stopped": False, "verdict": r["verdict"], "keys": r.get("state_keys"),
                 "memory": r["memory"], "bits": r.get("state_bits")}
     if not stopped:
-        distinct = int(re.search(r"distinct states: ([\d,]+)", out).group(1).replace(",", ""))
-        generated = int(re.search(r"generated: ([\d,]+)", out).group(1).replace(",", ""))
-        seconds = float(re.search(r"time: ([\d.]+) s", out).group(1))
-        verdict = "holds" if "holds:" in out else "violated"
-        return {"distinct": distinct, "generated": generated, "seconds": seconds, "wall": wall, "rss": rss,
-                "stopped": False, "verdict": verdict, "keys": None}
+        return {"distinct": int(_field(r"distinct states: ([\d,]+)", out).replace(",", "")),
+                "generated": int(_field(r"generated: ([\d,]+)", out).replace(",", "")),
+                "seconds": float(_field(r"time: ([\d.]+) s", out)), "wall": wall, "rss": rss,
+                "stopped": False, "verdict": "holds" if "holds:" in out else "violated", "keys": None}
     last = list(PROGRESS.finditer(err))
     if not last:
         raise RuntimeError(f"no progress from {' '.join(argv)}: {err[-500:]}")
@@ -93,6 +91,13 @@ def modelcheck(sets: list[str], engine: str, workers: int, symmetry: bool, limit
     return {"distinct": int(distinct.replace(",", "")), "generated": int(generated.replace(",", "")),
             "seconds": float(seconds), "wall": wall, "rss": rss, "stopped": True, "verdict": f"depth {depth}",
             "keys": None}
+
+
+def _field(pattern: str, text: str) -> str:
+    found = re.search(pattern, text)
+    if found is None:
+        raise RuntimeError(f"{pattern!r} not in the output: {text[-500:]}")
+    return found.group(1)
 
 
 def tlc(constants: dict, limit: float) -> dict:
@@ -106,7 +111,10 @@ def tlc(constants: dict, limit: float) -> dict:
             (Path(tmp) / f.name).write_text(f.read_text())
         (Path(tmp) / "bench.cfg").write_text(text)
         # TLC 2.15 finds the config only by a name relative to where it runs
-        argv = tlc_command(find_java(), find_jar(), "KIP966.tla", "bench.cfg", 2, "meta")
+        java, jar = find_java(), find_jar()
+        if java is None or jar is None:
+            raise RuntimeError("TLC needs Java and tla2tools.jar (pip install '.[tla]')")
+        argv = tlc_command(java, jar, "KIP966.tla", "bench.cfg", 2, "meta")
         started = time.perf_counter()
         code, out, err, wall, rss, stopped = timed(argv, limit, cwd=Path(tmp))
     if not stopped:

@@ -31,12 +31,13 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 FIELDS = ("verdict", "distinct_states", "generated_states", "depth", "coverage")
 
 
-def run(args: list[str], stop_after: float | None = None) -> tuple[float, int, dict | None, int]:
+def run(args: list[str], stop_after: float | None = None) -> tuple[float, int, Any, int]:
     """(wall s, peak RSS bytes, JSON, exit status) of one check as a process."""
     started = time.perf_counter()
     with tempfile.TemporaryFile() as err:
@@ -45,6 +46,7 @@ def run(args: list[str], stop_after: float | None = None) -> tuple[float, int, d
         if stop_after is not None:
             time.sleep(stop_after)
             p.send_signal(signal.SIGINT)
+        assert p.stdout is not None
         out = p.stdout.read()
         _pid, status, usage = os.wait4(p.pid, 0)       # this child's own peak, not the largest child's
         p.returncode = os.waitstatus_to_exitcode(status)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 import tomllib
+from typing import Any
 
 from modelcheck.engine.kernel import kernel_for
 from modelcheck.engine.simulate import PICKS, plan, simulate
@@ -36,7 +37,7 @@ def main() -> None:
     spec = load(config)
     kernel = kernel_for(spec)
     p = plan(spec, ns.walks, ns.depth, ns.seed, by=ns.pick)
-    runs = [("compiled, 1 process", dict(kernel=kernel, workers=1)),
+    runs: list[tuple[str, dict[str, Any]]] = [("compiled, 1 process", dict(kernel=kernel, workers=1)),
             ("compiled, 2 processes", dict(kernel=kernel, workers=2))]
     if not ns.no_spark:
         runs.append(("compiled, Spark local[2]", dict(kernel=kernel, engine="spark", master="local[2]")))
@@ -44,7 +45,7 @@ def main() -> None:
     print(f"{ns.walks:,} walks of at most {ns.depth} steps, seed {ns.seed}, --pick {ns.pick}; best of {ns.repeat}")
     reference = None
     for name, options in runs:
-        best = None
+        best = float("inf")
         for _ in range(ns.repeat):
             started = time.perf_counter()
             r = simulate(spec, p, **options)
@@ -52,7 +53,7 @@ def main() -> None:
             counts = (r.verdict, r.walks, r.states_visited, r.distinct_seen, r.coverage)
             reference = reference or counts
             assert counts == reference, f"{name}: {counts[:4]} differ from {reference[:4]}"
-            best = wall if best is None else min(best, wall)
+            best = min(best, wall)
         print(f"{name:28} {r.states_visited:>12,} states  {r.distinct_seen:>10,} distinct  {best:7.2f} s  "
               f"{r.states_visited / best:>10,.0f} states/s")
     small = plan(spec, ns.interpreted_walks, ns.depth, ns.seed, by=ns.pick)

@@ -58,9 +58,9 @@ def violated_cells(path: str) -> list[tuple[str, dict[str, Any], dict[str, Any],
     """(name, config, RF=5 config, expected verdict) of each cell pinned
     as an invariant's violation."""
     _meta, cells = read_matrix(path, load)
-    out = []
+    out: list[tuple[str, dict[str, Any], dict[str, Any], str]] = []
     for cell in cells:
-        if not (cell.expect or "").startswith("violated") or load(cell.config).checked_properties():
+        if cell.expect is None or not cell.expect.startswith("violated") or load(cell.config).checked_properties():
             continue
         out.append((cell.name, cell.config, at_rf5(cell.config), cell.expect))
     return out
@@ -114,6 +114,7 @@ def main() -> None:
     default = cli_default("pick")
     depth = cli_default("depth")
     picks = ns.picks.split(",") if ns.picks else [default, *(p for p in PICKS if p != default)]
+    cells: list[tuple[str, dict[str, Any], dict[str, Any], str]]
     if ns.issue:
         cells = [("issue 29's command", {}, ISSUE, "violated: NoAckedLoss")]
     else:

@@ -23,7 +23,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 PR_SET_PDEATHSIG = 1
@@ -70,7 +70,8 @@ class StopRequest:
         finally:
             self.polled = was
 
-    def stopped(self, **counts: object) -> Stopped:
+    def stopped(self, **counts: Any) -> Stopped:
+        assert self.signum is not None, "no signal to stop by"
         name = signal.Signals(self.signum).name
         return Stopped(f"stopped by {name}", self.signum, **counts)
 

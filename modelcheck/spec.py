@@ -75,7 +75,7 @@ def action(name: str, coverage_by: str | None = None, **params: Param) -> Callab
     if coverage_by is not None and coverage_by not in params:
         raise SpecDefinitionError(f"action {name!r}: coverage_by={coverage_by!r} is not one of its arguments")
 
-    def mark(fn: Callable) -> Callable:
+    def mark(fn: Any) -> Any:
         fn._mc_action = name
         fn._mc_params = params
         fn._mc_coverage_by = coverage_by
@@ -85,7 +85,7 @@ def action(name: str, coverage_by: str | None = None, **params: Param) -> Callab
 
 def invariant(name: str) -> Callable:
     """Mark a predicate method `(self, state) -> bool` that must always hold."""
-    def mark(fn: Callable) -> Callable:
+    def mark(fn: Any) -> Any:
         fn._mc_invariant = name
         return fn
     return mark
@@ -97,7 +97,7 @@ def goal(name: str, *actions: str) -> Callable:
     a reachability goal, as Stateright's `sometimes`. Engines report, for a
     complete search, which goals some step reached, so a "holds" in which
     the behaviour a claim is about never happened shows as such."""
-    def mark(fn: Callable) -> Callable:
+    def mark(fn: Any) -> Any:
         fn._mc_goal = name
         fn._mc_goal_actions = actions
         return fn
@@ -139,7 +139,7 @@ def _temporal(form: str, name: str, fairness: tuple) -> Callable:
     if bad:
         raise SpecDefinitionError(f"property {name!r}: {bad[0]!r} is not weak(...) or strong(...) fairness")
 
-    def mark(fn: Callable) -> Callable:
+    def mark(fn: Any) -> Any:
         fn._mc_property = name
         fn._mc_form = form
         fn._mc_fairness = flat
@@ -166,12 +166,12 @@ def leads_to(name: str, *fairness: Fairness | tuple[Fairness, ...]) -> Callable:
     return _temporal(LEADS_TO, name, fairness)
 
 
-def _collect(cls: type, marker: str) -> dict[str, tuple[Callable, Callable]]:
+def _collect(cls: type, marker: str) -> dict[str, tuple[Any, Any]]:
     """Marked methods by declared name: (the method, the nearest definition
     that carries the mark). An override keeps the name (and, for an action,
     the arguments) its base declared, so a variant may redefine an action
     without re-marking it, or re-mark it to change its arguments."""
-    found: dict[str, tuple[Callable, Callable]] = {}
+    found: dict[str, tuple[Any, Any]] = {}
     for attr in dir(cls):  # dir() is sorted: deterministic
         defs = [vars(k)[attr] for k in cls.__mro__ if attr in vars(k)]
         marked = next((d for d in defs if hasattr(d, marker)), None)
@@ -218,6 +218,7 @@ class Spec:
     fairness: ClassVar[dict[str, tuple[Fairness, ...]]] = {}  # name -> the fairness it is checked under
     state_type: ClassVar[type] = tuple     # the NamedTuple of the spec's states
     symmetric: bool = False                # set by enable_symmetry()
+    n: int                                 # processes (a state's per-process tuples): a kernel is compiled for n
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)

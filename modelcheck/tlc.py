@@ -117,7 +117,7 @@ def run_tlc(tla_path: str | os.PathLike, cfg_path: str | os.PathLike, *, workers
             names = cfg_properties(cfg_path.read_text())
             if len(names) == 1:
                 result["invariant"] = names[0]
-        if dump_states:
+        if dump is not None:
             dumped = Path(dump + ".dump")
             if not dumped.is_file():
                 dumped = Path(dump)

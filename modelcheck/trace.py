@@ -13,7 +13,7 @@ verdict.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from .config import ConfigError, shown
 from .fingerprint import fingerprint
@@ -110,7 +110,7 @@ def validate(spec: Spec, steps: list[Step], invariant: str) -> None:
     state = first
     for i, step in enumerate(steps):
         if i:
-            matches = [t for a, t in apply_step(spec, state, step.action, step.args)
+            matches = [t for a, t in apply_step(spec, state, cast(str, step.action), step.args)
                        if a == step.args and canon(t) == canon(step.state)]
             if not matches:
                 raise TraceError(f"replay: step {i} {step.action}{step.args} is not enabled")
@@ -136,7 +136,7 @@ def validate_lasso(spec: Spec, steps: list[Step], loop: int, prop: str) -> None:
         raise TraceError(f"replay: the last step does not return to step {loop}")
     for i, step in enumerate(steps[1:], 1):
         if not any(a == step.args and canon(t) == canon(step.state)
-                   for a, t in apply_step(spec, steps[i - 1].state, step.action, step.args)):
+                   for a, t in apply_step(spec, steps[i - 1].state, cast(str, step.action), step.args)):
             raise TraceError(f"replay: step {i} {step.action}{step.args} is not enabled")
     if not any(canon(s) == canon(steps[0].state) for s in spec.init_states()):
         raise TraceError("replay: the first state is not initial")
@@ -154,9 +154,8 @@ def validate_lasso(spec: Spec, steps: list[Step], loop: int, prop: str) -> None:
     # the cycle's steps (a step to the same state is a stutter: TLA+'s <<A>>_vars)
     taken = [s for i, s in enumerate(steps[loop + 1:], loop + 1) if canon(s.state) != canon(steps[i - 1].state)]
     for f in spec.fairness[prop]:
-        shown = [None] if f.each is None else [
-            v if spec.params[f.action][f.each].show is None else spec.params[f.action][f.each].show(v)
-            for v in spec.params[f.action][f.each].domain(spec)]
+        param = None if f.each is None else spec.params[f.action][f.each]
+        shown = [None] if param is None else [v if param.show is None else param.show(v) for v in param.domain(spec)]
         for value in shown:
             def mine(args: dict) -> bool:
                 return f.each is None or args.get(f.each) == value

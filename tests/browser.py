@@ -29,6 +29,7 @@ class Browser:
             os.dup2(a, 3)
             os.dup2(b, 4)
 
+        assert CHROMIUM is not None, "chromium is not installed"
         self.proc = subprocess.Popen(
             [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
              f"--user-data-dir={profile}", "--window-size=1400,900", "about:blank"],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import subprocess
+from typing import Any
 
 import pytest
 
@@ -36,7 +37,7 @@ def uninterrupted(engine: str, config: str):
     return run(load(json.loads(config)), engine=engine, workers=2)
 
 
-CASES = [("fast", {"variant": "legacy"}, 2), ("fast", {"variant": "legacy"}, 5), ("fast", {}, 8),
+CASES: list[tuple[str, dict[str, Any], int]] = [("fast", {"variant": "legacy"}, 2), ("fast", {"variant": "legacy"}, 5), ("fast", {}, 8),
          ("bfs", {"variant": "legacy", "max_records": 1}, 2), ("bfs", {"variant": "legacy", "max_records": 1}, 5),
          ("bfs", {"max_records": 1, "max_fences": 0}, 5)]
 

@@ -205,7 +205,7 @@ def test_a_ctrl_c_while_a_request_is_dispatched_stops_serving(capfd):
         dispatch(request, client_address)
         os.kill(os.getpid(), signal.SIGINT)
 
-    httpd.process_request = dispatch_then_ctrl_c        # type: ignore[method-assign]
+    httpd.process_request = dispatch_then_ctrl_c
     before = set(threading.enumerate())
     give_up = threading.Timer(20, httpd.shutdown)       # a failure, not a hang
     give_up.start()

@@ -283,7 +283,7 @@ def test_a_spec_file_edited_after_import_is_not_compiled(tmp_path, monkeypatch):
     module.write_text("from specs.kafka_elr import Kip966\n\n\nclass Edited(Kip966):\n"
                       "    def hwm_may_advance(self, s):\n        return s.leader >= 0\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    import edited_spec
+    import edited_spec  # type: ignore[import-not-found]
     module.write_text(module.read_text().replace("s.leader >= 0", "s.leader > 0"))
     spec = edited_spec.Edited(load({"max_records": 1}).config)
     with pytest.raises(KernelUnavailable, match=r"Edited.hwm_may_advance: its file has changed since it was imported"):

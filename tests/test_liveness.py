@@ -30,8 +30,8 @@ from modelcheck.result import Step
 from modelcheck.trace import TraceError, validate_lasso
 from modelcheck.views.itf import from_itf, to_itf
 from specs.kafka_elr import load
-from tests.liveness_specs import Arbiter, ArbiterState
-from tests.resuming import stopped_and_resumed
+from liveness_specs import Arbiter, ArbiterState
+from resuming import stopped_and_resumed
 
 HOLDS = {"RequestGranted", "GrantedOften"}
 

@@ -26,7 +26,7 @@ from modelcheck.tlc import cfg_properties, parse_output, run_tlc
 from modelcheck.trace import validate_lasso
 from specs.kafka_elr import load
 from specs.kafka_elr.protocol import CONTROLLER, REASSIGNMENT, REPLICATION, RESTARTS
-from tests.test_tla_mirror import CONSTANT_OF, SPEC, TLA_DIR, need_tlc, py_state, read_cfg, tla_state
+from test_tla_mirror import CONSTANT_OF, SPEC, TLA_DIR, need_tlc, py_state, read_cfg, tla_state
 
 LIVE = "liveness"
 
@@ -88,7 +88,9 @@ def test_liveness_cfg_matches_its_python_config(name):
 
 def tla_definition(name: str) -> str:
     """The body of `name ==` in KIP966.tla (up to the next line not indented)."""
-    return re.search(rf"^{name} ==(.*?)(?=\n\S|\n\n)", SPEC.read_text(), re.M | re.S).group(1)
+    body = re.search(rf"^{name} ==(.*?)(?=\n\S|\n\n)", SPEC.read_text(), re.M | re.S)
+    assert body, f"{name} is not defined in KIP966.tla"
+    return body.group(1)
 
 
 @pytest.mark.parametrize("specification", sorted(FAIRNESS_OF_SPEC))

@@ -69,7 +69,9 @@ def need_tlc() -> None:
 def read_cfg(name: str) -> tuple[dict, dict, list[str]]:
     """(the Python config of its header line, its CONSTANTS, its INVARIANTS)."""
     text = (TLA_DIR / f"{name}.cfg").read_text()
-    command = re.search(r"^\\\*\s+(modelcheck check\b.*)$", text, re.M).group(1)
+    header = re.search(r"^\\\*\s+(modelcheck check\b.*)$", text, re.M)
+    assert header, f"{name}.cfg has no modelcheck command line"
+    command = header.group(1)
     words = shlex.split(command)[2:]
     config = dict(parse_override(w) for w in words if w != "--set")
     body = re.sub(r"\\\*.*$", "", text, flags=re.M)

@@ -23,12 +23,16 @@ check runs the engine that wrote its checkpoint."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ..config import ConfigError
 from ..result import CheckResult
 from ..spec import Spec
 from .control import Control
 from .progress import Progress
+
+if TYPE_CHECKING:
+    from .kernel import Kernel
 
 ENGINES = ("fast", "bfs", "spark")
 
@@ -78,9 +82,10 @@ def run(spec: Spec, *, engine: str = "fast", workers: int = 1, progress: Progres
         result.run_info["kernel"] = f"interpreted: {e}"
         return result
     if kernel is None:
-        result, kernel = _race(spec, progress, note, fingerprint_bits, control)
-        if result is not None:
-            return result
+        raced, kernel = _race(spec, progress, note, fingerprint_bits, control)
+        if raced is not None:
+            return raced
+        assert kernel is not None, "the compiled search starts with the kernel the race loaded"
     from .fast import check as fast_check
     return fast_check(spec, kernel, workers=workers, progress=progress, control=control)
 
@@ -90,7 +95,7 @@ class _KernelReady(Exception):
 
 
 def _race(spec: Spec, progress: Progress | None, note, fingerprint_bits: int,
-          control: Control) -> tuple[CheckResult | None, object]:
+          control: Control) -> tuple[CheckResult | None, Kernel | None]:
     """The reference engine here while the kernel compiles in a child: (the
     reference engine's result, None) if it finishes first, else (None, the
     kernel, loaded from the cache the child filled)."""
@@ -99,13 +104,15 @@ def _race(spec: Spec, progress: Progress | None, note, fingerprint_bits: int,
     note(f"compiling the kernel of {type(spec).__name__} for {spec.n} processes (once: later runs load it); "
          f"the interpreted engine runs meanwhile")
     child = compile_elsewhere(spec)
+    errors = child.stderr
+    assert errors is not None
     failed: list[str] = []
 
     def watch(counts: dict) -> None:
         if not failed and child.poll() is not None:
             if child.returncode == 0:
                 raise _KernelReady
-            failed.append(child.stderr.read().decode(errors="replace").strip() or f"exit {child.returncode}")
+            failed.append(errors.read().decode(errors="replace").strip() or f"exit {child.returncode}")
         if progress:
             progress(counts)
 
@@ -118,7 +125,7 @@ def _race(spec: Spec, progress: Progress | None, note, fingerprint_bits: int,
         if child.poll() is None:
             child.kill()
         child.wait()
-        child.stderr.close()
+        errors.close()
     result.run_info["kernel"] = (f"interpreted: {failed[0]}" if failed else
                                  "interpreted (done before the kernel compiled)")
     return result, None

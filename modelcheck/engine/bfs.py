@@ -157,15 +157,17 @@ class Reference:
                  "represented": self.represented,
                  "coverage": self.coverage, "reached": self.reached,
                  "elapsed_s": time.perf_counter() - self.started}
-        arrays = {"fps": fps, "parents": parents, "frontier": np.frombuffer(
+        arrays: dict[str, np.ndarray | list[np.ndarray]] = {"fps": fps, "parents": parents, "frontier": np.frombuffer(
             pickle.dumps(frontier, pickle.HIGHEST_PROTOCOL), np.uint8)}
         if self.recorder is not None:
             arrays.update({f"graph-{name}": parts or [np.empty((0, 1) if name in ("keys", "targets") else 0, np.uint64)]
                            for name, parts in self.recorder.arrays().items()})
+        assert self.control.checkpoints is not None, "saved only where checkpoints are written"
         self.control.checkpoints.save(state, arrays)
 
     def restore(self) -> list:
         checkpoints = self.control.checkpoints
+        assert checkpoints is not None, "restored only from a checkpoint"
         state, arrays = checkpoints.load()
         check_identity(state["identity"], self.identity, str(checkpoints.dir))
         self.store = DictStore.from_arrays(arrays["fps"], arrays["parents"])
@@ -181,10 +183,11 @@ class Reference:
     # ---- the result -----------------------------------------------------------------
     def properties(self) -> CheckResult:
         """Every invariant holds: now the temporal properties, on the graph recorded."""
-        initial = []
+        initial: list = []
         for state in self.spec.init_states():
             if not any(self.spec.canonical(s) == self.spec.canonical(state) for s in initial):
                 initial.append(state)
+        assert self.recorder is not None, "properties are checked on the graph recorded"
         found, counts = check_properties(self.spec, self.recorder, initial,
                                          lambda s: np.array([fingerprint(self.spec.canonical(s))], np.uint64))
         result = self.result(None)
@@ -197,6 +200,7 @@ class Reference:
     def result(self, invariant: str | None, fp: int | None = None, depth: int | None = None) -> CheckResult:
         trace = []
         if invariant is not None:
+            assert fp is not None, "a violation names its state"
             trace = rebuild(self.spec, self.store, fp)
             validate(self.spec, trace, invariant)
         # the store keys states by 64-bit fingerprints: TLC's collision estimate

@@ -22,7 +22,7 @@ import mmap
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
@@ -45,7 +45,7 @@ def _write_whole(path: Path, chunks: Iterable[np.ndarray | bytes]) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "wb") as f:
         for chunk in chunks:
-            f.write(chunk)
+            f.write(chunk if isinstance(chunk, bytes) else chunk.data)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
@@ -88,7 +88,7 @@ class Checkpoints:
         return time.monotonic() - self.last >= self.every_s
 
     # ---- writing --------------------------------------------------------------------
-    def save(self, state: dict[str, Any], arrays: dict[str, list[np.ndarray] | np.ndarray],
+    def save(self, state: dict[str, Any], arrays: Mapping[str, list[np.ndarray] | np.ndarray],
              fixed: dict[str, np.ndarray] | None = None) -> None:
         """Write a checkpoint: `state` (JSON), `arrays` (each one array, or
         a list of arrays of one dtype and row width written one after the
@@ -96,8 +96,8 @@ class Checkpoints:
         first time their name is seen (they never change)."""
         self.serial += 1
         files: dict[str, dict[str, Any]] = {}
-        for name, value in (fixed or {}).items():
-            files[name] = {**self._write(f"{name}.bin", [value], rewrite=False), "fixed": True}
+        for name, array in (fixed or {}).items():
+            files[name] = {**self._write(f"{name}.bin", [array], rewrite=False), "fixed": True}
         for name, value in arrays.items():
             files[name] = self._write(f"{name}.{self.serial}.bin", value if isinstance(value, list) else [value])
         _fsync_dir(self.dir)

@@ -31,6 +31,7 @@ class Control:
     def out_of_memory(self, what: str, **counts: Any) -> Stopped:
         where = f"; resume from the checkpoint with a larger --max-memory: modelcheck check --resume " \
                 f"{self.checkpoints.dir}" if self.checkpoints else "; give --checkpoint DIR to be able to resume"
+        assert self.max_memory is not None, "no memory limit to be out of"
         return Stopped(f"memory limit {show_size(self.max_memory)} (--max-memory) reached at "
                        f"{counts.get('distinct', 0):,} distinct states: {what}{where}", None, **counts)
 

@@ -128,8 +128,9 @@ class Search:
         self.inits = self.spec.init_states()
         with self.control.stop.polling():
             found = self.search()
-            if found is not None or self.recorder is None:
+            if found is not None:
                 return found
+            assert self.recorder is not None, "a search that ends without a result had properties to check"
             return self.properties()
 
     def search(self) -> CheckResult | None:
@@ -426,15 +427,17 @@ class Search:
         empty_rows, empty_links = np.empty((0, self.kernel.words), np.uint64), np.empty(0, LINK_DTYPE)
         fixed = {f"links-{d}": x for d, x in enumerate(self.links)}
         if self.recorder is not None:       # its arrays never change once made: each is written once
-            parts = self.recorder.arrays()
-            state["recorded"] = {name: len(p) for name, p in parts.items()}
-            fixed.update({f"graph-{name}-{i}": x for name, p in parts.items() for i, x in enumerate(p)})
+            recorded = self.recorder.arrays()
+            state["recorded"] = {name: len(p) for name, p in recorded.items()}
+            fixed.update({f"graph-{name}-{i}": x for name, p in recorded.items() for i, x in enumerate(p)})
+        assert self.control.checkpoints is not None, "saved only where checkpoints are written"
         self.control.checkpoints.save(
             state, {"visited": buckets or [np.empty((0, self.kernel.key_words), np.uint64)], "frontier": cur.frontier, "next_rows": [empty_rows, *cur.next_rows],
                     "next_links": [empty_links, *cur.next_links]}, fixed=fixed)
 
     def restore(self) -> Cursor:
         checkpoints = self.control.checkpoints
+        assert checkpoints is not None, "restored only from a checkpoint"
         state, arrays = checkpoints.load()
         check_identity(state["identity"], self.identity, str(checkpoints.dir))
         keys, sizes, old = arrays["visited"], state["bucket_sizes"], state["workers"]
@@ -463,6 +466,7 @@ class Search:
         keys = kernel.keys(np.array([kernel.pack(s) for s in self.inits], dtype=np.uint64).reshape(
             len(self.inits), kernel.words))
         distinct_inits = [self.inits[i] for i in first_occurrences(keys).tolist()]
+        assert self.recorder is not None, "properties are checked on the graph recorded"
         found, counts = check_properties(self.spec, self.recorder, distinct_inits,
                                          lambda state: kernel.keys(kernel.pack(state).reshape(1, -1))[0])
         if found is None:

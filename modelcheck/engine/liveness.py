@@ -48,11 +48,12 @@ from ..result import Step
 from ..spec import ALWAYS_EVENTUALLY, LEADS_TO, Spec
 from ..trace import TraceError, validate_lasso
 
+jit: Callable[[Callable], Callable]
 try:
     from numba import njit, uint64
     jit = njit(cache=True, nogil=True)
 except ImportError:         # without numba the same loops run as Python: slowly, with the same answers
-    uint64 = np.uint64
+    uint64 = np.uint64      # type: ignore[assignment]
 
     def jit(fn: Callable) -> Callable:
         return fn

@@ -69,6 +69,7 @@ class Reach:
 
     def _compiled(self) -> None:
         k = self.kernel
+        assert k is not None
         rows = np.array([k.pack(s) for s in self.spec.init_states()], np.uint64).reshape(-1, k.words)
         seen = Visited(k.key_words)
         keys = k.keys(rows)
@@ -88,7 +89,8 @@ class Reach:
 
     def _interpreted(self) -> None:
         spec = self.spec
-        frontier, depth = [], 0
+        frontier: list = []
+        depth = 0
         for state in spec.init_states():
             if not self._new(state, 0, frontier):
                 return

@@ -22,7 +22,7 @@ state is its last (the caller re-validates it with trace.validate).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from ..result import Step
 from ..spec import Spec
@@ -33,7 +33,7 @@ Move = tuple[str, dict[str, Any]]
 def shrink(spec: Spec, walk: list[Step], invariant: str, budget: int = 20_000) -> tuple[list[Step], int]:
     """A short counterexample to `invariant` from the counterexample
     `walk`, and the number of replays it took (at most `budget`)."""
-    return Shrinker(spec, walk[0].state, invariant, budget).run([(s.action, s.args) for s in walk[1:]])
+    return Shrinker(spec, walk[0].state, invariant, budget).run(Shrinker.moves(walk))
 
 
 class Shrinker:
@@ -113,4 +113,4 @@ class Shrinker:
 
     @staticmethod
     def moves(steps: list[Step]) -> list[Move]:
-        return [(s.action, s.args) for s in steps[1:]]
+        return [(cast(str, s.action), s.args) for s in steps[1:]]      # only the initial step has none

@@ -50,7 +50,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, nullcontext
 from functools import partial
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -144,7 +144,7 @@ def _keep(visited: Visited, shard: Shard, depth: int) -> list[str]:
         held[-2:] = [Run.write((_merge_two(older.bucket(b), newer.bucket(b)) for b in range(BUCKETS)),
                                older.keys.shape[1], len(older) + len(newer), shard.run(depth, merged),
                                durable=False)]
-    return [r.path for r in held]
+    return [cast(str, r.path) for r in held]        # every run here was written to a file
 
 
 def _step(kernel_bc: Any, root: str, shards: int, depth: int, symmetric: bool, item: tuple) -> tuple:
@@ -324,7 +324,10 @@ class Search:
         self.context, self.spec, self.kernel, self.shards, self.root = context, spec, kernel, shards, root
         self.small, self.before_spark = min(self.LOCAL_STATES, driver_states), driver_states
         self.started, self.progress, self.control = started, progress, control
-        self.sc = self.kernel_bc = self.warm = self.watch = None
+        self.sc: Any = None                 # the SparkContext, once Spark has started
+        self.kernel_bc: Any = None          # the kernel, broadcast to executors
+        self.warm: threading.Thread | None = None
+        self.watch: Any = None              # cancels the running job when a stop is asked
         self.symmetric = bool(spec.symmetric)
         self.coverage = np.zeros(len(spec.coverage_labels), dtype=np.int64)
         self.reached = np.zeros(kernel.goal_count, np.uint8)

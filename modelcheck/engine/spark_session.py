@@ -18,8 +18,9 @@ import tempfile
 import zipfile
 from contextlib import ExitStack, contextmanager
 from importlib import util as importlib_util
+from importlib.machinery import ModuleSpec
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterator, TypeVar
 
 from ..config import ConfigError
 from ..lifetime import Stopped
@@ -65,10 +66,10 @@ def loopback(master: str) -> bool:
 def available_memory() -> int:
     """MemAvailable (what can be had without swapping), within the cgroup's limit."""
     try:
-        text = Path("/proc/meminfo").read_text()
-        free = int(re.search(r"^MemAvailable:\s+(\d+) kB", text, re.M).group(1)) * 1024
-    except (OSError, AttributeError):
-        free = physical_memory() // 2
+        found = re.search(r"^MemAvailable:\s+(\d+) kB", Path("/proc/meminfo").read_text(), re.M)
+    except OSError:
+        found = None
+    free = int(found.group(1)) * 1024 if found else physical_memory() // 2
     return min(free, physical_memory())
 
 
@@ -154,7 +155,7 @@ def spark_context(master: str | None, spec_package: str, settings: dict[str, str
         sc.setCheckpointDir(settings["spark.checkpoint.dir"])       # Spark < 4 has no such setting
     try:
         with ExitStack() as stack:
-            if not sc.master.startswith("local"):
+            if not str(sc.master).startswith("local"):
                 where = scratch or stack.enter_context(scratch_dir())
                 sc.addPyFile(package_archive(os.path.join(where, "modelcheck.zip"), ["modelcheck", spec_package]))
             yield sc
@@ -166,10 +167,10 @@ def spark_context(master: str | None, spec_package: str, settings: dict[str, str
         if sc._jsc.sc().isStopped():
             raise EngineUnavailable(f"Spark stopped before the check ended (master {sc.master}): "
                                     f"{_reason(e)}") from None
-        why = job_failure(str(e), _log_text(), sc.getConf().get)
-        if why is None:
+        failure = job_failure(str(e), _log_text(), sc.getConf().get)
+        if failure is None:
             raise               # the engine's own code failed in a task: a bug, shown whole
-        raise EngineUnavailable(why) from None
+        raise EngineUnavailable(failure) from None
     finally:
         _remove_checkpoints(sc)
         sc.stop()
@@ -185,7 +186,7 @@ def scratch_dir(where: str | None = None) -> Iterator[str]:
     little later (a task still running when the check was killed may
     write to it)."""
     path = tempfile.mkdtemp(prefix="modelcheck-spark-", dir=where)
-    watchdog = subprocess.Popen([sys.executable, "-I", "-S", "-c",
+    watchdog: subprocess.Popen[bytes] = subprocess.Popen([sys.executable, "-I", "-S", "-c",
                                  "import shutil, sys, time\nif not sys.stdin.read():\n"
                                  "    shutil.rmtree(sys.argv[1], True); time.sleep(5); shutil.rmtree(sys.argv[1], True)",
                                  path],
@@ -194,6 +195,7 @@ def scratch_dir(where: str | None = None) -> Iterator[str]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+        assert watchdog.stdin is not None
         watchdog.stdin.write(b"done")         # removed here: the watchdog need not
         watchdog.stdin.close()
         watchdog.wait()
@@ -278,17 +280,27 @@ def job_failure(error: str, log: str, setting: Any) -> str | None:
     return f"a Spark job failed: {(cause.group(1) if cause else _reason(RuntimeError(error))).strip()[:300]}"
 
 
-def package_archive(path: str | BinaryIO, packages: list[str], modules: tuple[str, ...] = ()) -> str | BinaryIO:
+Archive = TypeVar("Archive", str, BinaryIO)
+
+
+def _found(name: str) -> ModuleSpec:
+    spec = importlib_util.find_spec(name)
+    if spec is None:
+        raise ModuleNotFoundError(f"{name} is not importable here: nothing to send to executors")
+    return spec
+
+
+def package_archive(path: Archive, packages: list[str], modules: tuple[str, ...] = ()) -> Archive:
     """Zip the installed packages (and top-level modules) for executors'
     sys.path (spark-submit --py-files, SparkContext.addPyFile) into a path
     or an open file (spark-env's output); returns path."""
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for name in dict.fromkeys(packages):
-            root = Path(next(iter(importlib_util.find_spec(name).submodule_search_locations)))
+            root = Path(next(iter(_found(name).submodule_search_locations or ())))
             for f in sorted(root.rglob("*")):
                 if f.is_file() and "__pycache__" not in f.parts:
                     archive.write(f, (Path(name) / f.relative_to(root)).as_posix())
         for name in modules:
-            origin = Path(importlib_util.find_spec(name).origin)
+            origin = Path(_found(name).origin or name)
             archive.write(origin, origin.name)
     return path

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import mmap
 import tempfile
+from typing import Any
 
 import numpy as np
 
@@ -17,7 +18,7 @@ def raw(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a).view(np.uint8).reshape(-1)
 
 
-def on_disk(a: np.ndarray) -> bool:
+def on_disk(a: Any) -> bool:
     """Whether an array's memory is a mapped file (through any views of it)."""
     while isinstance(a, (np.ndarray, memoryview)):
         a = a.base if isinstance(a, np.ndarray) else a.obj
@@ -30,6 +31,7 @@ def to_disk(parts: list[np.ndarray] | np.ndarray, directory: str | None, empty: 
     shape when there are no rows."""
     parts = parts if isinstance(parts, list) else [parts]
     like = parts[0] if parts else empty
+    assert like is not None, "no parts, and no empty array to say their shape"
     rows = sum(len(p) for p in parts)
     if len(parts) == 1 and on_disk(parts[0]):
         return parts[0]
@@ -39,7 +41,7 @@ def to_disk(parts: list[np.ndarray] | np.ndarray, directory: str | None, empty: 
     with tempfile.TemporaryFile(dir=directory) as f:
         for p in parts:
             if len(p):
-                f.write(raw(p))
+                f.write(raw(p).data)
         f.flush()
         buf = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_WRITE)
     return np.frombuffer(buf, like.dtype).reshape((rows, *like.shape[1:]))

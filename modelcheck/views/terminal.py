@@ -130,7 +130,7 @@ def step_table(spec: Spec, trace: list[Step], k: int) -> Table:
         mark = name in changed
         table.add_row(Text(("*" if mark else "") + name, style=CHANGED if mark else ""),
                       Text(spec.format_value(name, value)),
-                      Text(spec.format_value(name, prev[name]) if mark else ""))
+                      Text(spec.format_value(name, prev[name]) if mark and prev is not None else ""))
     return table
 
 

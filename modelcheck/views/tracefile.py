@@ -96,7 +96,7 @@ def replay(spec: Spec, tf: TraceFile, where: str) -> list[Step]:
         if temporal and tf.loop is None:
             raise ConfigError(f"{where}: {tf.invariant} is a temporal property: its counterexample needs a loop")
         try:
-            if temporal:
+            if tf.loop is not None and temporal:
                 validate_lasso(spec, steps, tf.loop, tf.invariant)
             else:
                 validate(spec, steps, tf.invariant)
