@@ -37,7 +37,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..config import ConfigError, shown
 from ..engine.reach import Reach
-from ..replay import ScenarioStep, to_toml
+from ..scenario import ScenarioStep, to_toml
 from ..result import Step
 from ..spec import Spec
 from ..trace import described

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..replay import StepReport
+from ..scenario import StepReport
 from ..result import Step
 from ..spec import Cell, Spec
 
