@@ -29,7 +29,7 @@ from modelcheck.config import ConfigError, parse_override, read_file
 from modelcheck.engine import ENGINES, run as run_engine
 from modelcheck.engine.checkpoint import Checkpoints
 from modelcheck.engine.control import Control
-from modelcheck.engine.simulate import PICKS
+from modelcheck.engine.walks import PICKS
 from modelcheck.lifetime import Stopped, exit_code, stop_on_signals
 from modelcheck.memory import default_limit, parse_size
 from modelcheck.output import check_dir, check_file, make_dir, write_text, writing
@@ -969,7 +969,8 @@ def simulate(config: str | None, overrides: tuple[str, ...], walks: int, depth: 
     says nothing of the states it did not visit), 1 a violation (the
     shrunk counterexample is printed), 2 bad input, 130/143 stopped.
     """
-    from modelcheck.engine.simulate import plan as make_plan, simulate as run_simulation
+    from modelcheck.engine.simulate import simulate as run_simulation
+    from modelcheck.engine.walks import plan as make_plan
 
     try:
         check_spark_options(engine, master, partitions, spark_conf)

@@ -30,7 +30,8 @@ from typing import Any
 
 from cli import simulate as simulate_command
 from modelcheck.engine.kernel import kernel_for
-from modelcheck.engine.simulate import PICKS, plan, simulate
+from modelcheck.engine.simulate import simulate
+from modelcheck.engine.walks import PICKS, plan
 from modelcheck.matrix import machine, read_matrix
 from specs.kafka_elr import load
 
