@@ -223,11 +223,11 @@ class KernelSteps:
     invariant checks."""
 
     def __init__(self, kernel: Any, spec: Spec):
-        from .kernel import _load
+        from .kernel.cache import load_module
         self.kernel = k = kernel
         self.checked = spec.checked_invariants()
         self.inits = np.array([kernel.pack(s) for s in spec.init_states()], np.uint64).reshape(-1, k.words)
-        self.module = _load(k.cache_dir, "walk", WALK_SOURCE.replace("GLUE", k.module.__name__))
+        self.module = load_module(k.cache_dir, "walk", WALK_SOURCE.replace("GLUE", k.module.__name__))
         most = max(1, sum(len(spec._instances[a]) for a in spec.actions))
         self.buffers = (np.empty((most, k.words), np.uint64), np.empty((most, k.key_words), np.uint64),
                         np.empty(most, np.int64), np.empty(most, np.uint16), np.empty(most, np.uint8),
