@@ -33,7 +33,7 @@ from modelcheck.engine.walks import PICKS
 from modelcheck.lifetime import Stopped, exit_code, stop_on_signals
 from modelcheck.memory import default_limit, parse_size
 from modelcheck.output import check_dir, check_file, make_dir, write_text, writing
-from modelcheck.replay import parse_steps, replay as run_replay, split_scenario
+from modelcheck.runs.replay import parse_steps, replay as run_replay, split_scenario
 from modelcheck.result import CheckResult, never_fired, parse_expectation
 from modelcheck.trace import described
 from modelcheck.views.graph import GraphTooLarge, dot, graphml, mark_path, state_graph
@@ -555,7 +555,7 @@ def matrix(matrix_file: str | None, as_json: bool, out: str | None, jobs: int, o
     Ctrl-C or SIGTERM stops every cell at once (130, 143: the cells done
     are shown, --out is not written).
     """
-    from modelcheck import matrix as mx
+    from modelcheck.runs import matrix as mx
     path = matrix_file or str(DEFAULT_MATRIX)
     try:
         meta, cells = mx.read_matrix(path, kafka_elr.load)
@@ -647,7 +647,7 @@ def gate(gate_file: str, junit: str | None, as_json: bool, trace_dir: str | None
     SIGTERM stops every entry at once (130, 143), and --junit and
     --trace-dir still report what ran (the rest as skipped).
     """
-    from modelcheck import gate as gt
+    from modelcheck.runs import gate as gt
     try:
         entries = gt.read_gate(gate_file, kafka_elr.load)
         limit = cell_memory(max_memory, jobs)

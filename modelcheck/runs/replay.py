@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config import ConfigError, shown
-from .result import checked_invariant
-from .scenario import ScenarioStep, StepReport
-from .spec import Spec
-from .trace import apply_step, check_step
-from .views.itf import conforms
+from ..config import ConfigError, shown
+from ..result import checked_invariant
+from ..scenario import ScenarioStep, StepReport
+from ..spec import Spec
+from ..trace import apply_step, check_step
+from ..views.itf import conforms
 
 STEP_KEYS = ("action", "expect", "violates")
 

@@ -19,12 +19,12 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from .config import ConfigError, read_file, shown
-from .engine import run as run_engine
-from .engine.control import Control
-from .lifetime import Stopped, StopRequest, end_pool, worker_pool
-from .result import parse_expectation
-from .trace import described
+from ..config import ConfigError, read_file, shown
+from ..engine import run as run_engine
+from ..engine.control import Control
+from ..lifetime import Stopped, StopRequest, end_pool, worker_pool
+from ..result import parse_expectation
+from ..trace import described
 
 Loader = Callable[[dict[str, Any]], Any]     # config -> spec (raises ConfigError)
 CELL_KEYS = {"name", "config", "expect", "claim", "note", "symmetry", "exercises", "goals"}

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .config import ConfigError
-from .lifetime import Stopped, StopRequest
+from ..config import ConfigError
+from ..lifetime import Stopped, StopRequest
 from .matrix import Cell, Loader, Row, read_entries, run
 
 ENTRY_KEYS = {"name", "config", "expect", "states", "budget_s", "note", "symmetry", "exercises", "goals"}
