@@ -22,9 +22,10 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
 from rich.console import Console
 
-from cli import load_check_config, main
+from cli import main
 from modelcheck.config import ConfigError, parse_override, read_file
 from modelcheck.engine import run
+from modelcheck.runs.inputs import load_check_config
 from modelcheck.runs.gate import read_gate     # the commands import gate and matrix lazily: here, before
 from modelcheck.runs.matrix import read_matrix  # as_nobody's child, which cannot read the interpreter's files
 from modelcheck.runs.replay import parse_steps, replay, split_scenario

@@ -9,14 +9,21 @@ break; by default none). Replay stops at the first step that is not enabled.
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import sys
+from typing import Any, NoReturn
 
-from ..config import ConfigError, shown
+import click
+
+from ..config import ConfigError, read_file, shown
 from ..result import checked_invariant
 from ..scenario import ScenarioStep, StepReport
 from ..spec import Spec
 from ..trace import apply_step, check_step
 from ..views.itf import conforms
+from ..views.report import print_replay, replay_json
+from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail
+from .inputs import Loader
 
 STEP_KEYS = ("action", "expect", "violates")
 
@@ -117,3 +124,22 @@ def replay(spec: Spec, steps: list[ScenarioStep]) -> tuple[dict[str, Any], list[
         report.mismatches = [(k, v, now[k]) for k, v in step.expect.items() if now[k] != v]
         reports.append(report)
     return spec.describe(inits[0]), reports
+
+
+def replay_command(load: Loader, scenario: str, as_json: bool) -> NoReturn:
+    """`modelcheck replay`: the scenario file's steps replayed through the
+    spec `load` makes of its config, reported; exits 0 if it replays as
+    written, 1 if not, 2 on bad input."""
+    try:
+        config, raw_steps = split_scenario(read_file(scenario), scenario)
+        spec = load(config)
+        steps = parse_steps(spec, raw_steps, scenario)
+        initial, reports = replay(spec, steps)
+    except ConfigError as e:
+        fail(str(e))
+    ok = len(reports) == len(steps) and all(r.ok for r in reports)
+    if as_json:
+        click.echo(json.dumps(replay_json(spec, initial, reports, ok)))
+    else:
+        print_replay(spec, reports, len(steps), ok)
+    sys.exit(EXIT_HOLDS if ok else EXIT_VIOLATED)
