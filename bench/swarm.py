@@ -30,8 +30,9 @@ from typing import Any
 
 from cli import simulate as simulate_command
 from modelcheck.engine.kernel import kernel_for
-from modelcheck.engine.simulate import PICKS, plan, simulate
-from modelcheck.matrix import machine, read_matrix
+from modelcheck.engine.simulate import simulate
+from modelcheck.engine.walks import PICKS, plan
+from modelcheck.runs.matrix import machine, read_matrix
 from specs.kafka_elr import load
 
 FAULTS = ("max_unclean_shutdowns", "max_fences", "max_isr_shrinks")

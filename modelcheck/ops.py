@@ -1,7 +1,7 @@
 """Primitives a spec's rules may call, with one meaning in both executions.
 
 The interpreted engines run these definitions as they are; the kernel
-(engine/kernel.py) swaps each for a compiled twin with the same result
+(engine/kernel/) swaps each for a compiled twin with the same result
 (numba has no int.bit_count, and rebuilds a fixed-length tuple with one
 element changed in place). Everything else a rule needs is plain integer
 arithmetic and tuple indexing, which both executions share.

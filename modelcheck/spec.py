@@ -9,7 +9,7 @@ introspection when the class is defined, so a variant is a subclass that
 redefines only what differs, and mistakes surface at definition time.
 
 The same methods run in two ways: as Python here (the reference engine,
-replay, traces, the viewers) and compiled by engine/kernel.py for the fast
+replay, traces, the viewers) and compiled by engine/kernel/ for the fast
 and Spark engines. So the code reachable from actions, invariants and
 `representative` keeps to what both can run: ints, bools and fixed-length
 tuples of ints, a NamedTuple state (`state_type`) updated with `_replace`,

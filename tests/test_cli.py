@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import cli as cli_module
+import modelcheck.runs.check as check_run
 from cli import main
 
 ROOT = Path(__file__).parent.parent
@@ -202,7 +202,7 @@ def test_an_engine_failure_is_exit_3_never_a_verdict(monkeypatch):
     """Exit 1 means "violated": an exception without a verdict must not look like one."""
     def broken(spec, **kw):
         raise RuntimeError("replay: step 3 Fetch{'broker': 1} is not enabled")
-    monkeypatch.setattr(cli_module, "run_engine", broken)
+    monkeypatch.setattr(check_run, "run_engine", broken)
     r = CliRunner().invoke(main, ["check", "-q"])
     assert r.exit_code == 3
     assert r.output.rstrip().endswith("error: internal error, no verdict (the traceback above is a bug to report)")

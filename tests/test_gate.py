@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main
-from modelcheck import gate as gt
-from modelcheck.gate import read_gate
+from modelcheck.runs import gate as gt
+from modelcheck.runs.gate import read_gate
 from specs.kafka_elr import load
 
 GATE = """
@@ -176,7 +176,7 @@ def test_set_states_edits_every_toml_layout_and_only_the_counts(tmp_path, layout
 
 
 def test_a_layout_set_states_cannot_edit_is_refused_before_running(tmp_path, monkeypatch):
-    monkeypatch.setattr("modelcheck.gate.run_gate", lambda *a: pytest.fail("the gate ran"))
+    monkeypatch.setattr("modelcheck.runs.gate.run_gate", lambda *a: pytest.fail("the gate ran"))
     text = 'entry = [{ name = "a", config = { max_records = 1 }, expect = "holds" }]\n'
     path, r = gate(tmp_path, text, "--update-baseline")
     assert r.exit_code == 2 and r.stderr == f"error: {path}: cannot locate each [[entry]]'s name to update its " \
@@ -207,7 +207,7 @@ def test_update_baseline_with_an_indented_name_and_a_comment_after_it(tmp_path):
 
 
 def test_a_read_only_gate_file_is_refused_before_running_and_left_as_it_is(tmp_path, monkeypatch):
-    monkeypatch.setattr("modelcheck.gate.run_gate", lambda *a: pytest.fail("the gate ran"))
+    monkeypatch.setattr("modelcheck.runs.gate.run_gate", lambda *a: pytest.fail("the gate ran"))
     path = tmp_path / "gate.toml"
     path.write_text(GATE)
     path.chmod(0o444)
@@ -270,7 +270,7 @@ def test_a_gate_file_changed_during_the_run_is_not_updated_wrong(tmp_path, monke
         outcomes = run_gate(*args)
         path.write_text(path.read_text().replace('name = "legacy"', 'name = "renamed"'))
         return outcomes
-    monkeypatch.setattr("modelcheck.gate.run_gate", renaming_meanwhile)
+    monkeypatch.setattr("modelcheck.runs.gate.run_gate", renaming_meanwhile)
     path = tmp_path / "gate.toml"
     path.write_text(f'[[entry]]\nname = "legacy"\n{TINY_ENTRY}')
     r = CliRunner().invoke(main, ["gate", str(path), "-j", "1", "--update-baseline"])

@@ -22,12 +22,13 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
 from rich.console import Console
 
-from cli import load_check_config, main
+from cli import main
 from modelcheck.config import ConfigError, parse_override, read_file
 from modelcheck.engine import run
-from modelcheck.gate import read_gate     # the commands import gate and matrix lazily: here, before
-from modelcheck.matrix import read_matrix  # as_nobody's child, which cannot read the interpreter's files
-from modelcheck.replay import parse_steps, replay, split_scenario
+from modelcheck.runs.inputs import load_check_config
+from modelcheck.runs.gate import read_gate     # the commands import gate and matrix lazily: here, before
+from modelcheck.runs.matrix import read_matrix  # as_nobody's child, which cannot read the interpreter's files
+from modelcheck.runs.replay import parse_steps, replay, split_scenario
 from modelcheck.result import parse_expectation
 from modelcheck.trace import described
 from modelcheck.views.html import render as render_html

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli import DEFAULT_MATRIX, main
-from modelcheck.matrix import read_matrix
+from modelcheck.runs.matrix import read_matrix
 from specs.kafka_elr import VARIANTS, load
 
 CELLS = """

@@ -119,8 +119,9 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_run(tmp_path, tr
     """Found after the whole run, with a traceback and no verdict, before."""
     def ran(*args, **kwargs):
         raise AssertionError("the run started")
-    for work in ("cli.run_engine", "cli.state_graph", "cli.render_html", "modelcheck.matrix.run",
-                 "modelcheck.gate.run_gate", "modelcheck.engine.spark_session.package_archive"):
+    for work in ("modelcheck.runs.check.run_engine", "modelcheck.runs.graph.state_graph",
+                 "modelcheck.runs.trace.render_html", "modelcheck.runs.matrix.run",
+                 "modelcheck.runs.gate.run_gate", "modelcheck.engine.spark_session.package_archive"):
         monkeypatch.setattr(work, ran)
     out = {"missing directory": "no/x.dot", "a directory": "d.dot", "read-only file": "ro.dot"}[where]
     args = commands(tmp_path, trace, out)[command]

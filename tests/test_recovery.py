@@ -11,7 +11,7 @@ import pytest
 from derived_specs import BalancedIgnoringLastKnownElr
 from modelcheck.config import ConfigError, read_file
 from modelcheck.engine import run
-from modelcheck.replay import parse_steps, replay, split_scenario
+from modelcheck.runs.replay import parse_steps, replay, split_scenario
 from specs.kafka_elr import load
 from specs.kafka_elr.types import NO_PROPOSAL, RECOVERED, RECOVERING, bit, mask_of
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from modelcheck.config import ConfigError, read_file
-from modelcheck.replay import parse_steps, replay, split_scenario
+from modelcheck.runs.replay import parse_steps, replay, split_scenario
 from specs.kafka_elr import load
 
 SCENARIOS = Path(__file__).parent.parent / "specs" / "scenarios"

@@ -15,7 +15,8 @@ from click.testing import CliRunner
 
 from cli import main
 from modelcheck.engine.kernel import kernel_for
-from modelcheck.engine.simulate import PICKS, Stream, pick, plan, simulate, swarm_weights
+from modelcheck.engine.simulate import simulate
+from modelcheck.engine.walks import PICKS, Stream, pick, plan, swarm_weights
 from modelcheck.trace import validate
 from modelcheck.views.tracefile import open_trace
 from processes import alive, descendants, start, wait_for

@@ -10,7 +10,7 @@ import pytest
 
 from modelcheck.config import read_file
 from modelcheck.engine.bfs import check
-from modelcheck.replay import parse_steps, replay, split_scenario
+from modelcheck.runs.replay import parse_steps, replay, split_scenario
 from specs.kafka_elr import VARIANTS, load
 from specs.kafka_elr.protocol import STRATEGY_AGGRESSIVE
 from specs.kafka_elr.logs import from_entries

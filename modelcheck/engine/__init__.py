@@ -1,7 +1,7 @@
 """Exploration engines, and the one place that picks one. All return the
 same CheckResult and agree exactly: `bfs` is the reference (the
 interpreted spec, one process, a dict of parent fingerprints); `fast` runs
-the spec compiled (kernel.py) over packed states on threads; `spark` runs
+the spec compiled (kernel/) over packed states on threads; `spark` runs
 the same compiled search with the frontier and visited set spread over
 Spark executors (pyspark is imported only when it is asked for).
 

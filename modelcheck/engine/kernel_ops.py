@@ -1,5 +1,5 @@
 """Compiled twins of modelcheck.ops, and the integer mixing the fast engine
-keys states with. Imported by the generated kernel modules (kernel.py), so
+keys states with. Imported by the generated kernel modules (kernel/), so
 only where numba is."""
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..config import ConfigError, shown
 from ..engine.reach import Reach
-from ..replay import ScenarioStep, to_toml
 from ..result import Step
+from ..scenario import ScenarioStep, to_toml
 from ..spec import Spec
 from ..trace import described
 from .render import CSS, config_line, detail, diff_html, timeline

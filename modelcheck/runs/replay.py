@@ -1,5 +1,5 @@
 """Scenarios: a config and a list of steps, replayed through a spec (and
-written, by the explorer, with `to_toml`).
+written, by the explorer, with scenario.py's `to_toml`).
 
 A step names an action, some of its arguments (an argument may be left out
 when only one enabled instance matches), and optionally `expect` (state
@@ -10,41 +10,22 @@ break; by default none). Replay stops at the first step that is not enabled.
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass, field
-from typing import Any
+import sys
+from typing import Any, NoReturn
 
-from .config import ConfigError, shown
-from .result import checked_invariant
-from .spec import Spec
-from .trace import apply_step, check_step
-from .views.itf import conforms
+import click
+
+from ..config import ConfigError, read_file, shown
+from ..result import checked_invariant
+from ..scenario import ScenarioStep, StepReport
+from ..spec import Spec
+from ..trace import apply_step, check_step
+from ..views.itf import conforms
+from ..views.report import print_replay, replay_json
+from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail
+from .inputs import Loader
 
 STEP_KEYS = ("action", "expect", "violates")
-
-
-@dataclass
-class ScenarioStep:
-    action: str
-    args: dict[str, Any]
-    expect: dict[str, Any]
-    violates: list[str]
-
-
-@dataclass
-class StepReport:
-    index: int
-    step: ScenarioStep
-    enabled: bool
-    error: str | None = None
-    mismatches: list[tuple[str, Any, Any]] = field(default_factory=list)
-    violated: list[str] = field(default_factory=list)
-    state: dict[str, Any] | None = None
-
-    @property
-    def ok(self) -> bool:
-        return (self.enabled and self.error is None and not self.mismatches
-                and sorted(self.violated) == sorted(self.step.violates))
 
 
 def split_scenario(data: dict[str, Any], where: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -145,35 +126,20 @@ def replay(spec: Spec, steps: list[ScenarioStep]) -> tuple[dict[str, Any], list[
     return spec.describe(inits[0]), reports
 
 
-def to_toml(config: dict[str, Any], steps: list[ScenarioStep], description: str = "") -> str:
-    """A scenario file that `parse_steps` and `replay` read back as these
-    steps (TOML has no null: config keys left at null are left out, and so
-    must expected values be)."""
-    lines = [f"description = {toml_value(description)}", ""] if description else []
-    lines.append("[config]")
-    lines += [f"{key} = {toml_value(v)}" for key, v in config.items() if v is not None]
-    for step in steps:
-        lines += ["", "[[steps]]", f"action = {toml_value(step.action)}"]
-        lines += [f"{toml_key(k)} = {toml_value(v)}" for k, v in step.args.items()]
-        if step.expect:
-            lines.append(f"expect = {toml_value(step.expect)}")
-        if step.violates:
-            lines.append(f"violates = {toml_value(step.violates)}")
-    return "\n".join(lines) + "\n"
-
-
-def toml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
-
-
-def toml_value(value: Any) -> str:
-    """A JSON value as TOML (JSON's string escapes are TOML's)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, str)):
-        return json.dumps(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(map(toml_value, value)) + "]"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
-    raise ValueError(f"{value!r} has no TOML form")
+def replay_command(load: Loader, scenario: str, as_json: bool) -> NoReturn:
+    """`modelcheck replay`: the scenario file's steps replayed through the
+    spec `load` makes of its config, reported; exits 0 if it replays as
+    written, 1 if not, 2 on bad input."""
+    try:
+        config, raw_steps = split_scenario(read_file(scenario), scenario)
+        spec = load(config)
+        steps = parse_steps(spec, raw_steps, scenario)
+        initial, reports = replay(spec, steps)
+    except ConfigError as e:
+        fail(str(e))
+    ok = len(reports) == len(steps) and all(r.ok for r in reports)
+    if as_json:
+        click.echo(json.dumps(replay_json(spec, initial, reports, ok)))
+    else:
+        print_replay(spec, reports, len(steps), ok)
+    sys.exit(EXIT_HOLDS if ok else EXIT_VIOLATED)

@@ -13,20 +13,28 @@ processes; each row is what `modelcheck check` would print for that cell.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import sys
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NoReturn
 
-from .config import ConfigError, read_file, shown
-from .engine import run as run_engine
-from .engine.control import Control
-from .lifetime import Stopped, StopRequest, end_pool, worker_pool
-from .result import parse_expectation
-from .trace import described
+import click
 
-Loader = Callable[[dict[str, Any]], Any]     # config -> spec (raises ConfigError)
+from ..config import ConfigError, read_file, shown
+from ..engine import run as run_engine
+from ..engine.control import Control
+from ..lifetime import Stopped, StopRequest, end_pool, exit_code, stop_on_signals, worker_pool
+from ..output import check_file
+from ..result import parse_expectation
+from ..trace import described
+from ..views.terminal import stderr_console
+from ..views.verdicts import matrix_json, print_matrix
+from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail, write_output
+from .inputs import Loader, cell_memory
+
 CELL_KEYS = {"name", "config", "expect", "claim", "note", "symmetry", "exercises", "goals"}
 TEXT_KEYS = {"title", "intro", "claim", "note"}
 
@@ -279,3 +287,44 @@ def fmt(v: Any) -> str:
     if isinstance(v, list):
         return "[" + ",".join(fmt(x) for x in v) + "]"
     return str(v)
+
+
+def matrix_command(load: Loader, matrix_file: str | None, default: str, as_json: bool, out: str | None, jobs: int,
+                   only: tuple[str, ...], max_memory: str | None) -> NoReturn:
+    """`modelcheck matrix`: the cells of `matrix_file` (else `default`) run
+    `jobs` at a time, their verdicts tabulated (and written to `out`);
+    exits 0 if every cell is as pinned, 1 if one differs."""
+    path = matrix_file or default
+    try:
+        meta, cells = read_matrix(path, load)
+        unknown = sorted(set(only) - {c.name for c in cells})
+        if unknown:
+            raise ConfigError(f"--only {unknown[0]!r}: no such cell in {path}")
+        if out:
+            check_file(out, "--out")
+        limit = cell_memory(max_memory, jobs)
+    except ConfigError as e:
+        fail(str(e))
+    cells = [c for c in cells if not only or c.name in only]
+    console = stderr_console()
+    rows: list[Any] = [None] * len(cells)
+    with stop_on_signals() as request, request.polling():
+        try:
+            for i, row in run(load, cells, jobs, request=request, max_memory=limit):
+                rows[i] = row
+                console.print(f"[{sum(r is not None for r in rows)}/{len(cells)}] {row.cell.name}: {row.verdict} "
+                              f"({row.distinct:,} states, {row.elapsed_s:.1f} s)", highlight=False)
+        except Stopped as e:
+            done = [r for r in rows if r is not None]
+            console.print(f"{e.why}: {len(done)} of {len(cells)} cells done"
+                          + (f" ({', '.join(r.cell.name for r in done)})" if done else "")
+                          + (f"; {out} not written" if out else ""), highlight=False, markup=False)
+            sys.exit(exit_code(e))
+    if out:
+        command = "modelcheck matrix" + (f" {matrix_file}" if matrix_file else "") + f" --out {out}"
+        write_output(out, "--out", markdown(meta, rows, command, jobs) + "\n")
+    if as_json:
+        click.echo(json.dumps(matrix_json(rows)))
+    else:
+        print_matrix(rows)
+    sys.exit(EXIT_VIOLATED if any(r.as_expected is False for r in rows) else EXIT_HOLDS)

@@ -16,15 +16,24 @@ import hashlib
 import json
 import math
 import re
+import sys
 import tomllib
 import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
-from .config import ConfigError
-from .lifetime import Stopped, StopRequest
+import click
+
+from ..config import ConfigError
+from ..lifetime import Stopped, StopRequest, exit_code, stop_on_signals
+from ..output import check_dir, check_file, make_dir, write_text
+from ..views.terminal import format_action, stderr_console
+from ..views.tracefile import TraceFile
+from ..views.verdicts import print_gate
+from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail
+from .inputs import cell_memory
 from .matrix import Cell, Loader, Row, read_entries, run
 
 ENTRY_KEYS = {"name", "config", "expect", "states", "budget_s", "note", "symmetry", "exercises", "goals"}
@@ -245,3 +254,64 @@ def summary_rows(outcomes: list[Outcome]) -> list[dict[str, Any]]:
              "trace_length": o.row.trace_len if o.row else None,
              "elapsed_s": round(o.row.elapsed_s, 3) if o.row else None, "budget_s": o.entry.budget_s,
              "failures": o.failures} for o in outcomes]
+
+
+def gate_command(load: Loader, gate_file: str, junit_file: str | None, as_json: bool, trace_dir: str | None,
+                 update: bool, fail_fast: bool, jobs: int, max_memory: str | None) -> NoReturn:
+    """`modelcheck gate`: the entries of `gate_file` run `jobs` at a time
+    and judged, reported (JUnit XML, trace files, a table or JSON) and,
+    with `update`, their counts re-pinned; exits 0 if every entry passes."""
+    try:
+        entries = read_gate(gate_file, load)
+        limit = cell_memory(max_memory, jobs)
+        if junit_file:
+            check_file(junit_file, "--junit")
+        if trace_dir:
+            check_dir(trace_dir, "--trace-dir")
+        if update:              # before the run: a file that cannot take the new counts is refused now
+            check_file(gate_file, "--update-baseline")
+            set_states(gate_file, {e.cell.name: 1 for e in entries})
+    except ConfigError as e:
+        fail(str(e))
+    console = stderr_console()
+
+    def done(o: Any) -> None:
+        console.print(f"{o.status}: {o.entry.cell.name}: {o.row.verdict} ({o.row.distinct:,} states, "
+                      f"{o.row.elapsed_s:.1f} s)" + (f" -- {'; '.join(o.failures)}" if o.failures else ""),
+                      highlight=False, markup=False)
+
+    with stop_on_signals() as request, request.polling():
+        outcomes, stopped = run_gate(load, entries, jobs, fail_fast, done, request, limit)
+    if stopped:                 # the reports of what ran; no baseline from a partial run
+        console.print(f"{stopped.why}: {sum(o.row is not None for o in outcomes)} of {len(outcomes)} entries done",
+                      highlight=False, markup=False)
+        update = False
+    if update:                  # the counts are re-pinned, not failures
+        for o in outcomes:
+            o.failures = [f for f in o.failures if not f.startswith("distinct states:")]
+    try:                        # the reports first: a baseline that cannot be written loses neither
+        if trace_dir:
+            make_dir(trace_dir, "--trace-dir")
+            for o, name in zip(outcomes, trace_file_names([o.entry.cell.name for o in outcomes])):
+                if o.status == "failed" and o.row.trace:
+                    write_text(str(Path(trace_dir) / name), "--trace-dir", json.dumps(TraceFile(
+                        o.row.config, o.row.invariant, o.row.trace, o.row.loop).to_json(), indent=1) + "\n")
+        if junit_file:
+            write_text(junit_file, "--junit", junit(outcomes, format_action, *(
+                [f"the gate was {stopped.why}"] if stopped else [])))
+        if update:
+            text, changes = update_baseline(gate_file, outcomes)
+            if changes:
+                write_text(gate_file, "--update-baseline", text)
+            for name, old, new in changes:
+                console.print(f"baseline {name}: states {old if old is not None else 'unpinned'} -> {new}",
+                              highlight=False, markup=False)
+            console.print(f"{gate_file}: {len(changes)} pinned count(s) updated", highlight=False)
+    except ConfigError as e:
+        fail(str(e))
+    if as_json:
+        click.echo(json.dumps(summary_rows(outcomes)))
+    else:
+        print_gate(outcomes)
+    sys.exit(exit_code(stopped) if stopped else EXIT_VIOLATED if any(o.status == "failed" for o in outcomes)
+             else EXIT_HOLDS)

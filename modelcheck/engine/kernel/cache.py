@@ -1,0 +1,47 @@
+"""Generated modules on disk: each in a file named by a hash of its text
+(numba caches machine code beside a real file), under cache_dir()."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import types
+from pathlib import Path
+
+GENERATOR_VERSION = "3"     # bump when the generated code changes shape
+
+
+def module_name(kind: str, source: str) -> str:
+    import numba
+    digest = hashlib.sha256(f"{GENERATOR_VERSION} {numba.__version__} {source}".encode()).hexdigest()[:20]
+    return f"modelcheck_{kind}_{digest}"
+
+
+def load_module(cache_dir: Path, kind: str, source: str) -> types.ModuleType:
+    """Import generated source from a file named by its hash (numba caches
+    compiled code beside a real file, and the name changes with the text)."""
+    name = module_name(kind, source)
+    if name in sys.modules:
+        return sys.modules[name]
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    path = cache_dir / f"{name}.py"
+    if not path.is_file() or path.read_text() != source:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(source)
+        os.replace(tmp, path)
+    loader = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(loader)
+    sys.modules[name] = module
+    loader.loader.exec_module(module)
+    return module
+
+
+def cache_dir() -> Path:
+    """Where generated kernels and numba's machine code live: MODELCHECK_CACHE,
+    else $XDG_CACHE_HOME/modelcheck, else ~/.cache/modelcheck."""
+    if os.environ.get("MODELCHECK_CACHE"):
+        return Path(os.environ["MODELCHECK_CACHE"]) / "kernels"
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "modelcheck" / "kernels"

@@ -1,0 +1,211 @@
+"""The Kernel engines call: a spec's flattened methods and glue, loaded
+from the cache or compiled (here, or in a child while the interpreted
+engine runs)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import types
+from collections.abc import Callable
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+from ...spec import Spec
+from .cache import cache_dir, load_module, module_name
+from .errors import KernelError, KernelUnavailable
+from .flatten import Flattener
+from .glue import KEY_FMIX, KEY_HASH, KEY_HASH128, KEY_MIX128, glue_source
+from .layout import plan_layout
+
+MAX_SUCCESSORS = 1 << 16    # a successor's index under its parent is a uint16
+
+
+class Kernel:
+    """A spec compiled: `expand` a frontier's rows into successor rows,
+    keys and links; `check` rows against the checked invariants; `pack` and
+    `unpack` single states (Python's State and a row of words)."""
+
+    def __init__(self, spec: Spec, cache_dir: Path, fingerprint_bits: int = 64):
+        import numpy as np
+        cls = type(spec)
+        self.fields = spec.layout()
+        self.action_count = len(spec.coverage_labels)      # what the kernel's action codes count
+        self.goal_count = len(cls.goals)
+        self.property_count = len(cls.properties)
+        if self.property_count > 32:
+            raise KernelError(f"{cls.__name__} declares {self.property_count} temporal properties; a state's "
+                              f"labels hold 32")
+        self.spec_name = cls.__name__
+        slots, self.words, self.bits = plan_layout(spec)
+        self.exact = self.bits <= 128          # the visited set holds the packed states themselves
+        self.fingerprint_bits = None if self.exact else fingerprint_bits
+        if self.exact:
+            mode = KEY_MIX128 if self.words == 2 else KEY_FMIX
+        else:
+            mode = KEY_HASH128 if fingerprint_bits == 128 else KEY_HASH
+        self.key_words = 2 if mode in (KEY_MIX128, KEY_HASH128) else 1
+        most = sum(len(list(product(*spec.domains(a)))) for a in spec.actions)
+        if most > MAX_SUCCESSORS:
+            raise KernelError(f"a state may have {most:,} successors, more than the {MAX_SUCCESSORS:,} "
+                              f"a parent link numbers")
+        # every action and invariant of the class, whatever this config checks or
+        # enables, so that the flattened module (and its cached machine code)
+        # serves every config of the variant; numba compiles only what is called
+        flat = Flattener(spec)
+        flat.run([(fn.__name__, None) for fn in [*cls.actions.values(), *cls.invariants.values(), *cls.goals.values(),
+                                                 *cls.properties.values()]]
+                 + [("representative", None), ("class_size", None)])
+        self.params = tuple(getattr(spec, a) for a in flat.attrs)
+        self.source = {"spec": flat.source()}
+        self.source["glue"] = glue_source(spec, flat, module_name("spec", self.source["spec"]))
+        domains = [d for a in cls.actions for d in spec.domains(a)]
+        width = max([1, *map(len, domains)])
+        dormant = spec.never_enabled()
+        invariants = list(cls.invariants)
+        self.tables = (
+            np.array([(s.word, s.shift, (1 << s.width) - 1, s.lo) for s in slots], dtype=np.int64),
+            np.array([d + [0] * (width - len(d)) for d in domains] or [[0]], dtype=np.int64),
+            np.array([len(d) for d in domains] or [0], dtype=np.int64),
+            np.array([a not in dormant for a in cls.actions], dtype=np.uint8),
+            np.array([invariants.index(n) for n in spec.checked_invariants()], dtype=np.int64),
+            np.array([self.words, mode, spec.symmetric], dtype=np.int64),
+            np.array([spec.first_label(a) for a in cls.actions] or [0], dtype=np.int64),
+            np.array([spec.instance_base[a] for a in cls.actions] or [0], dtype=np.int64))
+        self.cache_dir = cache_dir
+        self.module = self._load()
+
+    def _load(self) -> types.ModuleType:
+        load_module(self.cache_dir, "spec", self.source["spec"])
+        return load_module(self.cache_dir, "glue", self.source["glue"])
+
+    # A kernel travels to Spark executors as its source and tables, not as
+    # the spec object; each loads it from its own cache (compiling once a
+    # machine).
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in vars(self).items() if k not in ("module", "cache_dir")}
+
+    def __setstate__(self, state: dict) -> None:
+        vars(self).update(state)
+        self.cache_dir = cache_dir()
+        self.module = self._load()
+
+    # ---- what engines call --------------------------------------------------------
+    def field_error(self, bad: int) -> KernelError:
+        f = self.fields[bad - 1]
+        return KernelError(f"a state's {f.name} left the range {f.lo}..{f.hi} that "
+                           f"{self.spec_name}.layout() declares for this config")
+
+    def pack(self, state: Any) -> Any:
+        import numpy as np
+        row = np.zeros(self.words, dtype=np.uint64)
+        bad = self.module.pack(self.tables[0], state, row)
+        if bad:
+            raise self.field_error(bad)
+        return row
+
+    def unpack(self, row: Any) -> Any:
+        return self.module.unpack(self.tables[0], row)
+
+    def keys(self, rows: Any) -> Any:
+        """The visited-set keys of packed states."""
+        import numpy as np
+        out = np.zeros((len(rows), self.key_words), dtype=np.uint64)
+        bad = self.module.keys_of_rows(self.params, self.tables, rows, out)
+        if bad:
+            raise self.field_error(bad)
+        return out
+
+    def labels(self, rows: Any) -> Any:
+        """Each row's temporal-property predicates, as bits: property i of
+        the class's (in order) holds P at bit 2i and Q (leads-to) at 2i+1."""
+        import numpy as np
+        out = np.zeros(len(rows), dtype=np.uint64)
+        self.module.labels(self.params, self.tables, rows, out)
+        return out
+
+    def check(self, rows: Any, lo: int, hi: int) -> tuple[int, int]:
+        """(row, place in checked_invariants()) of the first violation in lo..hi-1, or (-1, -1)."""
+        row, which = self.module.check(self.params, self.tables, rows, lo, hi)
+        return int(row), int(which)
+
+    def class_sizes(self, rows: Any, lo: int, hi: int) -> int:
+        """The states the classes of rows lo..hi-1 hold, summed (their count without symmetry)."""
+        return int(self.module.class_sizes(self.params, self.tables, rows, lo, hi))
+
+    def compiled(self) -> bool:
+        """Whether numba has machine code for this kernel on disk (a run then loads, not compiles)."""
+        return any(self.cache_dir.glob(f"__pycache__/{module_name('glue', self.source['glue'])}.expand-*.nbi"))
+
+    def warm(self, inits: list) -> None:
+        """Compile (or load) everything engines call, on the initial states."""
+        import numpy as np
+        rows = np.array([self.pack(s) for s in inits], dtype=np.uint64)
+        self.keys(rows)
+        self.check(rows, 0, len(rows))
+        self.class_sizes(rows, 0, len(rows))
+        m = 1 << 12
+        self.module.expand(self.params, self.tables, rows, 0, 1, np.empty((m, self.words), np.uint64),
+                           np.empty((m, self.key_words), np.uint64), np.empty(m, np.int64), np.empty(m, np.uint16),
+                           np.empty(m, np.uint8), np.empty(m, np.uint16), 0, np.zeros(max(1, self.goal_count), np.uint8))
+        if self.property_count:
+            self.labels(rows)
+
+
+def kernel_for(spec: Spec, note: Callable[[str], None] = lambda text: None, compile: bool = True,
+               fingerprint_bits: int = 64) -> Kernel | None:
+    """The compiled kernel of `spec`, loaded from the cache or (with
+    `compile`) compiled now, `note` hearing that a compile will take a
+    while; None if it is not in the cache and `compile` is false. States
+    too large to store whole are keyed by fingerprints of
+    `fingerprint_bits` (64 or 128). KernelUnavailable says why there is
+    none at all."""
+    if os.environ.get("MODELCHECK_KERNEL") == "interpreted":
+        raise KernelUnavailable("MODELCHECK_KERNEL=interpreted")
+    try:
+        import numba
+        from numba.core.errors import NumbaError
+    except Exception as e:          # an import that fails in any way: say so, run interpreted
+        raise KernelUnavailable(f"numba cannot be imported ({type(e).__name__}: {e})") from None
+    try:
+        kernel = Kernel(spec, cache_dir(), fingerprint_bits)
+        if not kernel.compiled():
+            if not compile:
+                return None
+            note(f"compiling the kernel of {type(spec).__name__} for {spec.n} processes with numba "
+                 f"{numba.__version__} (once: later runs load it)")
+        kernel.warm(spec.init_states())
+    except KernelError as e:
+        raise KernelUnavailable(str(e)) from None
+    except (NumbaError, OSError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise KernelUnavailable(f"numba cannot compile {type(spec).__name__}: {first}") from None
+    return kernel
+
+
+def compile_elsewhere(spec: Spec) -> subprocess.Popen:
+    """Compile `spec`'s kernel into the cache in a child process (this
+    package run as a program, __main__.py, given this process's pid,
+    sys.path and the pickled spec; it dies with this process); it exits 0
+    when the kernel is in the cache, else 3 with the reason on stderr."""
+    child = subprocess.Popen([sys.executable, "-m", __package__, str(os.getpid())], stdin=subprocess.PIPE,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child.stdin.write(pickle.dumps(sys.path) + pickle.dumps(spec))    # the path first: the spec's class may need it
+    child.stdin.close()
+    return child
+
+
+def compile_here() -> None:
+    """compile_elsewhere's child: the spec on stdin compiled into the cache."""
+    from ...lifetime import die_with_parent
+    die_with_parent(int(sys.argv[1]))        # a compile nobody waits for any more is not left running
+    sys.path[:] = pickle.load(sys.stdin.buffer)
+    spec = pickle.load(sys.stdin.buffer)
+    try:
+        kernel_for(spec)
+    except KernelUnavailable as e:
+        print(e, file=sys.stderr)
+        sys.exit(3)

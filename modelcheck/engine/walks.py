@@ -1,0 +1,430 @@
+"""The walks themselves, shared by the search here and on processes
+(simulate.py) and by Spark tasks (simulate_spark.py): a Plan, the random
+stream each walk draws from, chunks of walks on the interpreted spec or
+the compiled kernel, and their fold in walk order. simulate.py's
+docstring says how a walk picks its steps and why the result depends on
+neither workers nor engine."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..config import ConfigError
+from ..fingerprint import fingerprint
+from ..spec import Spec
+
+CHUNK = 32                  # consecutive walks a task runs
+PICKS = ("swarm", "action", "instance")      # the first is the default
+SWARM_KEEP = 0.5            # the probability a swarm walk keeps an action (Groce et al.'s 1/2)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What every walk needs besides its successors: the number of walks,
+    their depth, the seed, and the weighting (a weight a coverage label;
+    `by` "instance": an enabled instance is taken with probability in
+    proportion to its action's weight; "action": each enabled action in
+    proportion to its weight, then one of its instances uniformly;
+    "swarm": as "action", with each weight times the walk's own factor
+    for the action, swarm_weights())."""
+    walks: int
+    depth: int
+    seed: int
+    label_weight: tuple[float, ...]     # coverage label -> its action's weight
+    label_action: tuple[int, ...]       # coverage label -> its action's number
+    by: str = PICKS[0]
+    actions: int = 0                    # the spec's actions: a swarm walk draws a factor for each
+
+    @property
+    def uniform(self) -> bool:
+        return self.by == "instance" and len(set(self.label_weight)) <= 1
+
+
+def plan(spec: Spec, walks: int, depth: int, seed: int, weights: dict[str, float] | None = None,
+         by: str = PICKS[0]) -> Plan:
+    """A Plan for `spec`; ConfigError for a weight of no action or a
+    negative one, or an unknown `by`."""
+    weights = dict(weights or {})
+    for name, w in weights.items():
+        if name not in spec.actions:
+            raise ConfigError(f"--weight {name}: no such action (allowed: {', '.join(spec.actions)})")
+        if not (w >= 0 and w != float("inf")):
+            raise ConfigError(f"--weight {name}={w}: a weight is a finite number >= 0")
+    if by not in PICKS:
+        raise ConfigError(f"--pick {by}: allowed: {', '.join(PICKS)}")
+    label_weight, label_action = [], []
+    for number, name in enumerate(spec.actions):
+        for _label in spec.labels_of(name):
+            label_weight.append(float(weights.get(name, 1.0)))
+            label_action.append(number)
+    return Plan(walks, depth, seed, tuple(label_weight), tuple(label_action), by, len(spec.actions))
+
+
+# ---- the random numbers: one generator, in Python and compiled ----------------------
+# splitmix64 (Steele, Lea, Flood 2014), a walk's stream seeded by (seed, walk):
+# small enough to write twice, so the interpreted and the compiled walks draw
+# exactly the same numbers and take exactly the same steps.
+
+MASK = (1 << 64) - 1
+GOLDEN, MIX1, MIX2, WALK_MIX = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD1B54A32D192ED03
+
+
+class Stream:
+    def __init__(self, seed: int, walk: int):
+        self.s = (seed * GOLDEN + walk * WALK_MIX) & MASK
+
+    def next(self) -> int:
+        self.s = (self.s + GOLDEN) & MASK
+        z = self.s
+        z = ((z ^ (z >> 30)) * MIX1) & MASK
+        z = ((z ^ (z >> 27)) * MIX2) & MASK
+        return z ^ (z >> 31)
+
+    def uniform(self) -> float:
+        """A float in [0, 1) with 53 random bits."""
+        return (self.next() >> 11) * (1.0 / (1 << 53))
+
+
+def swarm_weights(rng: Stream, p: Plan) -> tuple[float, ...]:
+    """A swarm walk's label weights: for each action in the spec's order,
+    a draw that keeps it with probability SWARM_KEEP and a draw that is
+    its factor if kept (0 if not), drawn again, all of them, if no action
+    of weight above 0 was kept; each label's weight times its action's
+    factor. The compiled walk draws the same numbers in the same order."""
+    live = [False] * p.actions          # actions the user's weights leave takeable
+    for label, a in enumerate(p.label_action):
+        live[a] = live[a] or p.label_weight[label] > 0
+    factor = [0.0] * p.actions
+    while True:
+        kept = False
+        for a in range(p.actions):
+            u, v = rng.uniform(), rng.uniform()
+            factor[a] = v if u < SWARM_KEEP else 0.0
+            kept = kept or (factor[a] > 0 and live[a])
+        if kept or not any(live):
+            return tuple(w * factor[a] for w, a in zip(p.label_weight, p.label_action))
+
+
+def pick(u: float, labels: list[int] | np.ndarray, p: Plan, weight: tuple[float, ...] | None = None) -> int:
+    """The index of the successor a walk takes, given a draw `u` in [0, 1)
+    (-1: no successor has weight), by the walk's label weights `weight`
+    (default the plan's). Where a swarm walk's actions left out are all
+    that is enabled, it takes one of them by the plan's weights, so a walk
+    ends only where nothing is enabled, as the other picks' walks do. The
+    compiled walk does the same sums in the same order."""
+    n = len(labels)
+    if p.uniform:
+        return int(u * n)
+    weights = [(p.label_weight if weight is None else weight)[int(x)] for x in labels]
+    if p.by == "swarm" and not any(w > 0 for w in weights):
+        weights = [p.label_weight[int(x)] for x in labels]
+    if p.by != "instance":
+        counts: dict[int, int] = {}
+        for x in labels:
+            a = p.label_action[int(x)]
+            counts[a] = counts.get(a, 0) + 1
+        weights = [w / counts[p.label_action[int(x)]] for w, x in zip(weights, labels)]
+    total = 0.0
+    for w in weights:
+        total += w
+    if total <= 0:
+        return -1
+    target, acc = u * total, 0.0
+    for i, w in enumerate(weights):
+        acc += w
+        if acc > target and w > 0:
+            return i
+    return max(i for i, w in enumerate(weights) if w > 0)
+
+
+# ---- walks ---------------------------------------------------------------------------
+
+@dataclass
+class Chunk:
+    """What a run of consecutive walks did, up to its first violation."""
+    first: int                          # the first walk's number
+    walks: int = 0                      # walks run (the violating one included)
+    visited: int = 0
+    coverage: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    seen: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))   # sorted distinct keys
+    violation: tuple[int, int, list[int], str] | None = None    # (walk, initial state, indices, invariant)
+    elapsed_s: float = 0.0
+
+
+def walk_chunk(steps: SpecSteps | KernelSteps, p: Plan, first: int, last: int,
+               stop: Callable[[], bool] = lambda: False) -> Chunk:
+    """Walks first..last-1, in order, up to the first that violates an
+    invariant (or until `stop()` says so between walks)."""
+    started = time.perf_counter()
+    if isinstance(steps, KernelSteps):
+        out = steps.walk(p, first, last, stop)
+    else:
+        out = _interpreted_walks(steps, p, first, last, stop)
+    out.elapsed_s = time.perf_counter() - started
+    return out
+
+
+def _interpreted_walks(steps: SpecSteps, p: Plan, first: int, last: int, stop: Callable[[], bool]) -> Chunk:
+    spec = steps.spec
+    out = Chunk(first, coverage=np.zeros(len(p.label_weight), np.int64))
+    seen: list[int] = []
+    for w in range(first, last):
+        if stop():
+            break
+        rng = Stream(p.seed, w)
+        init = int(rng.uniform() * len(steps.inits))
+        weight = swarm_weights(rng, p) if p.by == "swarm" else p.label_weight
+        state = steps.inits[init]
+        out.walks += 1
+        out.visited += 1
+        seen.append(steps.key(state))
+        bad = spec.first_violation(state)
+        path: list[int] = []
+        while bad is None and len(path) < p.depth:
+            succ = spec.labelled_successors(state)       # (name, args, state, label, ...)
+            if not succ:
+                break
+            i = pick(rng.uniform(), [t[3] for t in succ], p, weight)
+            if i < 0:
+                break
+            state = succ[i][2]
+            path.append(i)
+            out.coverage[succ[i][3]] += 1
+            out.visited += 1
+            seen.append(steps.key(state))
+            bad = spec.first_violation(state)
+        if bad is not None:
+            out.violation = (w, init, path, bad)
+            break
+    out.seen = np.unique(np.array(seen, np.uint64))
+    return out
+
+
+class SpecSteps:
+    """Walks on the interpreted spec."""
+
+    def __init__(self, spec: Spec):
+        self.spec = spec
+        self.inits = spec.init_states()
+
+    def key(self, state: Any) -> int:
+        """A state's fingerprint (64 bits, as the compiled walks' keys)."""
+        return fingerprint(self.spec.canonical(state)) & MASK
+
+
+class KernelSteps:
+    """Walks on the compiled kernel: a chunk of walks is one call of a
+    compiled loop (WALK_SOURCE) over the kernel's own successors and
+    invariant checks."""
+
+    def __init__(self, kernel: Any, spec: Spec):
+        from .kernel.cache import load_module
+        self.kernel = k = kernel
+        self.checked = spec.checked_invariants()
+        self.inits = np.array([kernel.pack(s) for s in spec.init_states()], np.uint64).reshape(-1, k.words)
+        self.module = load_module(k.cache_dir, "walk", WALK_SOURCE.replace("GLUE", k.module.__name__))
+        most = max(1, sum(len(spec._instances[a]) for a in spec.actions))
+        self.buffers = (np.empty((most, k.words), np.uint64), np.empty((most, k.key_words), np.uint64),
+                        np.empty(most, np.int64), np.empty(most, np.uint16), np.empty(most, np.uint8),
+                        np.empty(most, np.uint16), np.zeros(max(1, k.goal_count), np.uint8))
+
+    def walk(self, p: Plan, first: int, last: int, stop: Callable[[], bool]) -> Chunk:
+        k = self.kernel
+        labels = len(p.label_weight)
+        out = Chunk(first, coverage=np.zeros(labels, np.int64))
+        seen_parts = []
+        path = np.zeros(p.depth, np.int64)
+        weight = np.array(p.label_weight or (0.0,), np.float64)
+        action = np.array(p.label_action or (0,), np.int64)
+        for w in range(first, last):       # one walk a call: a stop request is seen between walks
+            if stop():
+                break
+            seen = np.zeros((p.depth + 1, k.key_words), np.uint64)
+            res = self.module.walk(k.params, k.tables, self.inits, np.uint64(p.seed), w, p.depth, p.uniform,
+                                   p.by != "instance", p.by == "swarm", SWARM_KEEP, p.actions, weight, action,
+                                   *self.buffers, seen, out.coverage, path)
+            status, visited, length, which, init = (int(x) for x in res)
+            if status < -1:
+                raise k.field_error(-2 - status)
+            out.walks += 1
+            out.visited += visited
+            seen_parts.append(seen[:visited])
+            if which >= 0:
+                out.violation = (w, init, [int(x) for x in path[:length]], self.checked[which])
+                break
+        keys = np.concatenate(seen_parts) if seen_parts else np.zeros((0, k.key_words), np.uint64)
+        # a key of two words counts by both (exact keys of 65..128 bits)
+        folded = keys[:, 0] if k.key_words == 1 else keys[:, 0] ^ (keys[:, 1] * np.uint64(GOLDEN))
+        out.seen = np.unique(folded)
+        return out
+
+
+# (its first line still names simulate.py, where this code was first written: the
+# text names the cached module, and a new text would compile every variant again)
+WALK_SOURCE = """# generated by modelcheck.engine.simulate: random walks over a kernel; do not edit
+import numpy as np
+from numba import njit, uint64, int64
+from GLUE import expand, check, keys_of_rows
+
+jit = njit(cache=True, nogil=True)
+
+
+@jit
+def draw(s):
+    s = s + uint64(0x9E3779B97F4A7C15)
+    z = s
+    z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
+    z = z ^ (z >> uint64(31))
+    return s, float(z >> uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@jit
+def pick(u, n, labels, uniform, by_action, weight, action_of, swarm, base):
+    if uniform:
+        return int64(u * n)
+    w = np.empty(n, np.float64)
+    some = False
+    for i in range(n):
+        w[i] = weight[labels[i]]
+        some = some or w[i] > 0
+    if swarm and not some:
+        for i in range(n):
+            w[i] = base[labels[i]]
+    if by_action:
+        for i in range(n):
+            c = 0
+            for j in range(n):
+                if action_of[labels[j]] == action_of[labels[i]]:
+                    c += 1
+            w[i] = w[i] / c
+    total = 0.0
+    for i in range(n):
+        total += w[i]
+    if total <= 0:
+        return -1
+    target = u * total
+    acc = 0.0
+    last = -1
+    for i in range(n):
+        acc += w[i]
+        if w[i] > 0:
+            last = i
+            if acc > target:
+                return i
+    return last
+
+
+@jit
+def swarm_weights(s, keep, actions, base, action_of):
+    live = np.zeros(actions, np.bool_)
+    for label in range(len(base)):
+        if base[label] > 0:
+            live[action_of[label]] = True
+    any_live = False
+    for a in range(actions):
+        any_live = any_live or live[a]
+    factor = np.zeros(actions, np.float64)
+    while True:
+        kept = False
+        for a in range(actions):
+            s, u = draw(s)
+            s, v = draw(s)
+            factor[a] = v if u < keep else 0.0
+            kept = kept or (factor[a] > 0 and live[a])
+        if kept or not any_live:
+            break
+    out = np.empty(len(base), np.float64)
+    for label in range(len(base)):
+        out[label] = base[label] * factor[action_of[label]]
+    return s, out
+
+
+@jit
+def walk(P, C, inits, seed, w, depth, uniform, by_action, swarm, keep, actions, base, action_of,
+         words, keys, parents, index, action, instance, reached, seen, coverage, path):
+    \"\"\"One walk: (status, states visited, steps, violated invariant's place or -1, initial state).\"\"\"
+    s = seed * uint64(0x9E3779B97F4A7C15) + uint64(w) * uint64(0xD1B54A32D192ED03)
+    s, u = draw(s)
+    init = int64(u * len(inits))
+    weight = base
+    if swarm:
+        s, weight = swarm_weights(s, keep, actions, base, action_of)
+    row = np.empty((1, inits.shape[1]), np.uint64)
+    row[0] = inits[init]
+    bad = keys_of_rows(P, C, row, seen[0:1])
+    if bad:
+        return -2 - bad, 0, 0, -1, init
+    visited = 1
+    _i, which = check(P, C, row, 0, 1)
+    steps = 0
+    labels = np.empty(len(action), np.int64)
+    while which < 0 and steps < depth:
+        _rows, n, status = expand(P, C, row, 0, 1, words, keys, parents, index, action, instance, 0, reached)
+        if status != 0:
+            return status, visited, steps, -1, init
+        if n == 0:
+            break
+        for i in range(n):
+            labels[i] = action[i]
+        s, u = draw(s)
+        i = pick(u, n, labels, uniform, by_action, weight, action_of, swarm, base)
+        if i < 0:
+            break
+        row[0] = words[i]
+        path[steps] = i
+        steps += 1
+        coverage[labels[i]] += 1
+        seen[visited] = keys[i]
+        visited += 1
+        _i, which = check(P, C, row, 0, 1)
+    return 0, visited, steps, which, init
+"""
+
+
+# ---- folding chunks in walk order ------------------------------------------------------
+
+class Fold:
+    """Chunks folded in walk order, up to the first with a violation."""
+
+    def __init__(self, p: Plan, labels: int):
+        self.p = p
+        self.walks = self.visited = 0
+        self.coverage = np.zeros(labels, np.int64)
+        self._seen = np.zeros(0, np.uint64)     # distinct keys, sorted
+        self._parts: list[np.ndarray] = []      # keys of chunks folded since
+        self.violation: tuple | None = None
+        self.pending: dict[int, Chunk] = {}
+        self.next = 0       # the first walk of the next chunk to fold
+
+    def add(self, chunk: Chunk) -> None:
+        self.pending[chunk.first] = chunk
+        while self.violation is None and self.next in self.pending:
+            c = self.pending.pop(self.next)
+            self.walks += c.walks
+            self.visited += c.visited
+            self.coverage += c.coverage
+            self._parts.append(c.seen)
+            if sum(map(len, self._parts)) > max(1 << 20, len(self._seen)):
+                self.distinct()
+            self.violation = c.violation
+            self.next += CHUNK
+
+    def distinct(self) -> int:
+        if self._parts:
+            self._seen = np.unique(np.concatenate([self._seen, *self._parts]))
+            self._parts = []
+        return len(self._seen)
+
+    @property
+    def done(self) -> bool:
+        return self.violation is not None or self.next >= self.p.walks
+
+
+def chunks(p: Plan) -> list[tuple[int, int]]:
+    return [(a, min(a + CHUNK, p.walks)) for a in range(0, p.walks, CHUNK)]

@@ -1,0 +1,49 @@
+"""What every command's exit status means, and the one-line failures
+that end a command without a verdict: 0 holds, 1 violated, 2 bad input
+(or a resource the machine ran out of), 3 an internal error."""
+
+from __future__ import annotations
+
+import errno
+import sys
+import traceback
+from typing import NoReturn
+
+import click
+
+from ..config import ConfigError
+from ..output import write_text
+
+EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+def fail(message: str) -> NoReturn:
+    """Bad input: one line on stderr, exit 2, nothing else written."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+def write_output(path: str, option: str, text: str) -> None:
+    """write_text (modelcheck/output.py); a failure is one line, exit 2."""
+    try:
+        write_text(path, option, text)
+    except ConfigError as e:
+        fail(str(e))
+
+
+def resource_error(e: BaseException) -> str | None:
+    """One line for a resource the machine ran out of (not a bug), or None."""
+    if isinstance(e, MemoryError):
+        return ("out of memory: the machine had less free memory than this run needed (a check's "
+                "--max-memory below what is free makes the fast engine spill to disk instead)")
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.ENOMEM, errno.EFBIG):
+        where = f" writing {e.filename}" if e.filename else ""
+        return f"{e.strerror}{where} (a checkpoint, or levels spilled to disk under --max-memory)"
+    return None
+
+
+def internal_error() -> NoReturn:
+    """Never exit 1 ("violated") without a verdict: a traceback, exit 3."""
+    traceback.print_exc()
+    click.echo("error: internal error, no verdict (the traceback above is a bug to report)", err=True)
+    sys.exit(EXIT_INTERNAL)

@@ -1,0 +1,90 @@
+"""`modelcheck simulate`: random walks through a config too large to
+check exhaustively, here or on Spark; a violation's walk shrunk, printed
+and re-validated, and the exit status."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, NoReturn
+
+import click
+
+from ..config import ConfigError
+from ..engine.simulate import simulate as run_simulation
+from ..engine.walks import plan as make_plan
+from ..lifetime import Stopped, exit_code, stop_on_signals
+from ..output import check_file
+from ..trace import described
+from ..views.progress import Progress
+from ..views.report import print_simulation, simulation_json
+from ..views.tracefile import TraceFile
+from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail, write_output
+from .inputs import Loader, check_spark_options, load_check_config
+
+
+def simulate_command(load: Loader, config: str | None, overrides: tuple[str, ...], walks: int, depth: int,
+                     seed: int, weights: tuple[str, ...], pick: str, workers: int, engine: str, master: str | None,
+                     partitions: int | None, spark_conf: tuple[str, ...], as_json: bool, trace_out: str | None,
+                     quiet: bool) -> NoReturn:
+    """The walks the options plan on the spec `load` makes of the config,
+    reported; exits 1 on a violation, 0 when none was found."""
+    try:
+        check_spark_options(engine, master, partitions, spark_conf)
+        if engine == "spark" and workers != 1:
+            raise ConfigError("--workers applies to --engine local; Spark's parallelism is --partitions")
+        weight = {}
+        for item in weights:
+            name, eq, value = item.partition("=")
+            try:
+                weight[name.strip()] = float(value) if eq else float("nan")
+            except ValueError:
+                weight[name.strip()] = float("nan")
+            if weight[name.strip()] != weight[name.strip()]:
+                raise ConfigError(f"--weight {item!r}: expected ACTION=W, W a number >= 0 (e.g. FenceBroker=0.5)")
+        given, _expected = load_check_config(config, overrides)
+        spec = load(given)
+        if spec.checked_properties():
+            raise ConfigError("properties: random walks check invariants only (a finite walk shows no fair cycle); "
+                              "check temporal properties with modelcheck check")
+        the_plan = make_plan(spec, walks, depth, seed, weight, pick)
+        if trace_out:
+            check_file(trace_out, "--trace-out")
+    except ConfigError as e:
+        fail(str(e))
+    with stop_on_signals() as stop, Progress(enabled=not quiet and not as_json) as progress:
+        try:
+            kernel = simulation_kernel(spec, engine, progress)
+            result = run_simulation(spec, the_plan, kernel=kernel, workers=workers, progress=progress, stop=stop,
+                                    engine=engine, master=master, partitions=partitions,
+                                    spark_settings=dict(kv.split("=", 1) for kv in spark_conf))
+        except Stopped as e:
+            click.echo(f"simulate {e.why} after {e.elapsed_s:.1f} s, no verdict: {e.generated:,} states visited, "
+                       f"{e.distinct:,} distinct", err=True)
+            sys.exit(exit_code(e))
+        except ConfigError as e:        # the engine cannot start here (e.g. no Java for Spark)
+            fail(str(e))
+    trace = described(spec, result.trace)
+    if trace_out and result.invariant:
+        write_output(trace_out, "--trace-out", json.dumps(
+            TraceFile(spec.config, result.invariant, trace).to_json(), indent=1) + "\n")
+    rate = result.states_visited / result.elapsed_s if result.elapsed_s else 0.0
+    if as_json:
+        click.echo(json.dumps(simulation_json(spec, result, trace, the_plan, weight, rate)))
+    else:
+        print_simulation(spec, result, the_plan, trace_out, rate)
+    sys.exit(EXIT_VIOLATED if result.invariant else EXIT_HOLDS)
+
+
+def simulation_kernel(spec: Any, engine: str, progress: Progress) -> Any:
+    """The compiled kernel walks run on (compiled now, once, if need be),
+    or None to run the interpreted spec, with a warning saying why; Spark
+    needs it."""
+    from ..engine.kernel import KernelUnavailable, kernel_for
+    try:
+        return kernel_for(spec, lambda text: progress({"note": text}))
+    except KernelUnavailable as e:
+        if engine == "spark":
+            raise ConfigError(f"--engine spark runs the compiled kernel, and there is none here: {e}") from None
+        click.echo(f"warning: no compiled kernel ({e}); walks run on the interpreted spec", err=True)
+        return None

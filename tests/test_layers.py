@@ -1,0 +1,146 @@
+"""The import layering: core modules (modelcheck/*.py) <- engine/ <- views/
+<- runs/ <- cli.py, each importing only its own layer or those below it;
+no module of modelcheck imports the protocol (specs/), which cli.py hands
+to the runs; and no import cycle, not even inside a layer or through a
+function's lazy import. Read from the source with ast (nothing is
+imported), so a layer crossed anywhere, even under TYPE_CHECKING, fails."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYERS = ("core", "engine", "views", "runs", "cli")     # lowest first
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    found = {module_name(p): p for p in (ROOT / "modelcheck").rglob("*.py")}
+    found["cli"] = ROOT / "cli.py"
+    return found
+
+
+def is_package(path: Path) -> bool:
+    return path.name == "__init__.py"
+
+
+def imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The project's modules (and specs') that `name` imports, anywhere in
+    its text; `from package import module` names the module."""
+    package = name if is_package(path) else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            targets = [f"{source}.{a.name}" if f"{source}.{a.name}" in known else source for a in node.names]
+        else:
+            continue
+        out |= {t for t in targets if t.split(".")[0] in ("modelcheck", "specs", "cli")}
+    out.discard(name)
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    return {name: imports(name, path, set(mods)) for name, path in mods.items()}
+
+
+def layer(module: str) -> str | None:
+    """A module's layer; None for the protocol (specs)."""
+    if module == "cli":
+        return "cli"
+    if module.startswith("specs"):
+        return None
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in ("engine", "views", "runs") else "core"
+
+
+def layering_violations(edges: dict[str, set[str]]) -> list[str]:
+    """Each import that runs up a layer, or into specs/ from modelcheck."""
+    bad = []
+    for source, targets in sorted(edges.items()):
+        for target in sorted(targets):
+            here, there = layer(source), layer(target)
+            if there is None and here != "cli":
+                bad.append(f"{source} -> {target}: only cli.py picks the protocol")
+            elif there is not None and LAYERS.index(there) > LAYERS.index(here):
+                bad.append(f"{source} ({here}) -> {target} ({there}): imports a layer above its own")
+    return bad
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles (Tarjan's strongly connected components of more
+    than one module, or a module importing itself)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in edges.get(v, ()):
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_every_import_stays_in_its_layer_or_goes_down():
+    assert layering_violations(graph()) == []
+
+
+def test_no_import_cycles():
+    assert cycles(graph()) == []
+
+
+def test_the_walk_sees_the_imports_it_judges():
+    """The checks above would pass on an empty graph: the walk must find
+    the imports that define the layers."""
+    edges = graph()
+    assert "modelcheck.runs.check" in edges["cli"]
+    assert "modelcheck.views.report" in edges["modelcheck.runs.check"]
+    assert "modelcheck.engine.kernel" in edges["modelcheck.engine.reach"]       # a lazy import, in a function
+    assert "modelcheck.engine.batch" in edges["modelcheck.engine.fast"]         # from . import batch
+    assert "modelcheck.scenario" in edges["modelcheck.views.explorer"]
+    assert "specs.kafka_elr" in edges["cli"] or "specs" in edges["cli"]
+
+
+def test_a_crossed_layer_or_a_cycle_is_found():
+    assert layering_violations({"modelcheck.views.explorer": {"modelcheck.runs.replay"}}) == [
+        "modelcheck.views.explorer (views) -> modelcheck.runs.replay (runs): imports a layer above its own"]
+    assert layering_violations({"modelcheck.engine.fast": {"specs.kafka_elr"}}) == [
+        "modelcheck.engine.fast -> specs.kafka_elr: only cli.py picks the protocol"]
+    assert layering_violations({"modelcheck.trace": {"modelcheck.engine.bfs"}}) != []
+    assert cycles({"modelcheck.engine.simulate": {"modelcheck.engine.simulate_spark"},
+                   "modelcheck.engine.simulate_spark": {"modelcheck.engine.simulate"}}) == [
+        ["modelcheck.engine.simulate", "modelcheck.engine.simulate_spark"]]
