@@ -216,9 +216,10 @@ class Spec:
     properties: ClassVar[dict[str, Callable]] = {}        # temporal properties: name -> their predicate(s)
     property_form: ClassVar[dict[str, str]] = {}          # name -> ALWAYS_EVENTUALLY, EVENTUALLY_ALWAYS or LEADS_TO
     fairness: ClassVar[dict[str, tuple[Fairness, ...]]] = {}  # name -> the fairness it is checked under
-    state_type: ClassVar[type] = tuple     # the NamedTuple of the spec's states
+    state_type: ClassVar[Any] = tuple      # the NamedTuple class of the spec's states
     symmetric: bool = False                # set by enable_symmetry()
     n: int                                 # processes (a state's per-process tuples): a kernel is compiled for n
+    config: dict[str, Any]                 # the config the instance was made from, every key resolved
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)

@@ -20,7 +20,7 @@ from contextlib import ExitStack, contextmanager
 from importlib import util as importlib_util
 from importlib.machinery import ModuleSpec
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator, TypeVar
+from typing import IO, Any, BinaryIO, Iterator, TypeVar
 
 from ..config import ConfigError
 from ..lifetime import Stopped
@@ -280,7 +280,7 @@ def job_failure(error: str, log: str, setting: Any) -> str | None:
     return f"a Spark job failed: {(cause.group(1) if cause else _reason(RuntimeError(error))).strip()[:300]}"
 
 
-Archive = TypeVar("Archive", str, BinaryIO)
+Archive = TypeVar("Archive", str, IO[bytes])
 
 
 def _found(name: str) -> ModuleSpec:

@@ -127,7 +127,8 @@ def junit(outcomes: list[Outcome], format_action: Callable[[str | None, dict], s
             ET.SubElement(case, "skipped", message=f"not run: {skipped_why}")
         elif o.status == "failed":
             failure = ET.SubElement(case, "failure", message="; ".join(o.failures))
-            failure.text = "\n".join(o.failures) + ("\n\n" + trace_text(o.row, format_action) if o.row.trace else "")
+            failure.text = "\n".join(o.failures) + ("\n\n" + trace_text(o.row, format_action)
+                                                    if o.row is not None and o.row.trace else "")
     ET.indent(suite)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
 
@@ -165,7 +166,7 @@ def set_states(path: str, counts: dict[str, int]) -> str:
         edited_right = new is not None and _canonical(parse(new)) == _canonical(doc)
     except ValueError:          # the edit broke the file: refused all the same
         edited_right = False
-    if not edited_right:
+    if new is None or not edited_right:
         raise ConfigError(f"{path}: cannot locate each [[entry]]'s name to update its states = N; "
                           "set them by hand (or write entries as [[entry]] tables)")
     return new
@@ -214,7 +215,7 @@ def _set_toml_states(text: str, counts: dict[int, int]) -> str | None:
             lines[at] = re.sub(r"=(\s*)[^\s#]+", rf"=\g<1>{counts[i]}", lines[at], count=1)
         else:
             first, end = entries[i]["name"]
-            indent = re.match(r"[ \t]*", lines[first]).group()
+            indent = lines[first][:len(lines[first]) - len(lines[first].lstrip(" \t"))]
             if not lines[end - 1].endswith("\n"):
                 lines[end - 1] += eol
             lines.insert(end, f"{indent}states = {counts[i]}{eol}")
@@ -293,7 +294,7 @@ def gate_command(load: Loader, gate_file: str, junit_file: str | None, as_json: 
         if trace_dir:
             make_dir(trace_dir, "--trace-dir")
             for o, name in zip(outcomes, trace_file_names([o.entry.cell.name for o in outcomes])):
-                if o.status == "failed" and o.row.trace:
+                if o.status == "failed" and o.row is not None and o.row.trace:
                     write_text(str(Path(trace_dir) / name), "--trace-dir", json.dumps(TraceFile(
                         o.row.config, o.row.invariant, o.row.trace, o.row.loop).to_json(), indent=1) + "\n")
         if junit_file:

@@ -33,7 +33,7 @@ import traceback
 from collections import OrderedDict
 from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
 from ..config import ConfigError, shown
@@ -234,7 +234,7 @@ class Explorer:
             depth = self.reach.depth(nxt) if self.reach else None
             if self.reach and depth is None:
                 marks.append('<span class="mark new">not seen by the checker</span>')
-            elif self.reach:
+            elif self.reach and depth is not None:
                 shorter = depth < len(walked)
                 marks.append(f'<span class="mark{" short" if shorter else ""}">seen by the checker at depth {depth}'
                              f'{": a shorter path leads there" if shorter else ""}</span>')
@@ -266,7 +266,7 @@ class Explorer:
         for before, step in zip(walked, walked[1:]):
             old, new = spec.describe(before.state), spec.describe(step.state)
             expect = {k: v for k, v in new.items() if v != old[k] and v is not None}
-            steps.append(ScenarioStep(step.action, step.args, expect, spec.violated(step.state)))
+            steps.append(ScenarioStep(cast(str, step.action), step.args, expect, spec.violated(step.state)))
         return to_toml(spec.config, steps, f"a path walked in modelcheck explore: {url(path)}")
 
     def trace_file(self, path: tuple[int, ...]) -> str:
@@ -345,4 +345,5 @@ def server(explorer: Explorer, host: str, port: int) -> ThreadingHTTPServer:
 
 def address(httpd: ThreadingHTTPServer) -> str:
     host, port = httpd.server_address[:2]
-    return f"http://{f'[{host}]' if ':' in host else host}:{port}/"
+    name = host.decode() if isinstance(host, bytes) else host
+    return f"http://{f'[{name}]' if ':' in name else name}:{port}/"

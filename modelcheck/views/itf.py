@@ -89,10 +89,11 @@ def conforms(value: Any, t: Type) -> bool:
 def encode(value: Any, t: Type | None = None) -> Any:
     """A described (JSON) value as an ITF expression of type `t` (None: by
     its JSON shape, lists as sequences)."""
-    kind = t.kind if t else None
+    kind: str | None = t.kind if t else None
+    args: tuple[Type, ...] = t.args if t else ()
     if kind == "Option":
         return ({"tag": "None", "value": {"#tup": []}} if value is None
-                else {"tag": "Some", "value": encode(value, t.args[0])})
+                else {"tag": "Some", "value": encode(value, args[0])})
     if isinstance(value, bool) or isinstance(value, str):
         return value
     if isinstance(value, int):
@@ -101,12 +102,12 @@ def encode(value: Any, t: Type | None = None) -> Any:
         return {k: encode(v) for k, v in value.items()}
     if isinstance(value, list):
         if kind == "Set":
-            return {"#set": [encode(v, t.args[0]) for v in value]}
+            return {"#set": [encode(v, args[0]) for v in value]}
         if kind == "Tup":
-            return {"#tup": [encode(v, s) for v, s in zip(value, t.args, strict=True)]}
+            return {"#tup": [encode(v, s) for v, s in zip(value, args, strict=True)]}
         if kind == "Fun":
-            return {"#map": [[encode(i), encode(v, t.args[0])] for i, v in enumerate(value)]}
-        return [encode(v, t.args[0] if kind == "Seq" else None) for v in value]
+            return {"#map": [[encode(i), encode(v, args[0])] for i, v in enumerate(value)]}
+        return [encode(v, args[0] if kind == "Seq" else None) for v in value]
     raise ValueError(f"no ITF form for {value!r} (declare its type in the spec's itf_types)")
 
 
@@ -166,7 +167,7 @@ def to_itf(config: dict[str, Any], invariant: str | None, steps: list[dict[str, 
     stutters at its last state loops to that state itself."""
     names = list(steps[0]["state"])
     closing = loop is not None and loop < len(steps) - 1
-    doc = {
+    doc: dict[str, Any] = {
         "#meta": {"format": "ITF", "format-description": FORMAT_DESCRIPTION, "source": "modelcheck",
                   "description": f"counterexample to {invariant}" if invariant else "a trace",
                   "varTypes": {n: str(types[n]) for n in names if n in types},

@@ -59,7 +59,7 @@ def print_result(spec: Any, result: CheckResult, expected: str | None, verdict: 
         out.print(trace_table(spec, result.trace))
     if not result.holds:
         # Text, not markup: an explanation quotes logs as "[r1@0]"
-        out.print(Text.assemble((result.invariant, "bold"), ": ", spec.explain(result.invariant, last)))
+        out.print(Text.assemble((result.invariant or "", "bold"), ": ", spec.explain(result.invariant, last)))
         if trace_out:
             out.print(Text(f"trace written to {trace_out}; view it with: modelcheck trace show "
                            f"{shlex.quote(trace_out)}"))
@@ -143,7 +143,7 @@ def simulation_json(spec: Any, result: Any, trace: list[dict[str, Any]], the_pla
 
 def action_weights(the_plan: Any) -> list[float]:
     """Each action's weight, in the spec's order of actions."""
-    first = {}
+    first: dict[int, float] = {}
     for label, number in enumerate(the_plan.label_action):
         first.setdefault(number, the_plan.label_weight[label])
     return [first.get(number, 1.0) for number in range(max(first, default=-1) + 1)]

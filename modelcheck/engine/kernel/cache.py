@@ -32,6 +32,8 @@ def load_module(cache_dir: Path, kind: str, source: str) -> types.ModuleType:
         tmp.write_text(source)
         os.replace(tmp, path)
     loader = importlib.util.spec_from_file_location(name, path)
+    if loader is None or loader.loader is None:
+        raise ImportError(f"{path} cannot be imported")
     module = importlib.util.module_from_spec(loader)
     sys.modules[name] = module
     loader.loader.exec_module(module)

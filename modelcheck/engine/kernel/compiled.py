@@ -193,6 +193,7 @@ def compile_elsewhere(spec: Spec) -> subprocess.Popen:
     when the kernel is in the cache, else 3 with the reason on stderr."""
     child = subprocess.Popen([sys.executable, "-m", __package__, str(os.getpid())], stdin=subprocess.PIPE,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert child.stdin is not None
     child.stdin.write(pickle.dumps(sys.path) + pickle.dumps(spec))    # the path first: the spec's class may need it
     child.stdin.close()
     return child

@@ -11,7 +11,7 @@ import dis
 import inspect
 import textwrap
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ... import ops
@@ -52,7 +52,7 @@ class Flattener:
     def method(self, name: str, where: str) -> str:
         owner = next((k for k in self.cls.__mro__ if name in vars(k)), None)
         fn = vars(owner).get(name) if owner else None
-        if not inspect.isfunction(fn):
+        if owner is None or not inspect.isfunction(fn):
             raise KernelError(f"{where}: self.{name} is not a method of {self.cls.__name__}")
         return self._want(f"{owner.__name__}__{name}", fn, True)
 
@@ -82,7 +82,9 @@ class Flattener:
         return self.replacers[fields]
 
     # the walk -------------------------------------------------------------------
-    def run(self, roots: list[tuple[str, Callable]]) -> None:
+    def run(self, roots: Sequence[tuple[str, Callable | None]]) -> None:
+        """Flatten `roots`, (a method's name, None) or (name, a module-level
+        function), and everything they call."""
         for name, fn in roots:
             mangled = self.method(name, f"{self.cls.__name__}.{name}") if fn is None else self.function(fn)
             self.inline.add(mangled)
@@ -166,7 +168,8 @@ def _shape(code: types.CodeType) -> list[tuple[str, Any]]:
 def _typed(arg: ast.expr) -> ast.expr:
     """A constant argument as a plain int64 or bool: numba would otherwise
     compile the callee once more for each literal value passed."""
-    if isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub) and isinstance(arg.operand, ast.Constant):
+    if isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub) and isinstance(arg.operand, ast.Constant) \
+            and isinstance(arg.operand.value, int):
         arg = ast.Constant(-arg.operand.value)
     if isinstance(arg, ast.Constant) and type(arg.value) in (int, bool):
         return ast.Call(ast.Name("int64" if type(arg.value) is int else "bool", ast.Load()), [arg], [])
@@ -223,7 +226,7 @@ class _Rewriter(ast.NodeTransformer):
         if isinstance(f, ast.Attribute) and f.attr == "_replace":
             if node.args or any(k.arg is None for k in node.keywords):
                 raise self.fail(node, "_replace takes field=value keywords only")
-            name = self.flat.replacer(tuple(k.arg for k in node.keywords), self.where)
+            name = self.flat.replacer(tuple(k.arg for k in node.keywords if k.arg is not None), self.where)
             return ast.Call(ast.Name(name, ast.Load()), [self.visit(f.value), *(k.value for k in node.keywords)], [])
         node.func = self.visit(f)
         if isinstance(node.func, ast.Name) and node.func.id not in BUILTINS:

@@ -131,7 +131,8 @@ def glue_source(spec: Spec, flat: Flattener, spec_module: str) -> str:
     goals = list(cls.goals)
     for number, (name, fn) in enumerate(cls.actions.items()):
         # the coverage label: the action's first, plus the place of its coverage_by argument's value
-        split = list(cls.params[name]).index(cls.coverage_by[name]) if cls.coverage_by[name] else None
+        by = cls.coverage_by[name]
+        split = list(cls.params[name]).index(by) if by else None
         label = f"LABEL[{number}]" + ("" if split is None else f" + x{split}")
         lines += [f"    if LIVE[{number}]:", "        n0 = 0"]
         indent, variables = "        ", []
