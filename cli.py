@@ -45,7 +45,7 @@ class Commands(click.Group):
             return super().invoke(ctx)
         except KeyboardInterrupt:
             sys.exit(128 + signal.SIGINT)
-        except Stopped as e:            # a stop no command reported: said, never a traceback
+        except Stopped as e:  # a stop no command reported: said, never a traceback
             click.echo(f"modelcheck {e}", err=True)
             sys.exit(exit_code(e))
         except (click.ClickException, click.exceptions.Exit, click.Abort):
@@ -71,57 +71,111 @@ def main() -> None:
 
 @main.command()
 @click.argument("config", required=False, metavar="[CONFIG.toml]")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="Override a config key; VALUE is a TOML value (a bare word is a string). Repeatable.")
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a config key; VALUE is a TOML value (a bare word is a string). Repeatable.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of tables.")
 @click.option("--trace-out", metavar="FILE", help="Write the counterexample (JSON) to FILE if there is one.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-@click.option("--workers", "-w", type=click.IntRange(min=1), default=os.cpu_count() or 1,
-              show_default="all cores", help="Threads that share the state space (fast engine; bfs is one "
-              "thread, spark uses --partitions).")
-@click.option("--symmetry", is_flag=True, help="Explore one state of each class of states that differ only by "
-              "renaming the brokers (up to N! fewer states, same verdict and shortest counterexample; the output "
-              "says how many states the classes hold). Refused where the rules tell brokers apart (kafka-4, "
-              "admin elections).")
-@click.option("--engine", type=click.Choice(ENGINES), default="fast", show_default=True,
-              help="fast: the spec compiled (numba; the first run of a variant compiles for about 30 s, later "
-                   "runs load it) over packed states, sharded over --workers threads; bfs: the interpreted "
-                   "one-thread reference; spark: the compiled search on Spark executors (pip install "
-                   "'.[spark]', Java 17+). All give the same counts and traces. Without a working numba, "
-                   "fast runs bfs and says so.")
-@click.option("--master", metavar="URL", help="Spark master for --engine spark: local, local[N], local[*], "
-              "spark://HOST:PORT, yarn, k8s://https://HOST:PORT (default local[*], or spark-submit's when run "
-              "under it; see docs/spark.md).")
-@click.option("--partitions", type=click.IntRange(min=1), metavar="P",
-              help="Shards of the state space for --engine spark (default: Spark's default parallelism, "
-                   "i.e. the cores of a local master or all executors' cores of a cluster).")
-@click.option("--fingerprint-bits", type=click.Choice(["64", "128"]), default="64", show_default=True,
-              help="Where a packed state is too large to store whole (over 128 bits), the visited set keeps a "
-                   "fingerprint of it: 64 bits (8 bytes a state, as TLC), or 128 (16 bytes a state; the "
-                   "collision probability becomes negligible). The output reports which, with the estimate.")
-@click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
-              help="A Spark setting for --engine spark, as spark-submit's --conf; overrides modelcheck's "
-                   "defaults (e.g. spark.driver.memory=8g; spark.modelcheck.stateDir=DIR on storage every "
-                   "executor sees, needed on a cluster of several hosts). Repeatable.")
-@click.option("--checkpoint", "checkpoint_dir", metavar="DIR",
-              help="Save the search in DIR (created; it must hold no checkpoint yet) every --checkpoint-every "
-                   "seconds and when it stops (Ctrl-C, SIGTERM, --max-memory), so that --resume DIR continues it "
-                   "after a stop, a kill or a crash. Engines fast and bfs.")
-@click.option("--checkpoint-every", type=click.FloatRange(min=0), default=180.0, show_default=True,
-              metavar="SECONDS", help="Seconds between checkpoints (at the next safe point: a level, or a "
-                                      "segment of one); each costs what changed since the last, plus the "
-                                      "visited set (8-16 bytes a state) and the frontier.")
-@click.option("--resume", "resume_dir", metavar="DIR",
-              help="Continue the check checkpointed in DIR, with its config, engine and symmetry (a CONFIG.toml "
-                   "or --set given too must agree); it ends with exactly the counts, verdict and counterexample "
-                   "of an uninterrupted run, and keeps checkpointing into DIR. --workers may differ.")
-@click.option("--max-memory", metavar="SIZE",
-              help="Bound this check's memory (anonymous resident memory, e.g. 4G, 512M): past it, the fast "
-                   "engine splits levels into segments and moves frontiers, parent links and then the visited "
-                   "set's keys to disk (sorted runs, merged as levels settle), and stops with one line (exit 2, "
-                   "with a checkpoint if --checkpoint is given) only when a segment of the frontier no longer "
-                   "fits beside what must stay in memory. Default: 80% of RAM (or of a cgroup's limit). Engines "
-                   "fast and bfs.")
+@click.option(
+    "--workers",
+    "-w",
+    type=click.IntRange(min=1),
+    default=os.cpu_count() or 1,
+    show_default="all cores",
+    help="Threads that share the state space (fast engine; bfs is one thread, spark uses --partitions).",
+)
+@click.option(
+    "--symmetry",
+    is_flag=True,
+    help="Explore one state of each class of states that differ only by "
+    "renaming the brokers (up to N! fewer states, same verdict and shortest counterexample; the output "
+    "says how many states the classes hold). Refused where the rules tell brokers apart (kafka-4, "
+    "admin elections).",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(ENGINES),
+    default="fast",
+    show_default=True,
+    help="fast: the spec compiled (numba; the first run of a variant compiles for about 30 s, later "
+    "runs load it) over packed states, sharded over --workers threads; bfs: the interpreted "
+    "one-thread reference; spark: the compiled search on Spark executors (pip install "
+    "'.[spark]', Java 17+). All give the same counts and traces. Without a working numba, "
+    "fast runs bfs and says so.",
+)
+@click.option(
+    "--master",
+    metavar="URL",
+    help="Spark master for --engine spark: local, local[N], local[*], "
+    "spark://HOST:PORT, yarn, k8s://https://HOST:PORT (default local[*], or spark-submit's when run "
+    "under it; see docs/spark.md).",
+)
+@click.option(
+    "--partitions",
+    type=click.IntRange(min=1),
+    metavar="P",
+    help="Shards of the state space for --engine spark (default: Spark's default parallelism, "
+    "i.e. the cores of a local master or all executors' cores of a cluster).",
+)
+@click.option(
+    "--fingerprint-bits",
+    type=click.Choice(["64", "128"]),
+    default="64",
+    show_default=True,
+    help="Where a packed state is too large to store whole (over 128 bits), the visited set keeps a "
+    "fingerprint of it: 64 bits (8 bytes a state, as TLC), or 128 (16 bytes a state; the "
+    "collision probability becomes negligible). The output reports which, with the estimate.",
+)
+@click.option(
+    "--spark-conf",
+    "spark_conf",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A Spark setting for --engine spark, as spark-submit's --conf; overrides modelcheck's "
+    "defaults (e.g. spark.driver.memory=8g; spark.modelcheck.stateDir=DIR on storage every "
+    "executor sees, needed on a cluster of several hosts). Repeatable.",
+)
+@click.option(
+    "--checkpoint",
+    "checkpoint_dir",
+    metavar="DIR",
+    help="Save the search in DIR (created; it must hold no checkpoint yet) every --checkpoint-every "
+    "seconds and when it stops (Ctrl-C, SIGTERM, --max-memory), so that --resume DIR continues it "
+    "after a stop, a kill or a crash. Engines fast and bfs.",
+)
+@click.option(
+    "--checkpoint-every",
+    type=click.FloatRange(min=0),
+    default=180.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Seconds between checkpoints (at the next safe point: a level, or a "
+    "segment of one); each costs what changed since the last, plus the "
+    "visited set (8-16 bytes a state) and the frontier.",
+)
+@click.option(
+    "--resume",
+    "resume_dir",
+    metavar="DIR",
+    help="Continue the check checkpointed in DIR, with its config, engine and symmetry (a CONFIG.toml "
+    "or --set given too must agree); it ends with exactly the counts, verdict and counterexample "
+    "of an uninterrupted run, and keeps checkpointing into DIR. --workers may differ.",
+)
+@click.option(
+    "--max-memory",
+    metavar="SIZE",
+    help="Bound this check's memory (anonymous resident memory, e.g. 4G, 512M): past it, the fast "
+    "engine splits levels into segments and moves frontiers, parent links and then the visited "
+    "set's keys to disk (sorted runs, merged as levels settle), and stops with one line (exit 2, "
+    "with a checkpoint if --checkpoint is given) only when a segment of the frontier no longer "
+    "fits beside what must stay in memory. Default: 80% of RAM (or of a cgroup's limit). Engines "
+    "fast and bfs.",
+)
 def check(**options: Any) -> None:
     """Explore every reachable state of a configuration and check its invariants.
 
@@ -177,7 +231,7 @@ def check(**options: Any) -> None:
 
 @main.command()
 @click.argument("scenario", metavar="SCENARIO")
-@click.option("--json", "as_json", is_flag=True, help="Print {\"ok\": ..., \"steps\": [...]} on stdout.")
+@click.option("--json", "as_json", is_flag=True, help='Print {"ok": ..., "steps": [...]} on stdout.')
 def replay(scenario: str, as_json: bool) -> None:
     """Replay a scenario file step by step against the spec.
 
@@ -196,8 +250,10 @@ def replay(scenario: str, as_json: bool) -> None:
 
 # ---- verdict matrix -----------------------------------------------------------------
 
-CELL_MEMORY_HELP = ("Bound each cell's memory (e.g. 4G; see check --max-memory). Default: 80% of RAM shared "
-                    "among the --jobs running at once. A cell stopped at it reports so, matching no pin.")
+CELL_MEMORY_HELP = (
+    "Bound each cell's memory (e.g. 4G; see check --max-memory). Default: 80% of RAM shared "
+    "among the --jobs running at once. A cell stopped at it reports so, matching no pin."
+)
 DEFAULT_MATRIX = Path(kafka_elr.__file__).parent.parent / "matrix.toml"
 
 
@@ -205,8 +261,14 @@ DEFAULT_MATRIX = Path(kafka_elr.__file__).parent.parent / "matrix.toml"
 @click.argument("matrix_file", required=False, metavar="[MATRIX.toml]")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object a cell, as a list, on stdout.")
 @click.option("--out", metavar="FILE.md", help="Write the verdicts as markdown (e.g. docs/verdicts.md).")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="all cores",
-              help="Cells checked at a time, each in its own process.")
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=os.cpu_count() or 1,
+    show_default="all cores",
+    help="Cells checked at a time, each in its own process.",
+)
 @click.option("--only", multiple=True, metavar="NAME", help="Run only the named cell(s). Repeatable.")
 @click.option("--max-memory", metavar="SIZE", help=CELL_MEMORY_HELP)
 def matrix(**options: Any) -> None:
@@ -226,22 +288,36 @@ def matrix(**options: Any) -> None:
     are shown, --out is not written).
     """
     from modelcheck.runs.matrix import matrix_command
+
     matrix_command(kafka_elr.load, default=str(DEFAULT_MATRIX), **options)
 
 
 # ---- CI gate --------------------------------------------------------------------------
 
+
 @main.command()
 @click.argument("gate_file", metavar="GATE.toml")
 @click.option("--junit", metavar="FILE.xml", help="Write JUnit XML: a testcase an entry, traces in failures.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcomes as one JSON list on stdout.")
-@click.option("--trace-dir", metavar="DIR", help="Write each failing entry's counterexample there as JSON "
-              "(view with `modelcheck trace show`).")
-@click.option("--update-baseline", is_flag=True, help="Rewrite the pinned `states` counts in GATE.toml to "
-              "what this run found, and show the changes.")
+@click.option(
+    "--trace-dir",
+    metavar="DIR",
+    help="Write each failing entry's counterexample there as JSON (view with `modelcheck trace show`).",
+)
+@click.option(
+    "--update-baseline",
+    is_flag=True,
+    help="Rewrite the pinned `states` counts in GATE.toml to what this run found, and show the changes.",
+)
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failing entry; the rest are reported skipped.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="all cores",
-              help="Entries checked at a time, each in its own process.")
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=os.cpu_count() or 1,
+    show_default="all cores",
+    help="Entries checked at a time, each in its own process.",
+)
 @click.option("--max-memory", metavar="SIZE", help=CELL_MEMORY_HELP)
 def gate(junit: str | None, update_baseline: bool, **options: Any) -> None:
     """Fail a protocol change that breaks an invariant or changes what the
@@ -270,12 +346,14 @@ def gate(junit: str | None, update_baseline: bool, **options: Any) -> None:
     --trace-dir still report what ran (the rest as skipped).
     """
     from modelcheck.runs.gate import gate_command
+
     gate_command(kafka_elr.load, junit_file=junit, update=update_baseline, **options)
 
 
 @main.command("spark-env")
-@click.option("--out", "-o", default="modelcheck-spark.zip", show_default=True, metavar="FILE",
-              help="Where to write the zip.")
+@click.option(
+    "--out", "-o", default="modelcheck-spark.zip", show_default=True, metavar="FILE", help="Where to write the zip."
+)
 def spark_env(out: str) -> None:
     """Build the zip that puts modelcheck, its specs and cli.py on Spark
     executors' sys.path, for a cluster whose executors do not have
@@ -298,6 +376,7 @@ def spark_env(out: str) -> None:
 # ---- trace viewer, exports and the state graph ------------------------------------
 # The runs (modelcheck/runs/trace.py, graph.py) and the rendering (modelcheck/views/)
 # take a Spec and never import specs/; here each file's config picks the spec.
+
 
 @main.group()
 def trace() -> None:
@@ -328,8 +407,14 @@ def trace_html(path: str, out: str) -> None:
 
 @trace.command("export")
 @click.argument("path", metavar="TRACE")
-@click.option("--format", "fmt", type=click.Choice(["itf", "json"]), default="itf", show_default=True,
-              help="itf: the Informal Trace Format of Apalache and Quint; json: check's --trace-out form.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["itf", "json"]),
+    default="itf",
+    show_default=True,
+    help="itf: the Informal Trace Format of Apalache and Quint; json: check's --trace-out form.",
+)
 @click.option("-o", "--out", default="-", metavar="FILE", help="Where to write (default: stdout).")
 def trace_export(path: str, fmt: str, out: str) -> None:
     """Convert a trace (JSON or ITF) to ITF or JSON; reading the result back
@@ -341,8 +426,13 @@ def trace_export(path: str, fmt: str, out: str) -> None:
 @click.argument("config", required=False, metavar="[CONFIG.toml]")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key. Repeatable.")
 @click.option("-o", "--out", required=True, metavar="FILE.graphml|FILE.dot", help="The format follows the suffix.")
-@click.option("--max-states", default=20000, show_default=True, type=click.IntRange(min=1),
-              help="Refuse configs with more reachable states.")
+@click.option(
+    "--max-states",
+    default=20000,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Refuse configs with more reachable states.",
+)
 def graph(**options: Any) -> None:
     """Write the reachable state graph of a small config (networkx): nodes
     are states with their variables, edges actions with their arguments;
@@ -353,17 +443,36 @@ def graph(**options: Any) -> None:
 @main.command()
 @click.argument("config", required=False, metavar="[CONFIG.toml]")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key. Repeatable.")
-@click.option("--trace", "trace_path", metavar="TRACE", help="Start on a saved trace (check --trace-out, or ITF), "
-              "in its config: forward walks it, and any step can branch off it.")
-@click.option("--step", "step_no", type=click.IntRange(min=0), metavar="K",
-              help="With --trace: open at step K (default 0).")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to serve on (another than loopback serves the network).")
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
-              help="Port to serve on (0: any free port).")
-@click.option("--seen-states", type=click.IntRange(min=0), metavar="N",
-              help="Index the first N states a breadth-first check visits, to mark which successors the "
-                   "checker has seen and at what depth (default 1,000,000 compiled, 50,000 interpreted; 0: none).")
+@click.option(
+    "--trace",
+    "trace_path",
+    metavar="TRACE",
+    help="Start on a saved trace (check --trace-out, or ITF), "
+    "in its config: forward walks it, and any step can branch off it.",
+)
+@click.option(
+    "--step", "step_no", type=click.IntRange(min=0), metavar="K", help="With --trace: open at step K (default 0)."
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to serve on (another than loopback serves the network).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="Port to serve on (0: any free port).",
+)
+@click.option(
+    "--seen-states",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Index the first N states a breadth-first check visits, to mark which successors the "
+    "checker has seen and at what depth (default 1,000,000 compiled, 50,000 interpreted; 0: none).",
+)
 def explore(**options: Any) -> None:
     """Explore a configuration's states in the browser, from the initial
     state or from any step of a saved trace: every enabled action with its
@@ -379,39 +488,85 @@ def explore(**options: Any) -> None:
     Serves until Ctrl-C (exit 130) or SIGTERM (143); bad input exits 2.
     """
     from modelcheck.runs.explore import explore_command
+
     explore_command(kafka_elr.load, **options)
 
 
 @main.command()
 @click.argument("config", required=False, metavar="[CONFIG.toml]")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key. Repeatable.")
-@click.option("--walks", type=click.IntRange(min=1), default=20_000, show_default=True,
-              help="Random walks to run (at most: a violation ends the search).")
-@click.option("--depth", type=click.IntRange(min=1), default=100, show_default=True,
-              help="Steps a walk takes at most (it ends sooner at a violation or where nothing is enabled).")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="The seed: the same seed, config and options give the same walks, results and trace, "
-                   "whatever --workers or --engine.")
-@click.option("--weight", "weights", multiple=True, metavar="ACTION=W",
-              help="Weight of an action's steps (default 1 each; 0 never takes it). Under swarm it multiplies "
-                   "each walk's own weight for the action. Repeatable.")
-@click.option("--pick", type=click.Choice(PICKS), default=PICKS[0], show_default=True,
-              help="swarm: swarm testing; each walk keeps each action with probability 1/2 (never none) at "
-                   "a random weight of its own, then takes each step as action does among the enabled actions "
-                   "it kept (any enabled action where none is); action: each enabled action by its weight, then "
-                   "one of its instances uniformly (actions with many arguments are not favoured); instance: "
-                   "each enabled action instance in proportion to its action's weight (uniform by default, "
-                   "as TLC).")
-@click.option("--workers", "-w", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Processes running walks (the results do not depend on it).")
-@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
-              help="local: here, on --workers processes; spark: walks spread over Spark executors "
-                   "(pip install '.[spark]', Java 17+), the same results.")
+@click.option(
+    "--walks",
+    type=click.IntRange(min=1),
+    default=20_000,
+    show_default=True,
+    help="Random walks to run (at most: a violation ends the search).",
+)
+@click.option(
+    "--depth",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Steps a walk takes at most (it ends sooner at a violation or where nothing is enabled).",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="The seed: the same seed, config and options give the same walks, results and trace, "
+    "whatever --workers or --engine.",
+)
+@click.option(
+    "--weight",
+    "weights",
+    multiple=True,
+    metavar="ACTION=W",
+    help="Weight of an action's steps (default 1 each; 0 never takes it). Under swarm it multiplies "
+    "each walk's own weight for the action. Repeatable.",
+)
+@click.option(
+    "--pick",
+    type=click.Choice(PICKS),
+    default=PICKS[0],
+    show_default=True,
+    help="swarm: swarm testing; each walk keeps each action with probability 1/2 (never none) at "
+    "a random weight of its own, then takes each step as action does among the enabled actions "
+    "it kept (any enabled action where none is); action: each enabled action by its weight, then "
+    "one of its instances uniformly (actions with many arguments are not favoured); instance: "
+    "each enabled action instance in proportion to its action's weight (uniform by default, "
+    "as TLC).",
+)
+@click.option(
+    "--workers",
+    "-w",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Processes running walks (the results do not depend on it).",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "spark"]),
+    default="local",
+    show_default=True,
+    help="local: here, on --workers processes; spark: walks spread over Spark executors "
+    "(pip install '.[spark]', Java 17+), the same results.",
+)
 @click.option("--master", metavar="URL", help="Spark master for --engine spark (as check's; default local[*]).")
-@click.option("--partitions", type=click.IntRange(min=1), metavar="P",
-              help="Spark tasks a round of walks is split into (default: Spark's default parallelism).")
-@click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
-              help="A Spark setting for --engine spark, as spark-submit's --conf. Repeatable.")
+@click.option(
+    "--partitions",
+    type=click.IntRange(min=1),
+    metavar="P",
+    help="Spark tasks a round of walks is split into (default: Spark's default parallelism).",
+)
+@click.option(
+    "--spark-conf",
+    "spark_conf",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A Spark setting for --engine spark, as spark-submit's --conf. Repeatable.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of tables.")
 @click.option("--trace-out", metavar="FILE", help="Write the shrunk counterexample (JSON, as check's) to FILE.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
@@ -432,6 +587,7 @@ def simulate(**options: Any) -> None:
     shrunk counterexample is printed), 2 bad input, 130/143 stopped.
     """
     from modelcheck.runs.simulate import simulate_command
+
     simulate_command(kafka_elr.load, **options)
 
 

@@ -41,14 +41,15 @@ def run(args: list[str], stop_after: float | None = None) -> tuple[float, int, A
     """(wall s, peak RSS bytes, JSON, exit status) of one check as a process."""
     started = time.perf_counter()
     with tempfile.TemporaryFile() as err:
-        p = subprocess.Popen(["modelcheck", "check", "--json", "-q", *args], cwd=ROOT, stdout=subprocess.PIPE,
-                             stderr=err)
+        p = subprocess.Popen(
+            ["modelcheck", "check", "--json", "-q", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=err
+        )
         if stop_after is not None:
             time.sleep(stop_after)
             p.send_signal(signal.SIGINT)
         assert p.stdout is not None
         out = p.stdout.read()
-        _pid, status, usage = os.wait4(p.pid, 0)       # this child's own peak, not the largest child's
+        _pid, status, usage = os.wait4(p.pid, 0)  # this child's own peak, not the largest child's
         p.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
         if p.returncode not in (0, 1, 130):
@@ -70,37 +71,64 @@ def checkpoint_runs(config: list[str], elapsed: float) -> list[tuple]:
             wall, peak, got, _ = run([*config, "--checkpoint", str(ck), "--checkpoint-every", every])
             rows.append((f"--checkpoint-every {every}", wall, peak, got, f"on disk {size_of(ck) / 2**20:.0f} MiB"))
         ck = Path(tmp) / "stopped"
-        first, _, _, code = run([*config, "--checkpoint", str(ck), "--checkpoint-every", "0"],
-                                stop_after=elapsed / 2 + 2)
+        first, _, _, code = run(
+            [*config, "--checkpoint", str(ck), "--checkpoint-every", "0"], stop_after=elapsed / 2 + 2
+        )
         assert code == 130, code
         wall, peak, got, _ = run(["--resume", str(ck)])
-        rows.append(("SIGINT half-way, then --resume", first + wall, peak, got,
-                     f"stopped after {first:.1f} s, resumed in {wall:.1f} s"))
+        rows.append(
+            (
+                "SIGINT half-way, then --resume",
+                first + wall,
+                peak,
+                got,
+                f"stopped after {first:.1f} s, resumed in {wall:.1f} s",
+            )
+        )
         shutil.rmtree(ck)
     return rows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="the config (default: "
-                    "max_records=3)")
-    ap.add_argument("--limit", action="append", default=[], metavar="SIZE", help="--max-memory values to try "
-                    "(default: 1G, 600M, 400M)")
+    ap.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="the config (default: max_records=3)"
+    )
+    ap.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="SIZE",
+        help="--max-memory values to try (default: 1G, 600M, 400M)",
+    )
     ap.add_argument("--fingerprint-bits", choices=("64", "128"), default="64")
     ap.add_argument("--no-checkpoints", action="store_true", help="only the limits, no checkpoint runs")
     ns = ap.parse_args()
-    config = [x for s in (ns.set or ["max_records=3"]) for x in ("--set", s)] + ["--fingerprint-bits",
-                                                                                 ns.fingerprint_bits]
-    print(f"# {os.cpu_count()} cores ({platform.machine()}), Python {platform.python_version()}; "
-          f"config: {' '.join(config)}")
+    config = [x for s in (ns.set or ["max_records=3"]) for x in ("--set", s)] + [
+        "--fingerprint-bits",
+        ns.fingerprint_bits,
+    ]
+    print(
+        f"# {os.cpu_count()} cores ({platform.machine()}), Python {platform.python_version()}; "
+        f"config: {' '.join(config)}"
+    )
     rows = []
     wall, peak, base, _ = run(config)
-    rows.append(("no limit (default)", wall, peak, base, f"visited set {base['memory']['visited_bytes'] / 2**20:,.0f} MiB"))
+    rows.append(
+        ("no limit (default)", wall, peak, base, f"visited set {base['memory']['visited_bytes'] / 2**20:,.0f} MiB")
+    )
     for limit in ns.limit or ["1G", "600M", "400M"]:
         wall, peak, got, _ = run([*config, "--max-memory", limit])
-        rows.append((f"--max-memory {limit}", wall, peak, got,
-                     f"spilled={got['spilled']} segments={got['segments']} visited moved to disk "
-                     f"{got['visited_flushes']}x, {got['memory']['visited_disk_bytes'] / 2**20:,.0f} MiB there"))
+        rows.append(
+            (
+                f"--max-memory {limit}",
+                wall,
+                peak,
+                got,
+                f"spilled={got['spilled']} segments={got['segments']} visited moved to disk "
+                f"{got['visited_flushes']}x, {got['memory']['visited_disk_bytes'] / 2**20:,.0f} MiB there",
+            )
+        )
     if not ns.no_checkpoints:
         rows += checkpoint_runs(config, base["elapsed_s"])
     print(f"{'run':34} {'wall s':>8} {'peak RSS':>10}  {'same counts':11}  notes")

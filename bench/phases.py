@@ -31,7 +31,7 @@ def main() -> None:
     spec = load(config)
     if ns.symmetry:
         spec.enable_symmetry()
-    kernel: Any = kernel_for(spec)       # its methods are wrapped in timers below
+    kernel: Any = kernel_for(spec)  # its methods are wrapped in timers below
     spent: dict[str, float] = {}
 
     def timed(name, fn):
@@ -41,6 +41,7 @@ def main() -> None:
                 return fn(*args, **kw)
             finally:
                 spent[name] = spent.get(name, 0.0) + time.perf_counter() - started
+
         return wrapper
 
     kernel.module.expand = timed("kernel: expand (successors, pack, keys)", kernel.module.expand)
@@ -50,8 +51,10 @@ def main() -> None:
     r = fast.check(spec, kernel, workers=1)
     total = time.perf_counter() - started
     n = r.distinct_states
-    print(f"{config or 'default'}: {n:,} states, {r.generated_states:,} successors "
-          f"({r.generated_states / n:.2f} a state), one thread, {total:.2f} s")
+    print(
+        f"{config or 'default'}: {n:,} states, {r.generated_states:,} successors "
+        f"({r.generated_states / n:.2f} a state), one thread, {total:.2f} s"
+    )
     print(f"{'phase':42} {'s':>6} {'ns a state':>11} {'ns a successor':>15}")
     for name, seconds in spent.items():
         print(f"{name:42} {seconds:6.2f} {seconds / n * 1e9:11.0f} {seconds / r.generated_states * 1e9:15.0f}")
@@ -76,8 +79,10 @@ def main() -> None:
     for s in states:
         spec.first_violation(s)
     inv = time.perf_counter() - started
-    print(f"interpreted spec, {len(states):,} states: successors {succ / len(states) * 1e9:,.0f} ns, "
-          f"invariants {inv / len(states) * 1e9:,.0f} ns a state")
+    print(
+        f"interpreted spec, {len(states):,} states: successors {succ / len(states) * 1e9:,.0f} ns, "
+        f"invariants {inv / len(states) * 1e9:,.0f} ns a state"
+    )
 
 
 if __name__ == "__main__":

@@ -38,8 +38,10 @@ def main() -> None:
     spec = load(config)
     kernel = kernel_for(spec)
     p = plan(spec, ns.walks, ns.depth, ns.seed, by=ns.pick)
-    runs: list[tuple[str, dict[str, Any]]] = [("compiled, 1 process", dict(kernel=kernel, workers=1)),
-            ("compiled, 2 processes", dict(kernel=kernel, workers=2))]
+    runs: list[tuple[str, dict[str, Any]]] = [
+        ("compiled, 1 process", dict(kernel=kernel, workers=1)),
+        ("compiled, 2 processes", dict(kernel=kernel, workers=2)),
+    ]
     if not ns.no_spark:
         runs.append(("compiled, Spark local[2]", dict(kernel=kernel, engine="spark", master="local[2]")))
     print(f"config: {' '.join(f'{k}={v}' for k, v in spec.config.items() if v is not None)}")
@@ -55,14 +57,18 @@ def main() -> None:
             reference = reference or counts
             assert counts == reference, f"{name}: {counts[:4]} differ from {reference[:4]}"
             best = min(best, wall)
-        print(f"{name:28} {r.states_visited:>12,} states  {r.distinct_seen:>10,} distinct  {best:7.2f} s  "
-              f"{r.states_visited / best:>10,.0f} states/s")
+        print(
+            f"{name:28} {r.states_visited:>12,} states  {r.distinct_seen:>10,} distinct  {best:7.2f} s  "
+            f"{r.states_visited / best:>10,.0f} states/s"
+        )
     small = plan(spec, ns.interpreted_walks, ns.depth, ns.seed, by=ns.pick)
     started = time.perf_counter()
     r = simulate(spec, small)
     wall = time.perf_counter() - started
-    print(f"{'interpreted, 1 process':28} {r.states_visited:>12,} states  {r.distinct_seen:>10,} distinct  "
-          f"{wall:7.2f} s  {r.states_visited / wall:>10,.0f} states/s  ({ns.interpreted_walks:,} walks)")
+    print(
+        f"{'interpreted, 1 process':28} {r.states_visited:>12,} states  {r.distinct_seen:>10,} distinct  "
+        f"{wall:7.2f} s  {r.states_visited / wall:>10,.0f} states/s  ({ns.interpreted_walks:,} walks)"
+    )
 
 
 if __name__ == "__main__":

@@ -58,8 +58,11 @@ class PeakMemory(threading.Thread):
                     rss = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE / 2**20
                 except (OSError, IndexError, ValueError):
                     continue
-                role = "driver py" if int(pid) == self.root else \
-                    next((r for r, mark in ROLES.items() if mark in cmd), None)
+                role = (
+                    "driver py"
+                    if int(pid) == self.root
+                    else next((r for r, mark in ROLES.items() if mark in cmd), None)
+                )
                 if role:
                     now[role] += rss
             self.peak = {r: max(self.peak[r], now[r]) for r in self.peak}
@@ -68,8 +71,13 @@ class PeakMemory(threading.Thread):
 
 def run_check(argv: list[str]) -> dict:
     """`modelcheck check --json -q ARGV` in a fresh process, with peak memory by role."""
-    p = subprocess.Popen([sys.executable, "-c", "from cli import main; main()", "check", "--json", "-q", *argv],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    p = subprocess.Popen(
+        [sys.executable, "-c", "from cli import main; main()", "check", "--json", "-q", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     sampler = PeakMemory(p.pid)
     sampler.start()
     out, err = p.communicate()
@@ -84,8 +92,10 @@ def line(label: str, r: dict) -> str:
     mem = "  ".join(f"{role} {mb:,.0f}" for role, mb in r["peak_mb"].items() if mb)
     phases = r.get("spark_time_s")
     spark = f"   task s {phases['tasks']}, jobs {phases['jobs']} s, {r['spark_memory']}" if phases else ""
-    return (f"{label:<28} {r['distinct_states']:>10,} {r['elapsed_s']:>8.1f} "
-            f"{r['distinct_states'] / r['elapsed_s']:>9,.0f}   {mem}   load {os.getloadavg()[0]:.1f}{spark}")
+    return (
+        f"{label:<28} {r['distinct_states']:>10,} {r['elapsed_s']:>8.1f} "
+        f"{r['distinct_states'] / r['elapsed_s']:>9,.0f}   {mem}   load {os.getloadavg()[0]:.1f}{spark}"
+    )
 
 
 def main() -> None:
@@ -98,8 +108,10 @@ def main() -> None:
     ap.add_argument("--standalone", action="store_true", help="also run on a standalone master + worker on loopback")
     ns = ap.parse_args()
     sets = [x for s in ns.set for x in ("--set", s)]
-    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"config: {' '.join(ns.set) or 'default'}")
+    print(
+        f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+        f"config: {' '.join(ns.set) or 'default'}"
+    )
     print(f"{'run':<28} {'distinct':>10} {'wall s':>8} {'states/s':>9}   peak RSS MB by role")
     results = {}
     if not ns.skip_fast:
@@ -111,7 +123,8 @@ def main() -> None:
         print(line(f"spark {ns.master} P={parts}", r), flush=True)
     if ns.standalone:
         sys.path.insert(0, str(ROOT / "tests"))
-        from spark_cluster import standalone_cluster     # the tests' harness: a master and a worker on loopback
+        from spark_cluster import standalone_cluster  # the tests' harness: a master and a worker on loopback
+
         with tempfile.TemporaryDirectory() as tmp, standalone_cluster(Path(tmp)) as url:
             for parts in ns.partitions or [2]:
                 r = run_check(["--engine", "spark", "--master", url, "--partitions", str(parts), *sets])

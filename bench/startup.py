@@ -48,8 +48,10 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="the config (default: small)")
     ns = ap.parse_args()
     sets = ns.set or SMALL
-    print(f"# {os.cpu_count()} cores ({platform.machine()}), Python {platform.python_version()}; "
-          f"small config: {' '.join(sets)}")
+    print(
+        f"# {os.cpu_count()} cores ({platform.machine()}), Python {platform.python_version()}; "
+        f"small config: {' '.join(sets)}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         venv = Path(tmp) / "venv"
         started = time.perf_counter()
@@ -61,18 +63,22 @@ def main() -> None:
         cache = Path(tmp) / "cache"
         env = {"MODELCHECK_CACHE": str(cache)}
         for label, argv, extra, empty in [
-                ("small, empty cache (races the compile)", small, {}, True),
-                ("small, empty cache, MODELCHECK_KERNEL=compiled", small, {"MODELCHECK_KERNEL": "compiled"}, True),
-                ("small, cached", small, {}, False),
-                ("another config of the variant, cached", [*small, "--set", "max_isr_shrinks=0"], {}, False),
-                ("small, MODELCHECK_KERNEL=interpreted", small, {"MODELCHECK_KERNEL": "interpreted"}, False),
-                ("default config, empty cache (races the compile)", check, {}, True),
-                ("default config, cached", check, {}, False)]:
+            ("small, empty cache (races the compile)", small, {}, True),
+            ("small, empty cache, MODELCHECK_KERNEL=compiled", small, {"MODELCHECK_KERNEL": "compiled"}, True),
+            ("small, cached", small, {}, False),
+            ("another config of the variant, cached", [*small, "--set", "max_isr_shrinks=0"], {}, False),
+            ("small, MODELCHECK_KERNEL=interpreted", small, {"MODELCHECK_KERNEL": "interpreted"}, False),
+            ("default config, empty cache (races the compile)", check, {}, True),
+            ("default config, cached", check, {}, False),
+        ]:
             if empty:
                 shutil.rmtree(cache, ignore_errors=True)
             seconds, r = wall(argv, {**env, **extra})
-            print(f"{label:52} {seconds:7.1f} s   {r['distinct_states']:>10,} states   "
-                  f"kernel: {r['run_info']['kernel'] if 'run_info' in r else r['kernel']}", flush=True)
+            print(
+                f"{label:52} {seconds:7.1f} s   {r['distinct_states']:>10,} states   "
+                f"kernel: {r['run_info']['kernel'] if 'run_info' in r else r['kernel']}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from modelcheck.runs.matrix import machine, read_matrix
 from specs.kafka_elr import load
 
 FAULTS = ("max_unclean_shutdowns", "max_fences", "max_isr_shrinks")
-ISSUE = {"brokers": 5, "min_isr": 3, "max_unclean_shutdowns": 3}      # issue 29's command
+ISSUE = {"brokers": 5, "min_isr": 3, "max_unclean_shutdowns": 3}  # issue 29's command
 
 
 def cli_default(name: str) -> Any:
@@ -46,7 +46,7 @@ def cli_default(name: str) -> Any:
 
 def at_rf5(config: dict[str, Any]) -> dict[str, Any]:
     """A cell's config at replication factor 5 (the module docstring says how)."""
-    before = load(config).config            # the effective values, defaults filled in
+    before = load(config).config  # the effective values, defaults filled in
     raise_by = 3 - before["min_isr"]
     out = {**config, "brokers": 5, "min_isr": 3}
     for key in FAULTS:
@@ -67,8 +67,7 @@ def violated_cells(path: str) -> list[tuple[str, dict[str, Any], dict[str, Any],
     return out
 
 
-SHORT = {"min_isr": "min_isr", "max_unclean_shutdowns": "unclean", "max_fences": "fences",
-         "max_isr_shrinks": "shrinks"}
+SHORT = {"min_isr": "min_isr", "max_unclean_shutdowns": "unclean", "max_fences": "fences", "max_isr_shrinks": "shrinks"}
 
 
 def changed(config: dict[str, Any], rf5: dict[str, Any]) -> str:
@@ -81,7 +80,7 @@ def measure(config: dict[str, Any], picks: list[str], seeds: int, walks: int, de
     """Per pick, one (invariant or None, walks, seconds) per seed."""
     spec = load(config)
     kernel = kernel_for(spec)
-    simulate(spec, plan(spec, 1, 1, 0), kernel=kernel)       # compiles (or loads) the walk loop, untimed
+    simulate(spec, plan(spec, 1, 1, 0), kernel=kernel)  # compiles (or loads) the walk loop, untimed
     out: dict[str, list] = {}
     for by in picks:
         out[by] = []
@@ -98,16 +97,21 @@ def cell_text(runs: list) -> str:
     if not found:
         return f"0/{len(runs)}"
     ws, ss = sorted(w for w, _ in found), sorted(s for _, s in found)
-    return (f"{len(found)}/{len(runs)}: {statistics.median(ws):,.0f} ({ws[0]:,}-{ws[-1]:,}) walks, "
-            f"{statistics.median(ss):.1f} s (max {ss[-1]:.1f})")
+    return (
+        f"{len(found)}/{len(runs)}: {statistics.median(ws):,.0f} ({ws[0]:,}-{ws[-1]:,}) walks, "
+        f"{statistics.median(ss):.1f} s (max {ss[-1]:.1f})"
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--matrix", default="specs/matrix.toml")
     ap.add_argument("--only", action="append", default=[], metavar="NAME", help="cells whose name contains NAME")
-    ap.add_argument("--picks", default=None, help=f"comma-separated, of {', '.join(PICKS)} (default: the "
-                                                  f"CLI's default first, then the others)")
+    ap.add_argument(
+        "--picks",
+        default=None,
+        help=f"comma-separated, of {', '.join(PICKS)} (default: the CLI's default first, then the others)",
+    )
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--walks", type=int, default=20_000, help="walks a run may take at most")
     ap.add_argument("--issue", action="store_true", help="only the issue's config (N=5, min_isr 3, 3 unclean)")
@@ -121,10 +125,12 @@ def main() -> None:
     else:
         cells = [c for c in violated_cells(ns.matrix) if not ns.only or any(o in c[0] for o in ns.only)]
     print(f"machine: {machine()}; load average at start {os.getloadavg()[0]:.1f}")
-    print(f"simulate's defaults: --pick {default}, --depth {depth}; at most {ns.walks:,} walks, "
-          f"seeds 0..{ns.seeds - 1}; each entry: seeds that found a violation (the others found nothing in "
-          f"{ns.walks:,} walks), and of those the median (min-max) walks to the first and the median (max) "
-          f"search time")
+    print(
+        f"simulate's defaults: --pick {default}, --depth {depth}; at most {ns.walks:,} walks, "
+        f"seeds 0..{ns.seeds - 1}; each entry: seeds that found a violation (the others found nothing in "
+        f"{ns.walks:,} walks), and of those the median (min-max) walks to the first and the median (max) "
+        f"search time"
+    )
     print()
     heads = [f"`--pick {p}`" + (" (default)" if p == default else "") for p in picks]
     print("| cell | at brokers=5, changed | found | " + " | ".join(heads) + " |")
@@ -136,8 +142,10 @@ def main() -> None:
         found = ", ".join(invariants) if invariants else "nothing"
         if invariants and expect != f"violated: {invariants[0]}" or len(invariants) > 1:
             found += f" (RF=3: {expect.removeprefix('violated: ')})"
-        print(f"| {name} | {changed(config, rf5)} | {found} | "
-              + " | ".join(cell_text(runs[p]) for p in picks) + " |", flush=True)
+        print(
+            f"| {name} | {changed(config, rf5)} | {found} | " + " | ".join(cell_text(runs[p]) for p in picks) + " |",
+            flush=True,
+        )
     print(f"\n{time.perf_counter() - started:.0f} s; load average at the end {os.getloadavg()[0]:.1f}")
 
 

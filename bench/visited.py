@@ -28,7 +28,7 @@ def main() -> None:
     ns = ap.parse_args()
     rng = np.random.default_rng(0)
     visited = Visited(ns.key_words)
-    visited.insert_new(np.zeros((1, ns.key_words), np.uint64))     # compile (or load) before timing
+    visited.insert_new(np.zeros((1, ns.key_words), np.uint64))  # compile (or load) before timing
     visited = Visited(ns.key_words)
     # level sizes grow then shrink, as in the Kafka configs' BFS
     shape = np.sin(np.linspace(0.1, np.pi - 0.1, ns.levels))
@@ -48,12 +48,18 @@ def main() -> None:
     elapsed = time.perf_counter() - started
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     n = len(visited)
-    print(f"states {n:,} in {ns.levels} levels ({offered:,} candidates), {elapsed:.1f} s, "
-          f"{elapsed / offered * 1e9:.0f} ns a candidate")
-    print(f"visited set {visited.nbytes / n:.2f} bytes/state ({visited.nbytes / 2**20:.0f} MiB, "
-          f"{8 * ns.key_words}-byte keys)")
-    print(f"peak RSS {rss / 1024:.0f} MiB (before: {base_rss / 1024:.0f} MiB); "
-          f"{(rss - base_rss) * 1024 / n:.1f} bytes/state over that, the bench's own arrays and transient merges included")
+    print(
+        f"states {n:,} in {ns.levels} levels ({offered:,} candidates), {elapsed:.1f} s, "
+        f"{elapsed / offered * 1e9:.0f} ns a candidate"
+    )
+    print(
+        f"visited set {visited.nbytes / n:.2f} bytes/state ({visited.nbytes / 2**20:.0f} MiB, "
+        f"{8 * ns.key_words}-byte keys)"
+    )
+    print(
+        f"peak RSS {rss / 1024:.0f} MiB (before: {base_rss / 1024:.0f} MiB); "
+        f"{(rss - base_rss) * 1024 / n:.1f} bytes/state over that, the bench's own arrays and transient merges included"
+    )
 
 
 if __name__ == "__main__":

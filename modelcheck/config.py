@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import sys
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 
 class ConfigError(ValueError):
@@ -23,6 +24,7 @@ class ConfigError(ValueError):
 class Key:
     """A config key: its default, how to check a value, and, for messages,
     what is allowed."""
+
     name: str
     default: Any
     check: Callable[[Any], bool]
@@ -43,11 +45,15 @@ def is_bool(v: Any) -> bool:
 
 
 def subset_of(*choices: str, nonempty: bool = True) -> Callable[[Any], bool]:
-    return lambda v: (isinstance(v, list) and all(isinstance(x, str) and x in choices for x in v)
-                      and len(set(v)) == len(v) and (bool(v) or not nonempty))
+    return lambda v: (
+        isinstance(v, list)
+        and all(isinstance(x, str) and x in choices for x in v)
+        and len(set(v)) == len(v)
+        and (bool(v) or not nonempty)
+    )
 
 
-MAX_DEPTH = 64     # arrays and tables within each other; modelcheck's own files need under 10
+MAX_DEPTH = 64  # arrays and tables within each other; modelcheck's own files need under 10
 
 
 class Malformed(ConfigError):
@@ -97,11 +103,11 @@ def _loads(text: str, where: str, fmt: str) -> Any:
         return json.loads(text, object_pairs_hook=distinct_keys, parse_constant=no_constant)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
         raise Malformed(f"{where}: malformed {fmt.upper()}: {e}") from None
-    except RecursionError:      # the parsers recurse a level a nested array or table
+    except RecursionError:  # the parsers recurse a level a nested array or table
         raise ConfigError(f"{where}: nested too deeply (at most {MAX_DEPTH} levels of arrays and tables)") from None
     except ConfigError:
         raise
-    except ValueError as e:     # an integer literal past Python's digit limit
+    except ValueError as e:  # an integer literal past Python's digit limit
         if "integer string conversion" not in str(e):
             raise
         raise ConfigError(f"{where}: a number has more than {sys.get_int_max_str_digits()} digits") from None
@@ -131,8 +137,10 @@ def check_plain(data: Any, where: str) -> None:
             except UnicodeEncodeError:
                 raise ConfigError(f"{place}a string with an unpaired surrogate ({shown(value)}) is not text") from None
         elif not (value is None or isinstance(value, (bool, int, float))):
-            raise ConfigError(f"{place}a date or time ({value}) is not a value modelcheck reads "
-                              "(strings, numbers, booleans, arrays and tables)")
+            raise ConfigError(
+                f"{place}a date or time ({value}) is not a value modelcheck reads "
+                "(strings, numbers, booleans, arrays and tables)"
+            )
 
 
 def read_file(path: str | Path, fmt: str | None = None) -> dict[str, Any]:
@@ -150,7 +158,7 @@ def shown(value: Any, limit: int = 80) -> str:
         text = json.dumps(value)
     except (TypeError, ValueError, RecursionError):
         text = f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -174,13 +182,11 @@ def resolve(schema: list[Key], given: dict[str, Any]) -> dict[str, Any]:
     keys = {k.name: k for k in schema}
     for name in given:
         if name not in keys:
-            raise ConfigError(f"config key {name!r} does not exist "
-                              f"(known keys: {', '.join(sorted(keys))})")
+            raise ConfigError(f"config key {name!r} does not exist (known keys: {', '.join(sorted(keys))})")
     config = {k.name: k.default for k in schema}
     for name, value in given.items():
         key = keys[name]
         if not key.check(value):
-            raise ConfigError(f"config key {name!r}: {shown(value)} is not allowed "
-                              f"(allowed: {key.allowed})")
+            raise ConfigError(f"config key {name!r}: {shown(value)} is not allowed (allowed: {key.allowed})")
         config[name] = value
     return config

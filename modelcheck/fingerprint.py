@@ -13,7 +13,6 @@ engine/kernel_ops.py.)
 from xxhash import xxh3_64_intdigest
 
 
-
 def fingerprint(canonical: bytes) -> int:
     """The 64-bit fingerprint of a state's canonical encoding."""
     return xxh3_64_intdigest(canonical)

@@ -20,10 +20,11 @@ import ctypes
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 PR_SET_PDEATHSIG = 1
@@ -37,11 +38,12 @@ class Stopped(BaseException):
     A BaseException, as KeyboardInterrupt is, so that no `except Exception`
     on its way up (socketserver's request handling, an optional import)
     takes a stop for an error and carries on."""
+
     why: str
     signum: int | None = None
     distinct: int = 0
     generated: int = 0
-    depth: int = 0              # BFS levels with every state settled
+    depth: int = 0  # BFS levels with every state settled
     elapsed_s: float = 0.0
     checkpoint: str | None = None
 
@@ -113,7 +115,7 @@ def die_with_parent(parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:      # it ended before prctl took effect
+    if os.getppid() != parent:  # it ended before prctl took effect
         os._exit(1)
 
 

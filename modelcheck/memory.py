@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .config import ConfigError
 
-DEFAULT_SHARE = 0.8         # of RAM (or the cgroup's limit) a run may use by default
+DEFAULT_SHARE = 0.8  # of RAM (or the cgroup's limit) a run may use by default
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
 
@@ -63,7 +63,8 @@ def anon_rss() -> int:
     except OSError:
         pass
     import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024     # not Linux: the peak, a bound
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # not Linux: the peak, a bound
 
 
 def release_freed() -> None:
@@ -72,6 +73,7 @@ def release_freed() -> None:
     as resident); a no-op where there is no glibc."""
     import ctypes
     import ctypes.util
+
     try:
         ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):

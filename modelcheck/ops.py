@@ -12,7 +12,7 @@ from __future__ import annotations
 
 def replace_at(t: tuple, i: int, v: int) -> tuple:
     """`t` with element i set to v (a state's per-process tuples are immutable)."""
-    return t[:i] + (v,) + t[i + 1:]
+    return t[:i] + (v,) + t[i + 1 :]
 
 
 def popcount(mask: int) -> int:

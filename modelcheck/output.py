@@ -14,8 +14,9 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import IO, Iterator
+from typing import IO
 
 from .config import ConfigError
 
@@ -53,7 +54,7 @@ def check_file(path: str, option: str, stdout: bool = False) -> None:
     st = _stat(target, option, path)
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise ConfigError(f"{option} {path}: is a directory")
-    if st is None or stat.S_ISREG(st.st_mode):      # replaced: a temporary file goes beside it
+    if st is None or stat.S_ISREG(st.st_mode):  # replaced: a temporary file goes beside it
         _writable_dir(os.path.dirname(target), option, path)
     if st is None:
         return
@@ -66,7 +67,7 @@ def check_dir(path: str, option: str) -> None:
     cannot be created or written in."""
     target = os.path.realpath(path)
     existing = target
-    while (st := _stat(existing, option, path)) is None:   # the nearest ancestor that exists
+    while (st := _stat(existing, option, path)) is None:  # the nearest ancestor that exists
         existing = os.path.dirname(existing)
     if existing == target and not stat.S_ISDIR(st.st_mode):
         raise ConfigError(f"{option} {path}: is not a directory")
@@ -93,10 +94,10 @@ def writing(path: str, option: str, binary: bool = False) -> Iterator[IO]:
             yield out
             out.flush()
             return
-        target = os.path.realpath(path)             # a symlink, even a dangling one: what it names
+        target = os.path.realpath(path)  # a symlink, even a dangling one: what it names
         st = _stat(target, option, path)
         if st is not None and not stat.S_ISREG(st.st_mode):
-            with open(target, mode, encoding=encoding) as f:     # a device or a FIFO
+            with open(target, mode, encoding=encoding) as f:  # a device or a FIFO
                 yield f
             return
         directory = os.path.dirname(target)
@@ -125,7 +126,7 @@ def _take_mode(fd: int, st: os.stat_result | None) -> None:
         os.fchmod(fd, 0o666 & ~umask)
         return
     os.fchmod(fd, stat.S_IMODE(st.st_mode))
-    with suppress(PermissionError):                 # only root may keep another's ownership
+    with suppress(PermissionError):  # only root may keep another's ownership
         os.fchown(fd, st.st_uid, st.st_gid)
 
 

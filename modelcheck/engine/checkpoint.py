@@ -21,8 +21,9 @@ import json
 import mmap
 import os
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +62,7 @@ class Checkpoints:
         self.every_s = every_s
         self.last = time.monotonic()
         self.serial = 0
-        self.written: set[str] = set()       # files of earlier checkpoints that never change
+        self.written: set[str] = set()  # files of earlier checkpoints that never change
 
     # ---- before a run -------------------------------------------------------------
     def prepare(self, resuming: bool) -> None:
@@ -74,8 +75,10 @@ class Checkpoints:
         if resuming and not has:
             raise ConfigError(f"--resume {str(self.dir)!r}: no checkpoint there (no {MANIFEST})")
         if not resuming and has:
-            raise ConfigError(f"--checkpoint {str(self.dir)!r} already holds a checkpoint: continue it with "
-                              f"--resume {self.dir}, or remove it to start over")
+            raise ConfigError(
+                f"--checkpoint {str(self.dir)!r} already holds a checkpoint: continue it with "
+                f"--resume {self.dir}, or remove it to start over"
+            )
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             probe = self.dir / ".modelcheck-probe"
@@ -88,8 +91,12 @@ class Checkpoints:
         return time.monotonic() - self.last >= self.every_s
 
     # ---- writing --------------------------------------------------------------------
-    def save(self, state: dict[str, Any], arrays: Mapping[str, list[np.ndarray] | np.ndarray],
-             fixed: dict[str, np.ndarray] | None = None) -> None:
+    def save(
+        self,
+        state: dict[str, Any],
+        arrays: Mapping[str, list[np.ndarray] | np.ndarray],
+        fixed: dict[str, np.ndarray] | None = None,
+    ) -> None:
         """Write a checkpoint: `state` (JSON), `arrays` (each one array, or
         a list of arrays of one dtype and row width written one after the
         other) rewritten each time, and `fixed` arrays written only the
@@ -114,14 +121,17 @@ class Checkpoints:
     def _write(self, filename: str, parts: list[np.ndarray], rewrite: bool = True) -> dict[str, Any]:
         first = parts[0] if parts else np.empty(0, np.uint8)
         rows = sum(len(p) for p in parts)
-        info = {"file": filename, "dtype": first.dtype.str if not first.dtype.names else first.dtype.descr,
-                "shape": [rows, *first.shape[1:]]}
+        info = {
+            "file": filename,
+            "dtype": first.dtype.str if not first.dtype.names else first.dtype.descr,
+            "shape": [rows, *first.shape[1:]],
+        }
         if rewrite or filename not in self.written:
             _write_whole(self.dir / filename, (raw(p) for p in parts if len(p)))
         return info
 
     # ---- reading --------------------------------------------------------------------
-    def load(self) -> tuple[dict[str, Any], "Arrays"]:
+    def load(self) -> tuple[dict[str, Any], Arrays]:
         """The last checkpoint's state and its arrays."""
         path = self.dir / MANIFEST
         try:
@@ -129,9 +139,11 @@ class Checkpoints:
         except (OSError, ValueError) as e:
             raise ConfigError(f"--resume {str(self.dir)!r}: cannot read {MANIFEST} ({e})") from None
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-            raise ConfigError(f"--resume {str(self.dir)!r}: not a checkpoint of this modelcheck "
-                              f"(format {manifest.get('format') if isinstance(manifest, dict) else '?'}, "
-                              f"expected {FORMAT})")
+            raise ConfigError(
+                f"--resume {str(self.dir)!r}: not a checkpoint of this modelcheck "
+                f"(format {manifest.get('format') if isinstance(manifest, dict) else '?'}, "
+                f"expected {FORMAT})"
+            )
         self.written = {f["file"] for f in manifest["files"].values() if f.get("fixed")}
         return manifest["state"], Arrays(self.dir, manifest["files"])
 

@@ -60,22 +60,23 @@ from ..spec import Spec
 from ..trace import replay_path
 from . import batch
 from .batch import LINK_DTYPE, Abandoned, Candidates, run_info
-from .visited import BUCKET_BITS, Visited, first_occurrences, reshard, shard_of
 from .control import Control, check_identity, identity
 from .kernel import Kernel
 from .liveness import Recorder, check_properties
 from .progress import Progress, progress_counts
 from .spill import on_disk, to_disk
+from .visited import BUCKET_BITS, Visited, first_occurrences, reshard, shard_of
 
-MIN_SEGMENT = 1 << 12       # frontier rows: a level is not split finer
-MANY_SEGMENTS = 4           # more segments than this for the rest of a level: move the visited set to disk
-MERGE_SHARE = 16            # once on disk, keys in memory beyond this many segments' candidates move there too
-VISITED_SHARE = 0.25        # of the memory limit, what the visited set's keys may keep in memory when it is short
-PEAK_PER_CANDIDATE = 3.0    # a candidate's bytes at a segment's peak, in its own sizes (buffer growth, joins, sorts)
+MIN_SEGMENT = 1 << 12  # frontier rows: a level is not split finer
+MANY_SEGMENTS = 4  # more segments than this for the rest of a level: move the visited set to disk
+MERGE_SHARE = 16  # once on disk, keys in memory beyond this many segments' candidates move there too
+VISITED_SHARE = 0.25  # of the memory limit, what the visited set's keys may keep in memory when it is short
+PEAK_PER_CANDIDATE = 3.0  # a candidate's bytes at a segment's peak, in its own sizes (buffer growth, joins, sorts)
 
 
-def check(spec: Spec, kernel: Kernel, *, workers: int = 1, progress: Progress | None = None,
-          control: Control | None = None) -> CheckResult:
+def check(
+    spec: Spec, kernel: Kernel, *, workers: int = 1, progress: Progress | None = None, control: Control | None = None
+) -> CheckResult:
     """Explore every reachable state of `spec` with its compiled `kernel` on
     `workers` threads; stop at the first violation (or as `control` asks)."""
     with ThreadPoolExecutor(workers) as pool:
@@ -87,38 +88,46 @@ class Cursor:
     """Where a search stands: `depth` levels complete, expanding `frontier`
     (the states of the last of them), whose first `done` rows are expanded
     and their new states settled into `next_rows` and `next_links`."""
+
     depth: int
     frontier: np.ndarray
     done: int = 0
-    first: int = 0              # the number of the frontier's first state (in the order states were found)
+    first: int = 0  # the number of the frontier's first state (in the order states were found)
     next_rows: list[np.ndarray] = field(default_factory=list)
     next_links: list[np.ndarray] = field(default_factory=list)
-    resolved: int = 0           # next_rows[:resolved] are new; the rest are until a run holds their key
-    next_keys: list[np.ndarray] = field(default_factory=list)   # the keys of next_rows[resolved:]
+    resolved: int = 0  # next_rows[:resolved] are new; the rest are until a run holds their key
+    next_keys: list[np.ndarray] = field(default_factory=list)  # the keys of next_rows[resolved:]
 
 
 class Search:
-    def __init__(self, spec: Spec, kernel: Kernel, workers: int, pool: ThreadPoolExecutor,
-                 progress: Progress | None, control: Control):
+    def __init__(
+        self,
+        spec: Spec,
+        kernel: Kernel,
+        workers: int,
+        pool: ThreadPoolExecutor,
+        progress: Progress | None,
+        control: Control,
+    ):
         self.spec, self.kernel, self.workers, self.pool = spec, kernel, workers, pool
         self.progress, self.control = progress, control
         self.started = time.perf_counter()
         self.shards = [Visited(kernel.key_words) for _ in range(workers)]
-        self.links: list[np.ndarray] = []       # links[d]: (parent, index) of each state of level d
+        self.links: list[np.ndarray] = []  # links[d]: (parent, index) of each state of level d
         self.coverage = np.zeros(kernel.action_count, dtype=np.int64)
-        self.reached = np.zeros(kernel.goal_count, dtype=np.uint8)       # goals some step reached
+        self.reached = np.zeros(kernel.goal_count, dtype=np.uint8)  # goals some step reached
         self.distinct = self.generated = 0
-        self.represented = 0                     # with symmetry: the states the classes visited hold
+        self.represented = 0  # with symmetry: the states the classes visited hold
         self.frontier_peak = 0
-        self.expanded = 0                        # rows of the current segment expanded so far
-        self.halt = threading.Event()            # Ctrl-C where no signal handler turns it into a request
-        self.over = False                        # the memory limit was passed during an expansion
-        self.spilled = False                     # frontiers and links live on disk from now on
+        self.expanded = 0  # rows of the current segment expanded so far
+        self.halt = threading.Event()  # Ctrl-C where no signal handler turns it into a request
+        self.over = False  # the memory limit was passed during an expansion
+        self.spilled = False  # frontiers and links live on disk from now on
         self.segments = 0
-        self.visited_flushes = 0                 # times the visited set's keys in memory moved to disk
-        self.last_candidates = 0                 # successors the last segment had
-        self.deferred = False                    # keys are on disk: duplicates there are detected late
-        self.per_row = 4.0                       # successors a frontier row, the most a segment had
+        self.visited_flushes = 0  # times the visited set's keys in memory moved to disk
+        self.last_candidates = 0  # successors the last segment had
+        self.deferred = False  # keys are on disk: duplicates there are detected late
+        self.per_row = 4.0  # successors a frontier row, the most a segment had
         self.candidate_bytes = 8 * (kernel.words + kernel.key_words) + 8 + 2 + 1 + 2
         # temporal properties: the behaviour graph, recorded as the search goes
         self.recorder = Recorder(kernel.key_words, self.control.max_memory) if spec.checked_properties() else None
@@ -152,9 +161,16 @@ class Search:
 
     def initial(self) -> Cursor | CheckResult:
         rows = np.array([self.kernel.pack(s) for s in self.inits], dtype=np.uint64).reshape(
-            len(self.inits), self.kernel.words)
-        level = Candidates(rows, self.kernel.keys(rows), np.arange(len(rows), dtype=np.int64),
-                           np.zeros(len(rows), np.uint16), np.zeros(len(rows), np.uint8), np.zeros(len(rows), np.uint16))
+            len(self.inits), self.kernel.words
+        )
+        level = Candidates(
+            rows,
+            self.kernel.keys(rows),
+            np.arange(len(rows), dtype=np.int64),
+            np.zeros(len(rows), np.uint16),
+            np.zeros(len(rows), np.uint8),
+            np.zeros(len(rows), np.uint16),
+        )
         cur = Cursor(0, rows[:0])
         bad = self.settle(level, cur)
         return self.violated(level, cur, *bad) if bad else self.next_level(cur)
@@ -175,13 +191,13 @@ class Search:
             level = self.expand(cur.frontier, cur.done, hi, cur.depth)
         except Abandoned:
             if not self.over:
-                return None         # a stop request: the next safe point acts on it
+                return None  # a stop request: the next safe point acts on it
             if hi - cur.done <= MIN_SEGMENT and self.spilled:
                 if not any(s.memory_keys for s in self.shards):
                     raise self.memory_stop(cur, "a segment of the frontier no longer fits") from None
                 self.flush_visited(cur)
                 return None
-            self.per_row *= 2       # it did not fit: smaller segments from now on
+            self.per_row *= 2  # it did not fit: smaller segments from now on
             self.spill(cur)
             return None
         self.segments += 1
@@ -201,8 +217,9 @@ class Search:
         hint = self.per_row * 1.25
 
         def part(t: int) -> Candidates:
-            return batch.expand(self.kernel, frontier, cuts[t], cuts[t + 1], self.abandon, self._done,
-                                reached=reached[t], per_row=hint)
+            return batch.expand(
+                self.kernel, frontier, cuts[t], cuts[t + 1], self.abandon, self._done, reached=reached[t], per_row=hint
+            )
 
         parts = self.wait([self.pool.submit(part, t) for t in range(self.workers)], depth, len(frontier) - lo)
         for r in reached:
@@ -236,14 +253,14 @@ class Search:
         rows = level.words[winners]
         first = self.first_violation(rows)
         if first is not None:
-            new = np.arange(first[0] + 1)           # the new states up to the violating one
-            if self.deferred:                       # a provisional winner a run holds is not new
+            new = np.arange(first[0] + 1)  # the new states up to the violating one
+            if self.deferred:  # a provisional winner a run holds is not new
                 self.resolve(cur)
-                new = np.append(np.flatnonzero(~self.in_runs(level.keys[winners[:first[0]]])), first[0])
+                new = np.append(np.flatnonzero(~self.in_runs(level.keys[winners[: first[0]]])), first[0])
             if self.spec.symmetric:
                 self.represented += self.kernel.class_sizes(rows[new], 0, len(new))
             return int(winners[first[0]]), len(new) - 1, first[1]
-        if self.spec.symmetric:         # the states these classes hold
+        if self.spec.symmetric:  # the states these classes hold
             self.represented += self.kernel.class_sizes(rows, 0, len(rows))
         links = np.empty(len(winners), dtype=LINK_DTYPE)
         links["parent"], links["index"] = level.parents[winners], level.index[winners]
@@ -255,8 +272,9 @@ class Search:
             cur.resolved = len(cur.next_rows)
         if self.recorder is not None:
             if cur.depth:
-                self.recorder.add_transitions(self.kept(level.parents + cur.first), self.kept(level.keys),
-                                              self.kept(level.instance))
+                self.recorder.add_transitions(
+                    self.kept(level.parents + cur.first), self.kept(level.keys), self.kept(level.instance)
+                )
             self.recorder.add_states(self.kept(level.keys[winners]), self.kept(self.kernel.labels(rows)))
         self.distinct += len(winners)
         self.generated += len(level)
@@ -299,8 +317,9 @@ class Search:
     def first_violation(self, rows: np.ndarray) -> tuple[int, int] | None:
         """(row, place in checked_invariants()) of the first violating row."""
         cuts = np.linspace(0, len(rows), self.workers + 1).astype(int).tolist()
-        found = self.wait([self.pool.submit(self.kernel.check, rows, cuts[t], cuts[t + 1])
-                           for t in range(self.workers)])
+        found = self.wait(
+            [self.pool.submit(self.kernel.check, rows, cuts[t], cuts[t + 1]) for t in range(self.workers)]
+        )
         return next(((row, which) for row, which in found if row >= 0), None)
 
     def wait(self, futures: list, depth: int = 0, queue: int = 0) -> list:
@@ -345,12 +364,15 @@ class Search:
             self.spill(cur)
             room = self.control.max_memory - anon_rss()
         in_memory = sum(s.memory_bytes for s in self.shards)
-        short = room < per_row * rest / MANY_SEGMENTS and (in_memory > self.control.max_memory * VISITED_SHARE
-                                                           or room < per_row * min(rest, MIN_SEGMENT))
+        short = room < per_row * rest / MANY_SEGMENTS and (
+            in_memory > self.control.max_memory * VISITED_SHARE or room < per_row * min(rest, MIN_SEGMENT)
+        )
         # a segment merges its new keys into the keys in memory, so once the set is on disk
         # those stay a few segments' worth: merging costs then what the segment does
-        costly = any(s.runs for s in self.shards) and \
-            sum(s.memory_keys for s in self.shards) > MERGE_SHARE * self.last_candidates
+        costly = (
+            any(s.runs for s in self.shards)
+            and sum(s.memory_keys for s in self.shards) > MERGE_SHARE * self.last_candidates
+        )
         if short or costly:
             self.flush_visited(cur)
             room = self.control.max_memory - anon_rss()
@@ -371,7 +393,7 @@ class Search:
 
         self.wait([self.pool.submit(move, s) for s in range(self.workers)])
         self.visited_flushes += 1
-        self.deferred = self.recorder is None     # the behaviour graph needs each segment's exact winners
+        self.deferred = self.recorder is None  # the behaviour graph needs each segment's exact winners
         release_freed()
 
     def spill(self, cur: Cursor) -> None:
@@ -401,14 +423,20 @@ class Search:
         return self.control.out_of_memory(what, **self.counts(cur))
 
     def counts(self, cur: Cursor) -> dict:
-        return {"distinct": self.distinct, "generated": self.generated, "depth": cur.depth,
-                "elapsed_s": time.perf_counter() - self.started,
-                "checkpoint": str(self.control.checkpoints.dir) if self.control.checkpoints else None}
+        return {
+            "distinct": self.distinct,
+            "generated": self.generated,
+            "depth": cur.depth,
+            "elapsed_s": time.perf_counter() - self.started,
+            "checkpoint": str(self.control.checkpoints.dir) if self.control.checkpoints else None,
+        }
 
     @cached_property
     def identity(self) -> dict:
         k = self.kernel
-        return identity(self.spec, "fast", k.source["spec"] + k.source["glue"] + f"\nkeys {k.key_words} {k.fingerprint_bits}")
+        return identity(
+            self.spec, "fast", k.source["spec"] + k.source["glue"] + f"\nkeys {k.key_words} {k.fingerprint_bits}"
+        )
 
     def checkpoint(self, cur: Cursor) -> None:
         buckets, sizes = [], []
@@ -417,23 +445,40 @@ class Search:
                 parts = s.bucket_parts(b)
                 buckets += parts
                 sizes.append(sum(len(p) for p in parts))
-        state = {"identity": self.identity, "depth": cur.depth, "done": cur.done, "first": cur.first,
-                 "levels": len(self.links),
-                 "distinct": self.distinct, "generated": self.generated, "represented": self.represented,
-                 "coverage": self.coverage.tolist(),
-                 "reached": self.reached.tolist(), "elapsed_s": time.perf_counter() - self.started,
-                 "workers": self.workers, "bucket_sizes": sizes, "per_row": self.per_row,
-                 "fingerprint_bits": self.kernel.fingerprint_bits}
+        state = {
+            "identity": self.identity,
+            "depth": cur.depth,
+            "done": cur.done,
+            "first": cur.first,
+            "levels": len(self.links),
+            "distinct": self.distinct,
+            "generated": self.generated,
+            "represented": self.represented,
+            "coverage": self.coverage.tolist(),
+            "reached": self.reached.tolist(),
+            "elapsed_s": time.perf_counter() - self.started,
+            "workers": self.workers,
+            "bucket_sizes": sizes,
+            "per_row": self.per_row,
+            "fingerprint_bits": self.kernel.fingerprint_bits,
+        }
         empty_rows, empty_links = np.empty((0, self.kernel.words), np.uint64), np.empty(0, LINK_DTYPE)
         fixed = {f"links-{d}": x for d, x in enumerate(self.links)}
-        if self.recorder is not None:       # its arrays never change once made: each is written once
+        if self.recorder is not None:  # its arrays never change once made: each is written once
             recorded = self.recorder.arrays()
             state["recorded"] = {name: len(p) for name, p in recorded.items()}
             fixed.update({f"graph-{name}-{i}": x for name, p in recorded.items() for i, x in enumerate(p)})
         assert self.control.checkpoints is not None, "saved only where checkpoints are written"
         self.control.checkpoints.save(
-            state, {"visited": buckets or [np.empty((0, self.kernel.key_words), np.uint64)], "frontier": cur.frontier, "next_rows": [empty_rows, *cur.next_rows],
-                    "next_links": [empty_links, *cur.next_links]}, fixed=fixed)
+            state,
+            {
+                "visited": buckets or [np.empty((0, self.kernel.key_words), np.uint64)],
+                "frontier": cur.frontier,
+                "next_rows": [empty_rows, *cur.next_rows],
+                "next_links": [empty_links, *cur.next_links],
+            },
+            fixed=fixed,
+        )
 
     def restore(self) -> Cursor:
         checkpoints = self.control.checkpoints
@@ -444,31 +489,45 @@ class Search:
         starts = np.concatenate([[0], np.cumsum(sizes)])
         # a visited set that would take much of the memory limit is resumed on disk, as it was left
         big = self.control.max_memory is not None and keys.nbytes > self.control.max_memory * VISITED_SHARE
-        self.shards = reshard([keys[starts[b * old]:starts[(b + 1) * old]] for b in range(1 << BUCKET_BITS)],
-                              self.workers, self.control.spill_dir, on_disk=big)
+        self.shards = reshard(
+            [keys[starts[b * old] : starts[(b + 1) * old]] for b in range(1 << BUCKET_BITS)],
+            self.workers,
+            self.control.spill_dir,
+            on_disk=big,
+        )
         self.deferred = big and self.recorder is None
         self.links = [arrays[f"links-{d}"] for d in range(state["levels"])]
         if self.recorder is not None:
-            self.recorder.load({name: [arrays[f"graph-{name}-{i}"] for i in range(n)]
-                                for name, n in state["recorded"].items()})
+            self.recorder.load(
+                {name: [arrays[f"graph-{name}-{i}"] for i in range(n)] for name, n in state["recorded"].items()}
+            )
         self.distinct, self.generated, self.represented = state["distinct"], state["generated"], state["represented"]
         self.coverage = np.array(state["coverage"], dtype=np.int64)
         self.reached = np.array(state["reached"], dtype=np.uint8)
         self.per_row = state["per_row"]
         self.started = time.perf_counter() - state["elapsed_s"]
-        return Cursor(state["depth"], arrays["frontier"], state["done"], state["first"], [arrays["next_rows"]],
-                      [arrays["next_links"]], resolved=1)
+        return Cursor(
+            state["depth"],
+            arrays["frontier"],
+            state["done"],
+            state["first"],
+            [arrays["next_rows"]],
+            [arrays["next_links"]],
+            resolved=1,
+        )
 
     # ---- results ------------------------------------------------------------------
     def properties(self) -> CheckResult:
         """Every invariant holds: now the temporal properties, on the graph recorded."""
         kernel = self.kernel
-        keys = kernel.keys(np.array([kernel.pack(s) for s in self.inits], dtype=np.uint64).reshape(
-            len(self.inits), kernel.words))
+        keys = kernel.keys(
+            np.array([kernel.pack(s) for s in self.inits], dtype=np.uint64).reshape(len(self.inits), kernel.words)
+        )
         distinct_inits = [self.inits[i] for i in first_occurrences(keys).tolist()]
         assert self.recorder is not None, "properties are checked on the graph recorded"
-        found, counts = check_properties(self.spec, self.recorder, distinct_inits,
-                                         lambda state: kernel.keys(kernel.pack(state).reshape(1, -1))[0])
+        found, counts = check_properties(
+            self.spec, self.recorder, distinct_inits, lambda state: kernel.keys(kernel.pack(state).reshape(1, -1))[0]
+        )
         if found is None:
             result = self.result("holds", None, self.depth, [])
         else:
@@ -485,7 +544,7 @@ class Search:
         self.distinct += new_before + 1
         self.generated += position + 1
         if cur.depth:
-            self.coverage += np.bincount(level.action[:position + 1], minlength=len(self.coverage))
+            self.coverage += np.bincount(level.action[: position + 1], minlength=len(self.coverage))
         init, path = self.path(cur.depth, int(level.parents[position]), int(level.index[position]))
         trace = replay_path(self.spec, self.kernel, self.inits[init], path, level.words[position], invariant)
         return self.result("violated", invariant, cur.depth + 1, trace)
@@ -504,15 +563,33 @@ class Search:
         return parent, indices[::-1]
 
     def result(self, verdict: str, invariant: str | None, depth: int, trace: list) -> CheckResult:
-        memory = {"visited_bytes": sum(s.nbytes for s in self.shards),
-                  "visited_disk_bytes": sum(s.disk_bytes for s in self.shards),
-                  "links_bytes": sum(x.nbytes for x in self.links), "frontier_bytes_peak": self.frontier_peak}
+        memory = {
+            "visited_bytes": sum(s.nbytes for s in self.shards),
+            "visited_disk_bytes": sum(s.disk_bytes for s in self.shards),
+            "links_bytes": sum(x.nbytes for x in self.links),
+            "frontier_bytes_peak": self.frontier_peak,
+        }
         goals = {} if trace else dict(zip(self.spec.goals, self.reached.astype(bool).tolist()))
         info = run_info(self.kernel, self.distinct, self.generated)
         if self.spec.symmetric:
             info["symmetry"] = symmetry_info(self.distinct, self.represented)
         if self.control.max_memory is not None:
-            info.update(memory_limit=self.control.max_memory, spilled=self.spilled, segments=self.segments,
-                        visited_flushes=self.visited_flushes)
-        return CheckResult(verdict, invariant, self.distinct, self.generated, depth, time.perf_counter() - self.started,
-                           dict(zip(self.spec.coverage_labels, self.coverage.tolist())), trace, goals, memory, info)
+            info.update(
+                memory_limit=self.control.max_memory,
+                spilled=self.spilled,
+                segments=self.segments,
+                visited_flushes=self.visited_flushes,
+            )
+        return CheckResult(
+            verdict,
+            invariant,
+            self.distinct,
+            self.generated,
+            depth,
+            time.perf_counter() - self.started,
+            dict(zip(self.spec.coverage_labels, self.coverage.tolist())),
+            trace,
+            goals,
+            memory,
+            info,
+        )

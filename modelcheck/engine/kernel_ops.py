@@ -17,7 +17,7 @@ def replace_at(t, i, v):
 
 @jit
 def popcount(mask):
-    x = -mask if mask < 0 else mask     # int.bit_count counts |x|
+    x = -mask if mask < 0 else mask  # int.bit_count counts |x|
     n = 0
     while x:
         x &= x - 1
@@ -40,6 +40,7 @@ def lowest_bit(mask):
 # bijection when it fits in one or two words (exact: distinct states, distinct
 # keys) or hashed to 64 or 128 bits (a fingerprint) when it does not. Mixing spreads
 # the keys, whose top bits say which shard and bucket a key lives in.
+
 
 @jit
 def fmix64(k):

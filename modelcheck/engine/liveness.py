@@ -37,8 +37,9 @@ strong fairness constraint forces.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -51,16 +52,20 @@ from ..trace import TraceError, validate_lasso
 jit: Callable[[Callable], Callable]
 try:
     from numba import njit, uint64
+
     jit = njit(cache=True, nogil=True)
-except ImportError:         # without numba the same loops run as Python: slowly, with the same answers
-    uint64 = np.uint64      # type: ignore[assignment]
+except ImportError:  # without numba the same loops run as Python: slowly, with the same answers
+    uint64 = np.uint64  # type: ignore[assignment]
 
     def jit(fn: Callable) -> Callable:
         return fn
-MAX_GROUPS = 64         # fairness constraints of one property: bits of a word
+
+
+MAX_GROUPS = 64  # fairness constraints of one property: bits of a word
 
 
 # ---- what an engine keeps while it explores ------------------------------------------
+
 
 class Recorder:
     """The states and transitions an engine found, in the order it found
@@ -70,11 +75,11 @@ class Recorder:
     def __init__(self, key_words: int, max_memory: int | None = None):
         self.key_words = key_words
         self.max_memory = max_memory
-        self.keys: list[np.ndarray] = []         # uint64 [m, K], state numbers in order
-        self.labels: list[np.ndarray] = []       # uint64 [m]
-        self.sources: list[np.ndarray] = []      # uint32 [e]
-        self.targets: list[np.ndarray] = []      # uint64 [e, K]
-        self.instances: list[np.ndarray] = []    # uint16 [e]
+        self.keys: list[np.ndarray] = []  # uint64 [m, K], state numbers in order
+        self.labels: list[np.ndarray] = []  # uint64 [m]
+        self.sources: list[np.ndarray] = []  # uint32 [e]
+        self.targets: list[np.ndarray] = []  # uint64 [e, K]
+        self.instances: list[np.ndarray] = []  # uint16 [e]
         self.states = 0
         self.transitions = 0
 
@@ -94,8 +99,13 @@ class Recorder:
             raise ConfigError(self.too_big())
 
     def arrays(self) -> dict[str, list[np.ndarray]]:
-        return {"keys": self.keys, "labels": self.labels, "sources": self.sources, "targets": self.targets,
-                "instances": self.instances}
+        return {
+            "keys": self.keys,
+            "labels": self.labels,
+            "sources": self.sources,
+            "targets": self.targets,
+            "instances": self.instances,
+        }
 
     def load(self, arrays: dict[str, list[np.ndarray]]) -> None:
         """What arrays() gave, back (a checkpoint resumed)."""
@@ -123,12 +133,14 @@ class Recorder:
         return self.max_memory is not None and anon_rss() + self.bytes_needed() > self.max_memory
 
     def too_big(self) -> str:
-        return (f"temporal properties: the behaviour graph of {self.states:,} states and {self.transitions:,} "
-                f"transitions so far needs about {show_size(self.bytes_needed())} to search for fair cycles, more "
-                f"than is left of --max-memory {show_size(self.max_memory or 0)}: stopped before exploring further (check the "
-                "properties on smaller bounds, or raise --max-memory)")
+        return (
+            f"temporal properties: the behaviour graph of {self.states:,} states and {self.transitions:,} "
+            f"transitions so far needs about {show_size(self.bytes_needed())} to search for fair cycles, more "
+            f"than is left of --max-memory {show_size(self.max_memory or 0)}: stopped before exploring further "
+            "(check the properties on smaller bounds, or raise --max-memory)"
+        )
 
-    def graph(self, initial: int) -> "Graph":
+    def graph(self, initial: int) -> Graph:
         """The numbered behaviour graph (one sort of the state keys)."""
         if self.over_limit():
             raise ConfigError(self.too_big())
@@ -141,8 +153,14 @@ class Recorder:
         sources = np.concatenate(self.sources) if self.sources else np.empty(0, np.uint32)
         offsets = np.zeros(self.states + 1, np.int64)
         np.cumsum(np.bincount(sources, minlength=self.states), out=offsets[1:])
-        return Graph(initial, np.concatenate(self.labels) if self.labels else np.empty(0, np.uint64), offsets,
-                     numbers, np.concatenate(self.instances) if self.instances else np.empty(0, np.uint16), keys)
+        return Graph(
+            initial,
+            np.concatenate(self.labels) if self.labels else np.empty(0, np.uint64),
+            offsets,
+            numbers,
+            np.concatenate(self.instances) if self.instances else np.empty(0, np.uint16),
+            keys,
+        )
 
 
 @jit
@@ -174,12 +192,13 @@ class Graph:
     """The behaviour graph: states 0..n-1 (0..initial-1 the initial ones),
     each one's labels and key; transitions grouped by source (those of s
     are offsets[s]..offsets[s+1]), each with its target and instance."""
+
     initial: int
-    labels: np.ndarray          # uint64 [n]
-    offsets: np.ndarray         # int64 [n + 1]
-    target: np.ndarray          # int64 [e]
-    instance: np.ndarray        # uint16 [e]
-    keys: np.ndarray            # uint64 [n, K]
+    labels: np.ndarray  # uint64 [n]
+    offsets: np.ndarray  # int64 [n + 1]
+    target: np.ndarray  # int64 [e]
+    instance: np.ndarray  # uint16 [e]
+    keys: np.ndarray  # uint64 [n, K]
 
     @property
     def size(self) -> int:
@@ -187,6 +206,7 @@ class Graph:
 
 
 # ---- fair cycles ---------------------------------------------------------------------
+
 
 @jit
 def _reach(offsets, target, allowed, sources):
@@ -224,8 +244,8 @@ def _components(offsets, target, allowed):
     comp = np.full(n, -1, np.int64)
     on_stack = np.zeros(n, np.bool_)
     stack = np.empty(n, np.int64)
-    call = np.empty(n, np.int64)          # the DFS path
-    edge = np.empty(n, np.int64)          # each path state's next transition
+    call = np.empty(n, np.int64)  # the DFS path
+    edge = np.empty(n, np.int64)  # each path state's next transition
     depth = 0
     top = 0
     counter = 0
@@ -316,10 +336,11 @@ def _summaries(offsets, target, instance, group_of, enabled, comp, count, marked
 class Fair:
     """A property's fairness as bits: groups of action instances (one a
     constraint), which are weak and which strong."""
-    group_of: np.ndarray        # uint64 [instances]: the groups each instance is in
+
+    group_of: np.ndarray  # uint64 [instances]: the groups each instance is in
     weak: int
     strong: int
-    names: list[str]            # one a group, for messages
+    names: list[str]  # one a group, for messages
 
 
 def fairness(spec: Spec, name: str) -> Fair:
@@ -334,11 +355,18 @@ def fairness(spec: Spec, name: str) -> Fair:
         p = spec.params[f.action][f.each]
         for v in p.domain(spec):
             shown = v if p.show is None else p.show(v)
-            groups.append((f.strong, f"{'SF' if f.strong else 'WF'}({f.action}, {f.each}={shown})",
-                           [i for i in mine if every[i][1][at] == v]))
+            groups.append(
+                (
+                    f.strong,
+                    f"{'SF' if f.strong else 'WF'}({f.action}, {f.each}={shown})",
+                    [i for i in mine if every[i][1][at] == v],
+                )
+            )
     if len(groups) > MAX_GROUPS:
-        raise ConfigError(f"property {name!r} has {len(groups)} fairness constraints in this config, more than "
-                          f"the {MAX_GROUPS} one search can weigh")
+        raise ConfigError(
+            f"property {name!r} has {len(groups)} fairness constraints in this config, more than "
+            f"the {MAX_GROUPS} one search can weigh"
+        )
     group_of = np.zeros(max(1, spec.instance_count), np.uint64)
     weak = strong = 0
     for g, (is_strong, _label, members) in enumerate(groups):
@@ -354,6 +382,7 @@ def fairness(spec: Spec, name: str) -> Fair:
 class Lasso:
     """A violation: transitions (edge numbers) from an initial state to the
     cycle, and the cycle's transitions (none: stuttering at its start)."""
+
     initial: int
     prefix: list[int]
     cycle: list[int]
@@ -394,12 +423,14 @@ def violation(graph: Graph, spec: Spec, name: str, fair: Fair) -> Lasso | None:
     if not in_fair.any():
         return None
     initial = np.zeros(graph.size, np.bool_)
-    initial[:graph.initial] = True
+    initial[: graph.initial] = True
     everything = np.ones(graph.size, np.bool_)
-    if form == LEADS_TO:    # the fair component nearest to a trigger, through states where Q does not hold
+    if form == LEADS_TO:  # the fair component nearest to a trigger, through states where Q does not hold
         mid, start = _shortest(graph, allowed, triggers, in_fair)
-        prefix, _trigger = _shortest(graph, everything, initial, _only(graph, _source_of(graph, mid[0]) if mid else start))
-    else:                   # the nearest state of a fair component that is marked (not P, for <>[]P)
+        prefix, _trigger = _shortest(
+            graph, everything, initial, _only(graph, _source_of(graph, mid[0]) if mid else start)
+        )
+    else:  # the nearest state of a fair component that is marked (not P, for <>[]P)
         mid = []
         prefix, start = _shortest(graph, everything, initial, in_fair & marked)
     first = _source_of(graph, prefix[0]) if prefix else start
@@ -407,8 +438,9 @@ def violation(graph: Graph, spec: Spec, name: str, fair: Fair) -> Lasso | None:
     return Lasso(first, prefix + mid, cycle)
 
 
-def _fair_components(graph: Graph, allowed: np.ndarray, enabled: np.ndarray, fair: Fair,
-                     marked: np.ndarray) -> np.ndarray:
+def _fair_components(
+    graph: Graph, allowed: np.ndarray, enabled: np.ndarray, fair: Fair, marked: np.ndarray
+) -> np.ndarray:
     """Each state's fair component (numbered across refinements), -1 for
     states in none."""
     out = np.full(graph.size, -1, np.int64)
@@ -416,8 +448,9 @@ def _fair_components(graph: Graph, allowed: np.ndarray, enabled: np.ndarray, fai
     weak, strong = np.uint64(fair.weak), np.uint64(fair.strong)
     while allowed.any():
         comp, count = _components(graph.offsets, graph.target, allowed)
-        some, every, taken, has_mark = _summaries(graph.offsets, graph.target, graph.instance, fair.group_of,
-                                                  enabled, comp, count, marked)
+        some, every, taken, has_mark = _summaries(
+            graph.offsets, graph.target, graph.instance, fair.group_of, enabled, comp, count, marked
+        )
         bad_weak = weak & ~taken & every
         bad_strong = strong & ~taken & some
         good = (bad_weak == 0) & (bad_strong == 0) & has_mark
@@ -436,7 +469,7 @@ def _bfs(offsets, target, allowed, sources, goal):
     state: its transitions, last first (empty if a source is a goal or
     none is reached; `reached` says which)."""
     n = len(allowed)
-    pred = np.full(n, -2, np.int64)      # -1: a source
+    pred = np.full(n, -2, np.int64)  # -1: a source
     queue = np.empty(n, np.int64)
     tail = 0
     for s in range(n):
@@ -464,7 +497,7 @@ def _bfs(offsets, target, allowed, sources, goal):
     while s >= 0 and pred[s] >= 0:
         path[k] = pred[s]
         k += 1
-        lo, hi = 0, len(offsets) - 1      # the source of transition pred[s]
+        lo, hi = 0, len(offsets) - 1  # the source of transition pred[s]
         while hi - lo > 1:
             mid = (lo + hi) // 2
             if offsets[mid] <= pred[s]:
@@ -494,15 +527,20 @@ def _source_of(graph: Graph, edge: int) -> int:
     return int(np.searchsorted(graph.offsets, edge, side="right") - 1)
 
 
-def _cycle(graph: Graph, members: np.ndarray, start: int, enabled: np.ndarray, fair: Fair,
-           marked: np.ndarray) -> list[int]:
+def _cycle(
+    graph: Graph, members: np.ndarray, start: int, enabled: np.ndarray, fair: Fair, marked: np.ndarray
+) -> list[int]:
     """A fair cycle from `start` through its component (`members`): one
     transition of each group taken in it, a state where each weak group not
     taken is disabled, a marked state; none at all if stuttering at
     `start` is fair."""
     states = np.flatnonzero(members)
-    edges = [e for s in states.tolist() for e in range(graph.offsets[s], graph.offsets[s + 1])
-             if members[graph.target[e]] and graph.target[e] != s]
+    edges = [
+        e
+        for s in states.tolist()
+        for e in range(graph.offsets[s], graph.offsets[s + 1])
+        if members[graph.target[e]] and graph.target[e] != s
+    ]
     taken = 0
     for e in edges:
         taken |= int(fair.group_of[graph.instance[e]])
@@ -512,12 +550,18 @@ def _cycle(graph: Graph, members: np.ndarray, start: int, enabled: np.ndarray, f
         if taken & bit:
             waypoints.append(("edge", next(e for e in edges if int(fair.group_of[graph.instance[e]]) & bit)))
         elif fair.weak & bit:
-            waypoints.append(("state", start if not int(enabled[start]) & bit else
-                              int(next(s for s in states if not int(enabled[s]) & bit))))
+            waypoints.append(
+                (
+                    "state",
+                    start
+                    if not int(enabled[start]) & bit
+                    else int(next(s for s in states if not int(enabled[s]) & bit)),
+                )
+            )
     if not marked[start]:
         waypoints.append(("state", int(next(s for s in states if marked[s]))))
     if all(kind == "state" and at == start for kind, at in waypoints):
-        return []                           # stuttering at `start` is fair
+        return []  # stuttering at `start` is fair
     walk, here = [], start
     for kind, at in waypoints + [("state", start)]:
         to = _source_of(graph, at) if kind == "edge" else at
@@ -537,8 +581,10 @@ def _within(graph: Graph, members: np.ndarray, src: int, dst: int) -> list[int]:
 
 # ---- a lasso as a trace ----------------------------------------------------------------
 
-def lasso_steps(spec: Spec, graph: Graph, lasso: Lasso, initial_state: Any,
-                key_of: Callable[[Any], np.ndarray]) -> tuple[list[Step], int]:
+
+def lasso_steps(
+    spec: Spec, graph: Graph, lasso: Lasso, initial_state: Any, key_of: Callable[[Any], np.ndarray]
+) -> tuple[list[Step], int]:
     """The lasso replayed through the interpreted spec, each step checked
     to reach the state the search numbered: (steps, the loop's start)."""
     steps = [Step(None, {}, initial_state)]
@@ -554,8 +600,9 @@ def lasso_steps(spec: Spec, graph: Graph, lasso: Lasso, initial_state: Any,
     return steps, len(lasso.prefix)
 
 
-def check_properties(spec: Spec, recorder: Recorder, initial_states: list,
-                     key_of: Callable[[Any], np.ndarray]) -> tuple[tuple[str, list[Step], int] | None, dict[str, int]]:
+def check_properties(
+    spec: Spec, recorder: Recorder, initial_states: list, key_of: Callable[[Any], np.ndarray]
+) -> tuple[tuple[str, list[Step], int] | None, dict[str, int]]:
     """The first checked property a fair behaviour violates, with its lasso
     re-validated by replay: (name, steps, loop start), None if all hold;
     and each checked property's `triggers` count."""

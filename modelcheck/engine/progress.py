@@ -6,12 +6,18 @@ starting, a kernel compiling)."""
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 Progress = Callable[[dict], None]
 
 
 def progress_counts(distinct: int, generated: int, depth: int, queue: int, started: float) -> dict:
     elapsed = time.perf_counter() - started
-    return {"distinct": distinct, "generated": generated, "depth": depth, "queue": queue,
-            "elapsed_s": elapsed, "states_per_s": distinct / elapsed if elapsed > 0 else 0.0}
+    return {
+        "distinct": distinct,
+        "generated": generated,
+        "depth": depth,
+        "queue": queue,
+        "elapsed_s": elapsed,
+        "states_per_s": distinct / elapsed if elapsed > 0 else 0.0,
+    }

@@ -13,7 +13,8 @@ state is unreachable; if not, the check had not met it yet.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -22,8 +23,8 @@ from ..spec import Spec
 from . import batch
 from .visited import Visited
 
-COMPILED_BUDGET = 1_000_000     # states indexed by default: a few seconds compiled,
-INTERPRETED_BUDGET = 50_000     # and about as long interpreted
+COMPILED_BUDGET = 1_000_000  # states indexed by default: a few seconds compiled,
+INTERPRETED_BUDGET = 50_000  # and about as long interpreted
 
 
 def index(spec: Spec, budget: int | None, note: Callable[[str], None] = lambda text: None) -> Reach:
@@ -31,6 +32,7 @@ def index(spec: Spec, budget: int | None, note: Callable[[str], None] = lambda t
     (compiled now if need be), else interpreted; `budget` None: the
     default of either."""
     from .kernel import KernelUnavailable, kernel_for
+
     try:
         kernel = kernel_for(spec, note)
     except KernelUnavailable as e:
@@ -51,7 +53,7 @@ class Reach:
             self.levels: list[Visited] = []
             self._compiled()
         else:
-            self.depths: dict[int, int] = {}     # fingerprint -> depth
+            self.depths: dict[int, int] = {}  # fingerprint -> depth
             self.last = 0
             self._interpreted()
         self.elapsed_s = time.perf_counter() - started
@@ -74,7 +76,7 @@ class Reach:
         seen = Visited(k.key_words)
         keys = k.keys(rows)
         while len(rows):
-            new = np.flatnonzero(seen.insert_new(keys))[:self.budget - self.states]
+            new = np.flatnonzero(seen.insert_new(keys))[: self.budget - self.states]
             if not len(new):
                 break
             level = Visited(k.key_words)

@@ -90,7 +90,7 @@ class Shrinker:
                 i = 0
                 while i < len(best) - 1:
                     current = self.moves(best)
-                    if attempt(current[:i] + current[i + size:]):
+                    if attempt(current[:i] + current[i + size :]):
                         improved = True
                     else:
                         i += max(1, size // 2)
@@ -98,14 +98,14 @@ class Shrinker:
             i = 0
             while i < len(best) - 2:
                 current = self.moves(best)
-                if attempt(current[:i] + [current[i + 1], current[i]] + current[i + 2:]):
+                if attempt(current[:i] + [current[i + 1], current[i]] + current[i + 2 :]):
                     improved = True
                 i += 1
             i = 0
             while i < len(best) - 1:
                 current, (action, args) = self.moves(best), self.moves(best)[i]
                 for other, _t in self.spec.instances(action, best[i].state):
-                    if other != args and attempt(current[:i] + [(action, other)] + current[i + 1:]):
+                    if other != args and attempt(current[:i] + [(action, other)] + current[i + 1 :]):
                         improved = True
                         break
                 i += 1
@@ -113,4 +113,4 @@ class Shrinker:
 
     @staticmethod
     def moves(steps: list[Step]) -> list[Move]:
-        return [(cast(str, s.action), s.args) for s in steps[1:]]      # only the initial step has none
+        return [(cast(str, s.action), s.args) for s in steps[1:]]  # only the initial step has none

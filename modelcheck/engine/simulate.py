@@ -39,9 +39,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..lifetime import StopRequest, end_pool
 from ..result import Step
@@ -52,9 +53,10 @@ from .walks import Chunk, Fold, KernelSteps, Plan, SpecSteps, chunks, walk_chunk
 
 # ---- the search: chunks in order, here, on processes, or on Spark ------------------
 
+
 @dataclass
 class SimResult:
-    verdict: str                        # "violated" or "nothing found" (never "holds")
+    verdict: str  # "violated" or "nothing found" (never "holds")
     invariant: str | None
     walks: int
     states_visited: int
@@ -63,16 +65,26 @@ class SimResult:
     coverage: dict[str, int]
     seed: int
     depth: int
-    trace: list[Step] = field(default_factory=list)         # the shrunk counterexample
-    walk_trace: list[Step] = field(default_factory=list)    # the violating walk as it was
+    trace: list[Step] = field(default_factory=list)  # the shrunk counterexample
+    walk_trace: list[Step] = field(default_factory=list)  # the violating walk as it was
     shrink: dict[str, Any] = field(default_factory=dict)
     run_info: dict[str, Any] = field(default_factory=dict)
 
 
-def simulate(spec: Spec, p: Plan, *, kernel: Any | None = None, workers: int = 1,
-             progress: Progress | None = None, stop: StopRequest | None = None,
-             engine: str = "local", master: str | None = None, partitions: int | None = None,
-             spark_settings: dict[str, str] | None = None, shrink_budget: int = 20_000) -> SimResult:
+def simulate(
+    spec: Spec,
+    p: Plan,
+    *,
+    kernel: Any | None = None,
+    workers: int = 1,
+    progress: Progress | None = None,
+    stop: StopRequest | None = None,
+    engine: str = "local",
+    master: str | None = None,
+    partitions: int | None = None,
+    spark_settings: dict[str, str] | None = None,
+    shrink_budget: int = 20_000,
+) -> SimResult:
     """Run plan `p`'s walks on `spec` (on `kernel`'s compiled successors
     where given), then shrink and re-validate a violation found."""
     stop = stop or StopRequest()
@@ -82,13 +94,18 @@ def simulate(spec: Spec, p: Plan, *, kernel: Any | None = None, workers: int = 1
     def report() -> None:
         if progress:
             elapsed = time.perf_counter() - started
-            progress({"note": f"walks {fold.walks:,}/{p.walks:,}  states {fold.visited:,}  "
-                              f"distinct >= {len(fold._seen):,}  {fold.visited / elapsed if elapsed else 0:,.0f} "
-                              f"states/s  {elapsed:.0f} s"})
+            progress(
+                {
+                    "note": f"walks {fold.walks:,}/{p.walks:,}  states {fold.visited:,}  "
+                    f"distinct >= {len(fold._seen):,}  {fold.visited / elapsed if elapsed else 0:,.0f} "
+                    f"states/s  {elapsed:.0f} s"
+                }
+            )
 
     with stop.polling():
         if engine == "spark":
             from .simulate_spark import run_chunks
+
             run_chunks(spec, kernel, p, fold, master, partitions, spark_settings, stop, report)
         elif workers <= 1:
             steps = KernelSteps(kernel, spec) if kernel is not None else SpecSteps(spec)
@@ -105,25 +122,58 @@ def simulate(spec: Spec, p: Plan, *, kernel: Any | None = None, workers: int = 1
         else:
             _on_processes(spec, kernel, p, fold, workers, stop, report)
         if stop.asked:
-            raise stop.stopped(distinct=fold.distinct(), generated=fold.visited,
-                               elapsed_s=time.perf_counter() - started)
+            raise stop.stopped(
+                distinct=fold.distinct(), generated=fold.visited, elapsed_s=time.perf_counter() - started
+            )
     elapsed = time.perf_counter() - started
     coverage = dict(zip(spec.coverage_labels, map(int, fold.coverage)))
-    info = {"kernel": "compiled" if kernel is not None else "interpreted", "engine": engine,
-            "workers": workers if engine == "local" else 1}
+    info = {
+        "kernel": "compiled" if kernel is not None else "interpreted",
+        "engine": engine,
+        "workers": workers if engine == "local" else 1,
+    }
     if fold.violation is None:
-        return SimResult("nothing found", None, fold.walks, fold.visited, fold.distinct(), elapsed, coverage,
-                         p.seed, p.depth, run_info=info)
+        return SimResult(
+            "nothing found",
+            None,
+            fold.walks,
+            fold.visited,
+            fold.distinct(),
+            elapsed,
+            coverage,
+            p.seed,
+            p.depth,
+            run_info=info,
+        )
     from .shrink import shrink
+
     w, init, path, invariant = fold.violation
     walk = replay_walk(spec, init, path, invariant)
     shrunk_started = time.perf_counter()
     trace, tried = shrink(spec, walk, invariant, budget=shrink_budget)
     validate(spec, trace, invariant)
-    shrink_info = {"walk": w, "walk_steps": len(walk) - 1, "steps": len(trace) - 1, "replays": tried,
-                   "elapsed_s": round(time.perf_counter() - shrunk_started, 3)}
-    return SimResult("violated", invariant, fold.walks, fold.visited, fold.distinct(), elapsed, coverage,
-                     p.seed, p.depth, trace, walk, shrink_info, info)
+    shrink_info = {
+        "walk": w,
+        "walk_steps": len(walk) - 1,
+        "steps": len(trace) - 1,
+        "replays": tried,
+        "elapsed_s": round(time.perf_counter() - shrunk_started, 3),
+    }
+    return SimResult(
+        "violated",
+        invariant,
+        fold.walks,
+        fold.visited,
+        fold.distinct(),
+        elapsed,
+        coverage,
+        p.seed,
+        p.depth,
+        trace,
+        walk,
+        shrink_info,
+        info,
+    )
 
 
 def replay_walk(spec: Spec, init: int, path: list[int], invariant: str) -> list[Step]:
@@ -145,6 +195,7 @@ _worker: dict[str, Any] = {}
 
 def _setup(spec: Spec, kernel: Any | None, parent: int) -> None:
     from ..lifetime import die_with_parent
+
     die_with_parent(parent)
     _worker["steps"] = KernelSteps(kernel, spec) if kernel is not None else SpecSteps(spec)
 
@@ -153,12 +204,14 @@ def _run(p: Plan, a: int, b: int) -> Chunk:
     return walk_chunk(_worker["steps"], p, a, b)
 
 
-def _on_processes(spec: Spec, kernel: Any | None, p: Plan, fold: Fold, workers: int, stop: StopRequest,
-                  report: Callable[[], None]) -> None:
+def _on_processes(
+    spec: Spec, kernel: Any | None, p: Plan, fold: Fold, workers: int, stop: StopRequest, report: Callable[[], None]
+) -> None:
     """Chunks on `workers` processes (which die with this one and leave
     Ctrl-C to it), a few in flight each; stopped at once on a stop request,
     and, past a violation, once every chunk before it is in."""
     from concurrent.futures import ProcessPoolExecutor
+
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_setup, initargs=(spec, kernel, os.getpid()))
     todo = iter(chunks(p))
     running: set[Future] = set()
@@ -176,10 +229,9 @@ def _on_processes(spec: Spec, kernel: Any | None, p: Plan, fold: Fold, workers: 
             for f in done:
                 fold.add(f.result())
             if fold.done:
-                break       # past a violation: every chunk before it is folded
+                break  # past a violation: every chunk before it is folded
             if time.perf_counter() - last > 2:
                 report()
                 last = time.perf_counter()
     finally:
         end_pool(pool)
-

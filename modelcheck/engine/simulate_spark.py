@@ -6,14 +6,15 @@ from each machine's cache, compiled once a machine)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ..lifetime import StopRequest
 from ..spec import Spec
 from .spark_session import spark_context
 from .walks import Chunk, Fold, KernelSteps, Plan, chunks, walk_chunk
 
-CHUNKS_A_TASK = 8       # chunks a task runs in a round (a job): fewer jobs, a little work past a violation
+CHUNKS_A_TASK = 8  # chunks a task runs in a round (a job): fewer jobs, a little work past a violation
 
 
 def _walks(shipped: Any, p: Plan, items: Iterator[tuple[int, int]]) -> Iterator[Chunk]:
@@ -23,8 +24,17 @@ def _walks(shipped: Any, p: Plan, items: Iterator[tuple[int, int]]) -> Iterator[
         yield walk_chunk(steps, p, a, b)
 
 
-def run_chunks(spec: Spec, kernel: Any, p: Plan, fold: Fold, master: str | None, partitions: int | None,
-               settings: dict[str, str] | None, stop: StopRequest, report: Callable[[], None]) -> None:
+def run_chunks(
+    spec: Spec,
+    kernel: Any,
+    p: Plan,
+    fold: Fold,
+    master: str | None,
+    partitions: int | None,
+    settings: dict[str, str] | None,
+    stop: StopRequest,
+    report: Callable[[], None],
+) -> None:
     """Fold `p`'s chunks, run on Spark a round at a time, until a violation
     (every chunk before it folded), the last walk, or a stop request."""
     with spark_context(master, type(spec).__module__.split(".")[0], settings) as sc:
@@ -35,7 +45,7 @@ def run_chunks(spec: Spec, kernel: Any, p: Plan, fold: Fold, master: str | None,
         for start in range(0, len(todo), per_round):
             if fold.done or stop.asked:
                 break
-            batch = todo[start:start + per_round]
+            batch = todo[start : start + per_round]
             rdd = sc.parallelize(batch, min(len(batch), tasks))
             for chunk in rdd.mapPartitions(lambda items: _walks(shipped, p, items)).collect():
                 fold.add(chunk)

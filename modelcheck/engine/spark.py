@@ -47,10 +47,11 @@ import re
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, nullcontext
 from functools import partial
-from typing import Any, Callable, cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -62,13 +63,13 @@ from .batch import run_info
 from .control import Control
 from .kernel import Kernel
 from .progress import Progress, progress_counts
-from .spark_session import EngineUnavailable, MEMORY_KEYS, loopback, scratch_dir, spark_context
+from .spark_session import MEMORY_KEYS, EngineUnavailable, loopback, scratch_dir, spark_context
 from .visited import BUCKETS, Run, Visited, _merge_two, first_occurrences, shard_of
 
-KEY_BYTES = 2           # a successor index (or an initial state's position) in a path
+KEY_BYTES = 2  # a successor index (or an initial state's position) in a path
 STATE_DIR = "spark.modelcheck.stateDir"
-DRIVER_STATES = "spark.modelcheck.driverStates"     # the largest level the driver runs while executors start
-PHASES = ("settle", "expand", "write")      # a task's seconds, summed over a level's tasks
+DRIVER_STATES = "spark.modelcheck.driverStates"  # the largest level the driver runs while executors start
+PHASES = ("settle", "expand", "write")  # a task's seconds, summed over a level's tasks
 
 
 def _child_paths(paths: np.ndarray, rows: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -83,7 +84,7 @@ def _child_paths(paths: np.ndarray, rows: np.ndarray, index: np.ndarray) -> np.n
 
 def _save(path: str, *arrays: np.ndarray) -> int:
     """Arrays into one file, whole under `path` or not at all; its bytes."""
-    part = f"{path}.{os.getpid()}.tmp"      # a task and its retry (or speculative copy) write apart
+    part = f"{path}.{os.getpid()}.tmp"  # a task and its retry (or speculative copy) write apart
     with open(part, "wb") as f:
         for a in arrays:
             np.save(f, a, allow_pickle=False)
@@ -107,6 +108,7 @@ def _load(path: str, n: int) -> list[np.ndarray]:
 
 
 # ---- what the executors run --------------------------------------------------------
+
 
 class Shard:
     """Shard `index`'s files under the run directory `root`."""
@@ -134,17 +136,22 @@ def _keep(visited: Visited, shard: Shard, depth: int) -> list[str]:
     the run files that now hold the shard's visited set."""
     held = visited.runs
     if visited.memory_keys:
-        held.append(Run.write(visited.buckets, visited.key_words, visited.memory_keys, shard.run(depth),
-                              durable=False))
+        held.append(Run.write(visited.buckets, visited.key_words, visited.memory_keys, shard.run(depth), durable=False))
         visited.buckets = [np.empty((0, visited.key_words), np.uint64) for _ in range(BUCKETS)]
     merged = 0
     while len(held) > 1 and 2 * len(held[-1]) >= len(held[-2]):
         older, newer = held[-2], held[-1]
         merged += 1
-        held[-2:] = [Run.write((_merge_two(older.bucket(b), newer.bucket(b)) for b in range(BUCKETS)),
-                               older.keys.shape[1], len(older) + len(newer), shard.run(depth, merged),
-                               durable=False)]
-    return [cast(str, r.path) for r in held]        # every run here was written to a file
+        held[-2:] = [
+            Run.write(
+                (_merge_two(older.bucket(b), newer.bucket(b)) for b in range(BUCKETS)),
+                older.keys.shape[1],
+                len(older) + len(newer),
+                shard.run(depth, merged),
+                durable=False,
+            )
+        ]
+    return [cast(str, r.path) for r in held]  # every run here was written to a file
 
 
 def _step(kernel_bc: Any, root: str, shards: int, depth: int, symmetric: bool, item: tuple) -> tuple:
@@ -171,7 +178,7 @@ def _step(kernel_bc: Any, root: str, shards: int, depth: int, symmetric: bool, i
     violation = None
     row, which = kernel.check(rows, 0, len(rows))
     if row >= 0:
-        violation = (paths[row:row + 1].view(np.uint8).tobytes(), which, rows[row])
+        violation = (paths[row : row + 1].view(np.uint8).tobytes(), which, rows[row])
     represented = kernel.class_sizes(rows, 0, len(rows)) if symmetric else 0
     t1 = time.perf_counter()
     written = _save(shard.frontier(depth), rows, paths)
@@ -226,9 +233,17 @@ def _transitions_before(kernel_bc: Any, root: str, depth: int, parent_path: byte
 
 # ---- the driver ------------------------------------------------------------------
 
-def check(spec: Spec, load_kernel: Callable[[], Kernel], *, master: str | None = None, partitions: int | None = None,
-          settings: dict[str, str] | None = None, progress: Progress | None = None,
-          control: Control | None = None) -> CheckResult:
+
+def check(
+    spec: Spec,
+    load_kernel: Callable[[], Kernel],
+    *,
+    master: str | None = None,
+    partitions: int | None = None,
+    settings: dict[str, str] | None = None,
+    progress: Progress | None = None,
+    control: Control | None = None,
+) -> CheckResult:
     """Explore every reachable state of `spec` on Spark: `master` as
     spark-submit's --master (default local[*], or spark-submit's own when
     run under it), `partitions` shards (default: Spark's parallelism),
@@ -243,23 +258,41 @@ def check(spec: Spec, load_kernel: Callable[[], Kernel], *, master: str | None =
     note = progress and (lambda text: progress({"note": text}))
     with ExitStack() as spark, ThreadPoolExecutor(2) as pool, scratch_dir() as scratch, control.stop.polling():
         kernel = pool.submit(load_kernel)
-        context = pool.submit(spark.enter_context, spark_context(master, type(spec).__module__.split(".")[0],
-                                                                 settings, scratch=scratch, note=note))
+        context = pool.submit(
+            spark.enter_context,
+            spark_context(master, type(spec).__module__.split(".")[0], settings, scratch=scratch, note=note),
+        )
         if shared is None and not loopback(master or context.result().master):
-            raise EngineUnavailable(f"a Spark check keeps its shards' state in files every executor must see: "
-                                    f"on master {master or context.result().master}, give a directory on storage "
-                                    f"they share with --spark-conf {STATE_DIR}=DIR")
+            raise EngineUnavailable(
+                f"a Spark check keeps its shards' state in files every executor must see: "
+                f"on master {master or context.result().master}, give a directory on storage "
+                f"they share with --spark-conf {STATE_DIR}=DIR"
+            )
         shards = partitions or _parallelism(master, settings) or context.result().defaultParallelism
         with scratch_dir(shared) if shared else nullcontext(scratch) as root:
-            search = Search(context, spec, kernel.result(), shards, root, started, progress, control,
-                            int(settings.get(DRIVER_STATES, Search.LOCAL_BEFORE_SPARK)))
+            search = Search(
+                context,
+                spec,
+                kernel.result(),
+                shards,
+                root,
+                started,
+                progress,
+                control,
+                int(settings.get(DRIVER_STATES, Search.LOCAL_BEFORE_SPARK)),
+            )
             try:
                 result = search.run()
             finally:
                 search.close()
         sc = context.result()
-        result.run_info.update({"master": sc.master, "partitions": shards,
-                                "spark_memory": {k: sc.getConf().get(k) for k in MEMORY_KEYS if sc.getConf().get(k)}})
+        result.run_info.update(
+            {
+                "master": sc.master,
+                "partitions": shards,
+                "spark_memory": {k: sc.getConf().get(k) for k in MEMORY_KEYS if sc.getConf().get(k)},
+            }
+        )
         return result
 
 
@@ -315,19 +348,29 @@ class Search:
     are small, the driver runs a level's tasks itself, on threads, on the
     same files."""
 
-    LOCAL_STATES = 10_000       # a level this small costs less here than a job's round trip
+    LOCAL_STATES = 10_000  # a level this small costs less here than a job's round trip
     LOCAL_BEFORE_SPARK = 1_000_000  # a level the driver runs while Spark is not ready (its memory: ~0.5 GB)
     # (both are `driver_states` at most: 0 sends every level to the executors)
 
-    def __init__(self, context: Future, spec: Spec, kernel: Kernel, shards: int, root: str, started: float,
-                 progress: Progress | None, control: Control, driver_states: int = LOCAL_BEFORE_SPARK):
+    def __init__(
+        self,
+        context: Future,
+        spec: Spec,
+        kernel: Kernel,
+        shards: int,
+        root: str,
+        started: float,
+        progress: Progress | None,
+        control: Control,
+        driver_states: int = LOCAL_BEFORE_SPARK,
+    ):
         self.context, self.spec, self.kernel, self.shards, self.root = context, spec, kernel, shards, root
         self.small, self.before_spark = min(self.LOCAL_STATES, driver_states), driver_states
         self.started, self.progress, self.control = started, progress, control
-        self.sc: Any = None                 # the SparkContext, once Spark has started
-        self.kernel_bc: Any = None          # the kernel, broadcast to executors
+        self.sc: Any = None  # the SparkContext, once Spark has started
+        self.kernel_bc: Any = None  # the kernel, broadcast to executors
         self.warm: threading.Thread | None = None
-        self.watch: Any = None              # cancels the running job when a stop is asked
+        self.watch: Any = None  # cancels the running job when a stop is asked
         self.symmetric = bool(spec.symmetric)
         self.coverage = np.zeros(len(spec.coverage_labels), dtype=np.int64)
         self.reached = np.zeros(kernel.goal_count, np.uint8)
@@ -335,8 +378,8 @@ class Search:
         self.generated = 0
         self.seconds = np.zeros(len(PHASES))
         self.written = 0
-        self.jobs = 0.0                 # seconds the driver waited for jobs (tasks, scheduling, round trips)
-        self.local_levels, self.here = 0, False     # levels the driver ran; whether it ran the last tasks
+        self.jobs = 0.0  # seconds the driver waited for jobs (tasks, scheduling, round trips)
+        self.local_levels, self.here = 0, False  # levels the driver ran; whether it ran the last tasks
 
     def spark(self, wait: bool) -> bool:
         """Whether Spark is up and its workers warm (waiting for it if `wait`)."""
@@ -371,7 +414,7 @@ class Search:
         `size` states: on Spark, or here if it is small or Spark is not ready."""
         self.here = size <= self.small or (size <= self.before_spark and not self.spark(wait=False))
         if self.here:
-            with ThreadPoolExecutor(min(len(items), os.cpu_count() or 1)) as threads:   # the kernel releases the GIL
+            with ThreadPoolExecutor(min(len(items), os.cpu_count() or 1)) as threads:  # the kernel releases the GIL
                 return list(threads.map(partial(fn, _Held(self.kernel), *args), items))
         self.spark(wait=True)
         return self.job(partial(fn, self.kernel_bc, *args), items)
@@ -389,8 +432,12 @@ class Search:
             self.jobs += time.perf_counter() - t
 
     def stopped(self) -> Stopped:
-        return self.control.stop.stopped(distinct=self.distinct, generated=self.generated, depth=self.depth,
-                                         elapsed_s=time.perf_counter() - self.started)
+        return self.control.stop.stopped(
+            distinct=self.distinct,
+            generated=self.generated,
+            depth=self.depth,
+            elapsed_s=time.perf_counter() - self.started,
+        )
 
     def seed(self) -> list:
         """The initial states as level 0's candidates; (index, run files) a shard."""
@@ -415,12 +462,13 @@ class Search:
         root = self.root
         items = self.seed()
         self.size = len(self.inits)
-        pending = None          # the previous level's expansion: its transitions and goals reached
+        pending = None  # the previous level's expansion: its transitions and goals reached
         while True:
             if self.control.stop.asked:
                 raise self.stopped()
-            out = sorted(self.tasks(_step, (root, self.shards, self.depth, self.symmetric), items, self.size),
-                         key=lambda r: r[0])
+            out = sorted(
+                self.tasks(_step, (root, self.shards, self.depth, self.symmetric), items, self.size), key=lambda r: r[0]
+            )
             self.local_levels += self.here
             self.seconds += sum(r[8] for r in out)
             self.written += sum(r[7] for r in out)
@@ -443,8 +491,9 @@ class Search:
             self.depth += 1
             if self.progress:
                 self.progress(progress_counts(self.distinct, self.generated, self.depth, new, self.started))
-        return self.result("holds", None, self.depth, [],
-                           goals=dict(zip(self.spec.goals, self.reached.astype(bool).tolist())))
+        return self.result(
+            "holds", None, self.depth, [], goals=dict(zip(self.spec.goals, self.reached.astype(bool).tolist()))
+        )
 
     def _forget(self, depth: int, runs: list[list[str]], before: list) -> None:
         """Delete what level `depth` consumed: its candidates, the frontier
@@ -463,36 +512,50 @@ class Search:
     def violated(self, first: tuple) -> CheckResult:
         """The result at the first violation (smallest path) of level
         self.depth: the counts the reference engine has when it meets it."""
-        from ..trace import replay_path     # the driver's only: executors need not import the trace's fingerprints
+        from ..trace import replay_path  # the driver's only: executors need not import the trace's fingerprints
+
         path, which, row = first
         shards = list(range(self.shards))
         before = self.tasks(_before, (self.root, self.depth, path, self.symmetric), shards, self.size)
         self.distinct += sum(n for n, _c in before) + 1
         self.represented += sum(c for _n, c in before) + (
-            self.kernel.class_sizes(row.reshape(1, -1), 0, 1) if self.symmetric else 0)
+            self.kernel.class_sizes(row.reshape(1, -1), 0, 1) if self.symmetric else 0
+        )
         if self.depth == 0:
             self.generated = int.from_bytes(path, "big") + 1
         else:
             parent_path, k = path[:-KEY_BYTES], int.from_bytes(path[-KEY_BYTES:], "big")
-            counts = sum(self.tasks(_transitions_before, (self.root, self.depth - 1, parent_path, k), shards,
-                                    self.size))
+            counts = sum(
+                self.tasks(_transitions_before, (self.root, self.depth - 1, parent_path, k), shards, self.size)
+            )
             self.generated += int(counts.sum())
             self.coverage += counts
         invariant = self.spec.checked_invariants()[which]
-        indices = [int.from_bytes(path[i:i + KEY_BYTES], "big") for i in range(0, len(path), KEY_BYTES)]
+        indices = [int.from_bytes(path[i : i + KEY_BYTES], "big") for i in range(0, len(path), KEY_BYTES)]
         trace = replay_path(self.spec, self.kernel, self.inits[indices[0]], indices[1:], row, invariant)
         return self.result("violated", invariant, self.depth + 1, trace)
 
-    def result(self, verdict: str, invariant: str | None, depth: int, trace: list, goals: dict | None = None
-               ) -> CheckResult:
+    def result(
+        self, verdict: str, invariant: str | None, depth: int, trace: list, goals: dict | None = None
+    ) -> CheckResult:
         info = run_info(self.kernel, self.distinct, self.generated)
         if self.symmetric:
             info["symmetry"] = symmetry_info(self.distinct, self.represented)
-        info["spark_time_s"] = {"tasks": dict(zip(PHASES, np.round(self.seconds, 2).tolist())),
-                                "jobs": round(self.jobs, 2)}
+        info["spark_time_s"] = {
+            "tasks": dict(zip(PHASES, np.round(self.seconds, 2).tolist())),
+            "jobs": round(self.jobs, 2),
+        }
         info["spark_written_bytes"] = self.written
         info["spark_driver_levels"] = self.local_levels
-        return CheckResult(verdict, invariant, self.distinct, self.generated, depth,
-                           time.perf_counter() - self.started, dict(zip(self.spec.coverage_labels,
-                                                                        self.coverage.tolist())),
-                           trace, goals or {}, run_info=info)
+        return CheckResult(
+            verdict,
+            invariant,
+            self.distinct,
+            self.generated,
+            depth,
+            time.perf_counter() - self.started,
+            dict(zip(self.spec.coverage_labels, self.coverage.tolist())),
+            trace,
+            goals or {},
+            run_info=info,
+        )

@@ -16,11 +16,12 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from importlib import util as importlib_util
 from importlib.machinery import ModuleSpec
 from pathlib import Path
-from typing import IO, Any, BinaryIO, Iterator, TypeVar
+from typing import IO, Any, BinaryIO, TypeVar
 
 from ..config import ConfigError
 from ..lifetime import Stopped
@@ -28,9 +29,13 @@ from ..memory import physical_memory
 
 MIN_JAVA = 17
 LOG4J = Path(__file__).with_name("spark-log4j2.properties")
-MEMORY_KEYS = ("spark.driver.memory", "spark.executor.memory", "spark.executor.memoryOverhead",
-               "spark.executor.pyspark.memory")
-PROBE_SECONDS = 5           # to connect to a spark:// master before Spark is started
+MEMORY_KEYS = (
+    "spark.driver.memory",
+    "spark.executor.memory",
+    "spark.executor.memoryOverhead",
+    "spark.executor.pyspark.memory",
+)
+PROBE_SECONDS = 5  # to connect to a spark:// master before Spark is started
 
 
 class EngineUnavailable(ConfigError):
@@ -42,19 +47,25 @@ def require_spark() -> None:
     unless pyspark can be imported and Java 17+ runs; checked before Spark
     starts, so its JVM errors never reach the user."""
     if importlib_util.find_spec("pyspark") is None:
-        raise EngineUnavailable("--engine spark needs pyspark, which is not installed: "
-                                "pip install '.[spark]' in a modelcheck checkout, or pip install pyspark")
+        raise EngineUnavailable(
+            "--engine spark needs pyspark, which is not installed: "
+            "pip install '.[spark]' in a modelcheck checkout, or pip install pyspark"
+        )
     home = os.environ.get("JAVA_HOME")
     java = os.path.join(home, "bin", "java") if home else shutil.which("java")
     if not java or not os.path.isfile(java):
-        raise EngineUnavailable(f"--engine spark needs Java {MIN_JAVA} or newer, and no java was found "
-                                f"({'JAVA_HOME=' + home if home else 'none on PATH'}); install a JDK {MIN_JAVA}+")
+        raise EngineUnavailable(
+            f"--engine spark needs Java {MIN_JAVA} or newer, and no java was found "
+            f"({'JAVA_HOME=' + home if home else 'none on PATH'}); install a JDK {MIN_JAVA}+"
+        )
     shown = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=120)
     found = re.search(r'version "(\d+)(?:\.(\d+))?', shown.stderr + shown.stdout)
     major = 0 if not found else int(found.group(2) or 0) if found.group(1) == "1" else int(found.group(1))
     if major < MIN_JAVA:
-        raise EngineUnavailable(f"--engine spark needs Java {MIN_JAVA} or newer; {java} is "
-                                f"{'Java ' + str(major) if major else 'not a Java it can read'}: set JAVA_HOME to a JDK {MIN_JAVA}+")
+        raise EngineUnavailable(
+            f"--engine spark needs Java {MIN_JAVA} or newer; {java} is "
+            f"{'Java ' + str(major) if major else 'not a Java it can read'}: set JAVA_HOME to a JDK {MIN_JAVA}+"
+        )
 
 
 def loopback(master: str) -> bool:
@@ -92,7 +103,7 @@ def probe_master(master: str) -> None:
     if not master.startswith("spark://"):
         return
     tried = []
-    for where in master[len("spark://"):].split(","):
+    for where in master[len("spark://") :].split(","):
         host, _, port = where.rpartition(":")
         try:
             socket.create_connection((host, int(port)), timeout=PROBE_SECONDS).close()
@@ -103,8 +114,13 @@ def probe_master(master: str) -> None:
 
 
 @contextmanager
-def spark_context(master: str | None, spec_package: str, settings: dict[str, str] | None = None,
-                  scratch: str | None = None, note: Any = None) -> Iterator[Any]:
+def spark_context(
+    master: str | None,
+    spec_package: str,
+    settings: dict[str, str] | None = None,
+    scratch: str | None = None,
+    note: Any = None,
+) -> Iterator[Any]:
     """A SparkContext that is quiet and local-safe by default: no UI, no
     console progress bars, log4j at ERROR, bound to loopback when the
     master is local; `settings` (spark.* keys) override these. On a
@@ -116,7 +132,7 @@ def spark_context(master: str | None, spec_package: str, settings: dict[str, str
     require_spark()
     from pyspark import SparkConf, SparkContext
 
-    if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:     # not under spark-submit
+    if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit
         master = "local[*]"
     if master:
         probe_master(master)
@@ -124,25 +140,30 @@ def spark_context(master: str | None, spec_package: str, settings: dict[str, str
     conf = SparkConf().setAppName("modelcheck")
     if master:
         conf.setMaster(master)
-    conf.setAll([("spark.ui.enabled", "false"), ("spark.ui.showConsoleProgress", "false"),
-                 ("spark.executorEnv.PYTHONHASHSEED", os.environ["PYTHONHASHSEED"]),
-                 ("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J.as_uri()}")])
-    if master and loopback(master):       # executors on this machine run this very Python
+    conf.setAll(
+        [
+            ("spark.ui.enabled", "false"),
+            ("spark.ui.showConsoleProgress", "false"),
+            ("spark.executorEnv.PYTHONHASHSEED", os.environ["PYTHONHASHSEED"]),
+            ("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J.as_uri()}"),
+        ]
+    )
+    if master and loopback(master):  # executors on this machine run this very Python
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         conf.set("spark.driver.bindAddress", "127.0.0.1").set("spark.driver.host", "127.0.0.1")
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:      # under spark-submit its JVM is sized already
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # under spark-submit its JVM is sized already
         conf.setAll(sorted(memory_defaults(master, available_memory()).items()))
     conf.setAll(sorted((settings or {}).items()))
     if note:
         memory = ", ".join(f"{k}={conf.get(k)}" for k in MEMORY_KEYS if conf.get(k))
         note(f"starting Spark ({master or 'the master spark-submit gives'}; {memory or 'memory: Spark defaults'}) ...")
-    handler = signal.getsignal(signal.SIGINT)      # SparkContext puts its own, which raises KeyboardInterrupt
+    handler = signal.getsignal(signal.SIGINT)  # SparkContext puts its own, which raises KeyboardInterrupt
     try:
         sc = SparkContext(conf=conf, gateway=None if SparkContext._gateway else _quiet_gateway(conf))
     except Stopped:
         raise
-    except Exception as e:          # the JVM would not start, or refused the master or a setting
+    except Exception as e:  # the JVM would not start, or refused the master or a setting
         why = _reason(e)
         if re.search(r"INVALID_DRIVER_MEMORY|Insufficient driver memory", why):
             why += f": raise spark.driver.memory (now {conf.get('spark.driver.memory')}) with --spark-conf"
@@ -152,7 +173,7 @@ def spark_context(master: str | None, spec_package: str, settings: dict[str, str
             signal.signal(signal.SIGINT, handler)
     sc.setLogLevel("ERROR")
     if settings and settings.get("spark.checkpoint.dir") and sc.getCheckpointDir() is None:
-        sc.setCheckpointDir(settings["spark.checkpoint.dir"])       # Spark < 4 has no such setting
+        sc.setCheckpointDir(settings["spark.checkpoint.dir"])  # Spark < 4 has no such setting
     try:
         with ExitStack() as stack:
             if not str(sc.master).startswith("local"):
@@ -163,13 +184,14 @@ def spark_context(master: str | None, spec_package: str, settings: dict[str, str
         raise
     except Exception as e:
         if not type(e).__module__.startswith(("py4j", "pyspark")):
-            raise               # not Spark's: the driver's own code failed, a bug shown whole
+            raise  # not Spark's: the driver's own code failed, a bug shown whole
         if sc._jsc.sc().isStopped():
-            raise EngineUnavailable(f"Spark stopped before the check ended (master {sc.master}): "
-                                    f"{_reason(e)}") from None
+            raise EngineUnavailable(
+                f"Spark stopped before the check ended (master {sc.master}): {_reason(e)}"
+            ) from None
         failure = job_failure(str(e), _log_text(), sc.getConf().get)
         if failure is None:
-            raise               # the engine's own code failed in a task: a bug, shown whole
+            raise  # the engine's own code failed in a task: a bug, shown whole
         raise EngineUnavailable(failure) from None
     finally:
         _remove_checkpoints(sc)
@@ -186,17 +208,25 @@ def scratch_dir(where: str | None = None) -> Iterator[str]:
     little later (a task still running when the check was killed may
     write to it)."""
     path = tempfile.mkdtemp(prefix="modelcheck-spark-", dir=where)
-    watchdog: subprocess.Popen[bytes] = subprocess.Popen([sys.executable, "-I", "-S", "-c",
-                                 "import shutil, sys, time\nif not sys.stdin.read():\n"
-                                 "    shutil.rmtree(sys.argv[1], True); time.sleep(5); shutil.rmtree(sys.argv[1], True)",
-                                 path],
-                                stdin=subprocess.PIPE, start_new_session=True)
+    watchdog: subprocess.Popen[bytes] = subprocess.Popen(
+        [
+            sys.executable,
+            "-I",
+            "-S",
+            "-c",
+            "import shutil, sys, time\nif not sys.stdin.read():\n"
+            "    shutil.rmtree(sys.argv[1], True); time.sleep(5); shutil.rmtree(sys.argv[1], True)",
+            path,
+        ],
+        stdin=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
         assert watchdog.stdin is not None
-        watchdog.stdin.write(b"done")         # removed here: the watchdog need not
+        watchdog.stdin.write(b"done")  # removed here: the watchdog need not
         watchdog.stdin.close()
         watchdog.wait()
 
@@ -210,7 +240,7 @@ def _remove_checkpoints(sc: Any) -> None:
         path.getFileSystem(sc._jsc.hadoopConfiguration()).delete(path, True)
 
 
-_jvm_log: list[BinaryIO] = []     # the log of this process's Spark JVM, once started: a file with no name
+_jvm_log: list[BinaryIO] = []  # the log of this process's Spark JVM, once started: a file with no name
 
 
 def _quiet_gateway(conf: Any) -> Any:
@@ -239,7 +269,7 @@ def _reason(error: Exception) -> str:
     Spark says it), else the first line of the Python error."""
     said = [line for line in _log_text().splitlines() if re.search(r"\bERROR \S+: |\w(Exception|Error): ", line)]
     text = said[-1] if said else next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)
-    text = re.sub(r"^.*?\bERROR \S+: ", "", text.strip())            # log4j's time, level and logger
+    text = re.sub(r"^.*?\bERROR \S+: ", "", text.strip())  # log4j's time, level and logger
     return re.sub(r"^.*?(\w+(Exception|Error)): ", r"\1: ", text)[:300]
 
 
@@ -248,6 +278,7 @@ def job_failure(error: str, log: str, setting: Any) -> str | None:
     the Py4J error's text and the JVM's log (`setting(key)`: the value in
     effect); None when the engine's own Python code failed in a task (a
     bug: its traceback is what helps)."""
+
     def now(key: str) -> str:
         return f"{key}={setting(key)}" if setting(key) else f"{key}, unset"
 
@@ -255,25 +286,44 @@ def job_failure(error: str, log: str, setting: Any) -> str | None:
     text = f"{error}\n{log}"
     jvm_oom = re.search(r"java\.lang\.OutOfMemoryError:? ?([^\n]*)", text)
     if jvm_oom:
-        raise_it = now("spark.driver.memory") + " (in local mode the driver's JVM is the executor)" if local \
+        raise_it = (
+            now("spark.driver.memory") + " (in local mode the driver's JVM is the executor)"
+            if local
             else now("spark.executor.memory")
-        return f"Spark's JVM ran out of memory (OutOfMemoryError: {jvm_oom.group(1).strip() or 'heap'}): " \
-               f"raise {raise_it} with --spark-conf"
+        )
+        return (
+            f"Spark's JVM ran out of memory (OutOfMemoryError: {jvm_oom.group(1).strip() or 'heap'}): "
+            f"raise {raise_it} with --spark-conf"
+        )
     if re.search(r"^\s*MemoryError\b|failed to map segment|Cannot allocate memory|std::bad_alloc", text, re.M):
         if setting("spark.executor.pyspark.memory"):
-            return (f"a Spark Python worker reached its memory limit ({now('spark.executor.pyspark.memory')}): "
-                    f"raise it with --spark-conf, or leave it unset")
-        return "a Spark Python worker ran out of memory (MemoryError): the machine has too little free memory " \
-               f"for this check; {'use fewer cores (local[N])' if local else 'raise spark.executor.memoryOverhead'}"
+            return (
+                f"a Spark Python worker reached its memory limit ({now('spark.executor.pyspark.memory')}): "
+                f"raise it with --spark-conf, or leave it unset"
+            )
+        return (
+            "a Spark Python worker ran out of memory (MemoryError): the machine has too little free memory "
+            f"for this check; {'use fewer cores (local[N])' if local else 'raise spark.executor.memoryOverhead'}"
+        )
     lost = re.search(r"ExecutorLostFailure \(([^)\n]*)\)|Lost executor \S+ on [^:]*: ([^\n]*)", text)
     if re.search(r"Python worker exited unexpectedly|worker crashed|Connection reset|BrokenPipeError", text):
-        more = (f"in local mode they share the machine with the driver's JVM: lower {now('spark.driver.memory')} "
-                f"or use fewer cores (local[N])") if local else f"raise {now('spark.executor.memoryOverhead')}"
-        return "a Spark Python worker was killed (by a signal: most often the OS's out-of-memory killer, " \
-               f"see dmesg); give the workers more memory: {more}"
+        more = (
+            (
+                f"in local mode they share the machine with the driver's JVM: lower {now('spark.driver.memory')} "
+                f"or use fewer cores (local[N])"
+            )
+            if local
+            else f"raise {now('spark.executor.memoryOverhead')}"
+        )
+        return (
+            "a Spark Python worker was killed (by a signal: most often the OS's out-of-memory killer, "
+            f"see dmesg); give the workers more memory: {more}"
+        )
     if lost:
-        return (f"a Spark executor was lost ({(lost.group(1) or lost.group(2)).strip()}): raise "
-                f"{now('spark.executor.memory')} or {now('spark.executor.memoryOverhead')} if it ran out of memory")
+        return (
+            f"a Spark executor was lost ({(lost.group(1) or lost.group(2)).strip()}): raise "
+            f"{now('spark.executor.memory')} or {now('spark.executor.memoryOverhead')} if it ran out of memory"
+        )
     if re.search(r"PythonException|Traceback \(most recent call last\)", error):
         return None
     cause = re.search(r"most recent failure: [^\n]*?\): (?:\S+?(?:Exception|Error): )?([^\n]+)", error)

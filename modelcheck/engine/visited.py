@@ -30,7 +30,7 @@ from __future__ import annotations
 import mmap
 import os
 import tempfile
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 from numba import njit, uint64
@@ -38,13 +38,14 @@ from numba import njit, uint64
 jit = njit(cache=True, nogil=True)
 inlined = njit(cache=True, nogil=True, inline="always")
 
-BUCKET_BITS = 8                 # a shard's keys are 256 sorted arrays in memory, and 256 slices of each run
+BUCKET_BITS = 8  # a shard's keys are 256 sorted arrays in memory, and 256 slices of each run
 BUCKETS = 1 << BUCKET_BITS
 RUN_MAGIC = 0x314E55524B43434D  # "MCCKRUN1", little-endian: the first word of a run file
-RUN_HEADER = 4 + BUCKETS + 1    # words before the keys: magic, key words, rows, 0, then the bucket bounds
+RUN_HEADER = 4 + BUCKETS + 1  # words before the keys: magic, key words, rows, 0, then the bucket bounds
 
 
 # ---- sorting ------------------------------------------------------------------------
+
 
 @inlined
 def _less(a, i, b, j):
@@ -147,6 +148,7 @@ def _bucket_bounds(ordered):
 
 # ---- membership and merging ---------------------------------------------------------
 
+
 @jit
 def _merge_bucket(visited, ordered, order, lo, hi, winner, found):
     """Sorted candidates ordered[lo:hi] (equal keys in candidate order;
@@ -213,7 +215,7 @@ def _member(visited, ordered, order, lo, hi, found):
             found[order[i]] = True
 
 
-SPARSE = 32        # a run's bucket this many times its candidates: look each up where its value says
+SPARSE = 32  # a run's bucket this many times its candidates: look each up where its value says
 
 
 @jit
@@ -233,12 +235,12 @@ def _member_run(run, run_bounds, ordered, order, bounds, found):
         for i in range(bounds[b], bounds[b + 1]):
             if sparse:
                 j = min(end - 1, start + int(float(ordered[i, 0] - base) / span * (end - start)))
-                if not _less(run, j, ordered, i):       # run[j] >= key: gallop back past it
+                if not _less(run, j, ordered, i):  # run[j] >= key: gallop back past it
                     step = 1
                     while j - step >= start and not _less(run, j - step, ordered, i):
                         j -= step
                         step *= 2
-                    j = max(start, j - step + 1)        # run[j - 1] < key (or j is the start)
+                    j = max(start, j - step + 1)  # run[j - 1] < key (or j is the start)
             j = _first_not_less(run, j, end, ordered, i)
             if j < end and _equal(run, j, ordered, i):
                 found[order[i]] = True
@@ -254,7 +256,7 @@ def _first_not_less(run, j, end, ordered, i):
     while j + step < end and _less(run, j + step, ordered, i):
         j += step
         step *= 2
-    a, z = j + 1, min(j + step, end)       # run[j] < key <= run[z] (or z == end)
+    a, z = j + 1, min(j + step, end)  # run[j] < key <= run[z] (or z == end)
     while a < z:
         mid = (a + z) >> 1
         if _less(run, mid, ordered, i):
@@ -265,6 +267,7 @@ def _first_not_less(run, j, end, ordered, i):
 
 
 # ---- runs on disk ---------------------------------------------------------------------
+
 
 class Run:
     """Sorted keys in a file (mapped read-only), with the bounds of each
@@ -285,23 +288,29 @@ class Run:
         return len(self.keys)
 
     def bucket(self, b: int) -> np.ndarray:
-        return self.keys[self.bounds[b]:self.bounds[b + 1]]
+        return self.keys[self.bounds[b] : self.bounds[b + 1]]
 
     @staticmethod
-    def open(path: str) -> "Run":
+    def open(path: str) -> Run:
         with open(path, "rb") as f:
             return Run(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), path)
 
     @staticmethod
-    def write(buckets: Iterable[np.ndarray], key_words: int, rows: int, path: str | None = None,
-              directory: str | None = None, durable: bool = True) -> "Run":
+    def write(
+        buckets: Iterable[np.ndarray],
+        key_words: int,
+        rows: int,
+        path: str | None = None,
+        directory: str | None = None,
+        durable: bool = True,
+    ) -> Run:
         """A run of `rows` keys given bucket by bucket (each sorted, bucket b
         holding the keys whose top bits are b), written to `path` (whole,
         under a temporary name first; synced to disk if `durable`) or to a
         nameless file in `directory`."""
         header = np.zeros(RUN_HEADER, np.uint64)
         header[0], header[1], header[2] = RUN_MAGIC, key_words, rows
-        part = f"{path}.{os.getpid()}.tmp"      # two writers of one run (a task and its retry) do not mix
+        part = f"{path}.{os.getpid()}.tmp"  # two writers of one run (a task and its retry) do not mix
         f = open(part, "w+b") if path else tempfile.TemporaryFile(dir=directory)
         try:
             f.write(header.tobytes())
@@ -329,6 +338,7 @@ class Run:
 
 # ---- the visited set ------------------------------------------------------------------
 
+
 class Visited:
     """One shard's visited keys: sorted buckets in memory, and sorted runs
     on disk (empty until `flush`)."""
@@ -340,7 +350,7 @@ class Visited:
         self.count = sum(len(r) for r in self.runs)
 
     @staticmethod
-    def from_runs(key_words: int, paths: Iterable[str]) -> "Visited":
+    def from_runs(key_words: int, paths: Iterable[str]) -> Visited:
         """The visited set held by run files (mapped, nothing read yet)."""
         return Visited(key_words, [Run.open(p) for p in paths])
 
@@ -403,7 +413,7 @@ class Visited:
             for b in np.flatnonzero([len(k) for k in self.buckets]).tolist():
                 keys = self.buckets[b]
                 bounds = np.zeros(BUCKETS + 1, np.int64)
-                bounds[b + 1:] = len(keys)
+                bounds[b + 1 :] = len(keys)
                 found = np.zeros(len(keys), dtype=np.bool_)
                 for run in self.runs:
                     _member_run(run.keys, run.bounds, keys, np.arange(len(keys)), bounds, found)
@@ -434,14 +444,19 @@ class Visited:
         so that there are O(log) runs of sizes that halve from the oldest,
         whatever flushes without a merge (a checkpoint's) left before."""
         while True:
-            at = next((i for i in range(len(self.runs) - 2, -1, -1)
-                       if 2 * len(self.runs[i + 1]) >= len(self.runs[i])), None)
+            at = next(
+                (i for i in range(len(self.runs) - 2, -1, -1) if 2 * len(self.runs[i + 1]) >= len(self.runs[i])), None
+            )
             if at is None:
                 return
             older, newer = self.runs[at], self.runs[at + 1]
-            merged = Run.write((_merge_two(older.bucket(b), newer.bucket(b)) for b in range(BUCKETS)),
-                               self.key_words, len(older) + len(newer), directory=directory)
-            self.runs[at:at + 2] = [merged]
+            merged = Run.write(
+                (_merge_two(older.bucket(b), newer.bucket(b)) for b in range(BUCKETS)),
+                self.key_words,
+                len(older) + len(newer),
+                directory=directory,
+            )
+            self.runs[at : at + 2] = [merged]
 
     def compact(self, path: str | None = None, directory: str | None = None) -> None:
         """Merge every run and the keys in memory into one run (a bucket at
@@ -454,15 +469,21 @@ class Visited:
 
     def bucket_parts(self, b: int) -> list[np.ndarray]:
         """Bucket b's keys: in each run, then in memory (each part sorted)."""
-        return [r.bucket(b) for r in self.runs if r.bounds[b] < r.bounds[b + 1]] + \
-            ([self.buckets[b]] if len(self.buckets[b]) else [])
+        return [r.bucket(b) for r in self.runs if r.bounds[b] < r.bounds[b + 1]] + (
+            [self.buckets[b]] if len(self.buckets[b]) else []
+        )
 
     def bucket_keys(self) -> Iterator[np.ndarray]:
         """Each bucket's keys, sorted, bucket by bucket."""
         for b in range(BUCKETS):
             parts = self.bucket_parts(b)
-            yield parts[0] if len(parts) == 1 else sort_keys(np.concatenate(parts))[1] if parts else \
-                np.empty((0, self.key_words), np.uint64)
+            yield (
+                parts[0]
+                if len(parts) == 1
+                else sort_keys(np.concatenate(parts))[1]
+                if parts
+                else np.empty((0, self.key_words), np.uint64)
+            )
 
     def __len__(self) -> int:
         return self.count
@@ -485,8 +506,9 @@ class Visited:
         return self.memory_bytes + self.disk_bytes
 
 
-def reshard(buckets: list[np.ndarray], shards: int, directory: str | None = None,
-            on_disk: bool = False) -> list[Visited]:
+def reshard(
+    buckets: list[np.ndarray], shards: int, directory: str | None = None, on_disk: bool = False
+) -> list[Visited]:
     """Visited sets for `shards` shards holding the keys of `buckets`
     (bucket b: the keys whose top bits are b, from any number of shards of
     any count, in any order): a checkpoint resumed on another number of

@@ -18,9 +18,9 @@ from ..config import ConfigError
 from ..fingerprint import fingerprint
 from ..spec import Spec
 
-CHUNK = 32                  # consecutive walks a task runs
-PICKS = ("swarm", "action", "instance")      # the first is the default
-SWARM_KEEP = 0.5            # the probability a swarm walk keeps an action (Groce et al.'s 1/2)
+CHUNK = 32  # consecutive walks a task runs
+PICKS = ("swarm", "action", "instance")  # the first is the default
+SWARM_KEEP = 0.5  # the probability a swarm walk keeps an action (Groce et al.'s 1/2)
 
 
 @dataclass(frozen=True)
@@ -32,21 +32,23 @@ class Plan:
     proportion to its weight, then one of its instances uniformly;
     "swarm": as "action", with each weight times the walk's own factor
     for the action, swarm_weights())."""
+
     walks: int
     depth: int
     seed: int
-    label_weight: tuple[float, ...]     # coverage label -> its action's weight
-    label_action: tuple[int, ...]       # coverage label -> its action's number
+    label_weight: tuple[float, ...]  # coverage label -> its action's weight
+    label_action: tuple[int, ...]  # coverage label -> its action's number
     by: str = PICKS[0]
-    actions: int = 0                    # the spec's actions: a swarm walk draws a factor for each
+    actions: int = 0  # the spec's actions: a swarm walk draws a factor for each
 
     @property
     def uniform(self) -> bool:
         return self.by == "instance" and len(set(self.label_weight)) <= 1
 
 
-def plan(spec: Spec, walks: int, depth: int, seed: int, weights: dict[str, float] | None = None,
-         by: str = PICKS[0]) -> Plan:
+def plan(
+    spec: Spec, walks: int, depth: int, seed: int, weights: dict[str, float] | None = None, by: str = PICKS[0]
+) -> Plan:
     """A Plan for `spec`; ConfigError for a weight of no action or a
     negative one, or an unknown `by`."""
     weights = dict(weights or {})
@@ -96,7 +98,7 @@ def swarm_weights(rng: Stream, p: Plan) -> tuple[float, ...]:
     its factor if kept (0 if not), drawn again, all of them, if no action
     of weight above 0 was kept; each label's weight times its action's
     factor. The compiled walk draws the same numbers in the same order."""
-    live = [False] * p.actions          # actions the user's weights leave takeable
+    live = [False] * p.actions  # actions the user's weights leave takeable
     for label, a in enumerate(p.label_action):
         live[a] = live[a] or p.label_weight[label] > 0
     factor = [0.0] * p.actions
@@ -144,20 +146,23 @@ def pick(u: float, labels: list[int] | np.ndarray, p: Plan, weight: tuple[float,
 
 # ---- walks ---------------------------------------------------------------------------
 
+
 @dataclass
 class Chunk:
     """What a run of consecutive walks did, up to its first violation."""
-    first: int                          # the first walk's number
-    walks: int = 0                      # walks run (the violating one included)
+
+    first: int  # the first walk's number
+    walks: int = 0  # walks run (the violating one included)
     visited: int = 0
     coverage: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    seen: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))   # sorted distinct keys
-    violation: tuple[int, int, list[int], str] | None = None    # (walk, initial state, indices, invariant)
+    seen: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))  # sorted distinct keys
+    violation: tuple[int, int, list[int], str] | None = None  # (walk, initial state, indices, invariant)
     elapsed_s: float = 0.0
 
 
-def walk_chunk(steps: SpecSteps | KernelSteps, p: Plan, first: int, last: int,
-               stop: Callable[[], bool] = lambda: False) -> Chunk:
+def walk_chunk(
+    steps: SpecSteps | KernelSteps, p: Plan, first: int, last: int, stop: Callable[[], bool] = lambda: False
+) -> Chunk:
     """Walks first..last-1, in order, up to the first that violates an
     invariant (or until `stop()` says so between walks)."""
     started = time.perf_counter()
@@ -186,7 +191,7 @@ def _interpreted_walks(steps: SpecSteps, p: Plan, first: int, last: int, stop: C
         bad = spec.first_violation(state)
         path: list[int] = []
         while bad is None and len(path) < p.depth:
-            succ = spec.labelled_successors(state)       # (name, args, state, label, ...)
+            succ = spec.labelled_successors(state)  # (name, args, state, label, ...)
             if not succ:
                 break
             i = pick(rng.uniform(), [t[3] for t in succ], p, weight)
@@ -224,14 +229,21 @@ class KernelSteps:
 
     def __init__(self, kernel: Any, spec: Spec):
         from .kernel.cache import load_module
+
         self.kernel = k = kernel
         self.checked = spec.checked_invariants()
         self.inits = np.array([kernel.pack(s) for s in spec.init_states()], np.uint64).reshape(-1, k.words)
         self.module = load_module(k.cache_dir, "walk", WALK_SOURCE.replace("GLUE", k.module.__name__))
         most = max(1, sum(len(spec._instances[a]) for a in spec.actions))
-        self.buffers = (np.empty((most, k.words), np.uint64), np.empty((most, k.key_words), np.uint64),
-                        np.empty(most, np.int64), np.empty(most, np.uint16), np.empty(most, np.uint8),
-                        np.empty(most, np.uint16), np.zeros(max(1, k.goal_count), np.uint8))
+        self.buffers = (
+            np.empty((most, k.words), np.uint64),
+            np.empty((most, k.key_words), np.uint64),
+            np.empty(most, np.int64),
+            np.empty(most, np.uint16),
+            np.empty(most, np.uint8),
+            np.empty(most, np.uint16),
+            np.zeros(max(1, k.goal_count), np.uint8),
+        )
 
     def walk(self, p: Plan, first: int, last: int, stop: Callable[[], bool]) -> Chunk:
         k = self.kernel
@@ -241,13 +253,29 @@ class KernelSteps:
         path = np.zeros(p.depth, np.int64)
         weight = np.array(p.label_weight or (0.0,), np.float64)
         action = np.array(p.label_action or (0,), np.int64)
-        for w in range(first, last):       # one walk a call: a stop request is seen between walks
+        for w in range(first, last):  # one walk a call: a stop request is seen between walks
             if stop():
                 break
             seen = np.zeros((p.depth + 1, k.key_words), np.uint64)
-            res = self.module.walk(k.params, k.tables, self.inits, np.uint64(p.seed), w, p.depth, p.uniform,
-                                   p.by != "instance", p.by == "swarm", SWARM_KEEP, p.actions, weight, action,
-                                   *self.buffers, seen, out.coverage, path)
+            res = self.module.walk(
+                k.params,
+                k.tables,
+                self.inits,
+                np.uint64(p.seed),
+                w,
+                p.depth,
+                p.uniform,
+                p.by != "instance",
+                p.by == "swarm",
+                SWARM_KEEP,
+                p.actions,
+                weight,
+                action,
+                *self.buffers,
+                seen,
+                out.coverage,
+                path,
+            )
             status, visited, length, which, init = (int(x) for x in res)
             if status < -1:
                 raise k.field_error(-2 - status)
@@ -389,6 +417,7 @@ def walk(P, C, inits, seed, w, depth, uniform, by_action, swarm, keep, actions, 
 
 # ---- folding chunks in walk order ------------------------------------------------------
 
+
 class Fold:
     """Chunks folded in walk order, up to the first with a violation."""
 
@@ -396,11 +425,11 @@ class Fold:
         self.p = p
         self.walks = self.visited = 0
         self.coverage = np.zeros(labels, np.int64)
-        self._seen = np.zeros(0, np.uint64)     # distinct keys, sorted
-        self._parts: list[np.ndarray] = []      # keys of chunks folded since
+        self._seen = np.zeros(0, np.uint64)  # distinct keys, sorted
+        self._parts: list[np.ndarray] = []  # keys of chunks folded since
         self.violation: tuple | None = None
         self.pending: dict[int, Chunk] = {}
-        self.next = 0       # the first walk of the next chunk to fold
+        self.next = 0  # the first walk of the next chunk to fold
 
     def add(self, chunk: Chunk) -> None:
         self.pending[chunk.first] = chunk

@@ -26,30 +26,53 @@ from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail, write_output
 from .inputs import Loader, check_spark_options, load_check_config
 
 
-def check_command(load: Loader, config: str | None, overrides: tuple[str, ...], as_json: bool, trace_out: str | None,
-                  quiet: bool, workers: int, symmetry: bool, engine: str, master: str | None,
-                  partitions: int | None, fingerprint_bits: str, spark_conf: tuple[str, ...],
-                  checkpoint_dir: str | None, checkpoint_every: float, resume_dir: str | None,
-                  max_memory: str | None) -> NoReturn:
+def check_command(
+    load: Loader,
+    config: str | None,
+    overrides: tuple[str, ...],
+    as_json: bool,
+    trace_out: str | None,
+    quiet: bool,
+    workers: int,
+    symmetry: bool,
+    engine: str,
+    master: str | None,
+    partitions: int | None,
+    fingerprint_bits: str,
+    spark_conf: tuple[str, ...],
+    checkpoint_dir: str | None,
+    checkpoint_every: float,
+    resume_dir: str | None,
+    max_memory: str | None,
+) -> NoReturn:
     """The check of `config` and `overrides` (the spec `load` makes of
     them), as the options say; exits with its status."""
     try:
         check_spark_options(engine, master, partitions, spark_conf)
         if engine == "bfs" and fingerprint_bits != "64":
-            raise ConfigError("--fingerprint-bits applies to the compiled engines (fast, spark); "
-                              "the reference engine keeps 64-bit fingerprints")
+            raise ConfigError(
+                "--fingerprint-bits applies to the compiled engines (fast, spark); "
+                "the reference engine keeps 64-bit fingerprints"
+            )
         given, expected = load_check_config(config, overrides)
-        local = [name for name, given_ in (("checkpoint", checkpoint_dir), ("resume", resume_dir),
-                                           ("max-memory", max_memory)) if given_]
+        local = [
+            name
+            for name, given_ in (("checkpoint", checkpoint_dir), ("resume", resume_dir), ("max-memory", max_memory))
+            if given_
+        ]
         if engine == "spark" and local:
-            raise ConfigError(f"--{local[0]} applies to the local engines (fast, bfs); a Spark check survives a "
-                              "lost executor by itself (its shards' state is in files), and its memory is Spark's "
-                              "(spark.driver.memory, spark.executor.memory)")
-        control = Control(max_memory=None if engine == "spark" else
-                          parse_size(max_memory) if max_memory else default_limit())
+            raise ConfigError(
+                f"--{local[0]} applies to the local engines (fast, bfs); a Spark check survives a "
+                "lost executor by itself (its shards' state is in files), and its memory is Spark's "
+                "(spark.driver.memory, spark.executor.memory)"
+            )
+        control = Control(
+            max_memory=None if engine == "spark" else parse_size(max_memory) if max_memory else default_limit()
+        )
         if resume_dir:
-            given, engine, symmetry, fingerprint_bits = resumed(load, resume_dir, given, bool(config or overrides),
-                                                                engine, symmetry, fingerprint_bits)
+            given, engine, symmetry, fingerprint_bits = resumed(
+                load, resume_dir, given, bool(config or overrides), engine, symmetry, fingerprint_bits
+            )
             control.checkpoints, control.resume = Checkpoints(resume_dir, checkpoint_every), True
         spec = load(given)
         if expected is not None:
@@ -67,25 +90,35 @@ def check_command(load: Loader, config: str | None, overrides: tuple[str, ...], 
     with stop_on_signals() as control.stop:
         try:
             with Progress(enabled=not quiet and not as_json) as progress:
-                result = run_engine(spec, engine=engine, workers=workers, progress=progress,
-                                    master=master, partitions=partitions,
-                                    spark_settings=dict(kv.split("=", 1) for kv in spark_conf),
-                                    fingerprint_bits=int(fingerprint_bits), control=control)
+                result = run_engine(
+                    spec,
+                    engine=engine,
+                    workers=workers,
+                    progress=progress,
+                    master=master,
+                    partitions=partitions,
+                    spark_settings=dict(kv.split("=", 1) for kv in spark_conf),
+                    fingerprint_bits=int(fingerprint_bits),
+                    control=control,
+                )
         except Stopped as e:
             stopped = e
-        except ConfigError as e:        # the engine cannot start here (e.g. no Java for Spark)
+        except ConfigError as e:  # the engine cannot start here (e.g. no Java for Spark)
             fail(str(e))
     if stopped is not None:
         print_stop(stopped, as_json)
         sys.exit(exit_code(stopped))
     kernel = result.run_info.get("kernel", "")
-    if kernel.startswith("interpreted: "):        # not "interpreted (done before the kernel compiled)"
+    if kernel.startswith("interpreted: "):  # not "interpreted (done before the kernel compiled)"
         click.echo(f"warning: no compiled kernel ({kernel.split(': ', 1)[1]}); ran the interpreted engine", err=True)
     trace = described(spec, result.trace)
     verdict = result.verdict if result.holds else f"violated: {result.invariant}"
     if trace_out and not result.holds:
-        write_output(trace_out, "--trace-out", json.dumps(
-            TraceFile(spec.config, result.invariant, trace, result.loop).to_json(), indent=1) + "\n")
+        write_output(
+            trace_out,
+            "--trace-out",
+            json.dumps(TraceFile(spec.config, result.invariant, trace, result.loop).to_json(), indent=1) + "\n",
+        )
     if as_json:
         click.echo(json.dumps(check_json(spec, result, trace, expected, verdict, engine, workers, symmetry)))
     else:
@@ -93,8 +126,15 @@ def check_command(load: Loader, config: str | None, overrides: tuple[str, ...], 
     sys.exit(EXIT_HOLDS if result.holds else EXIT_VIOLATED)
 
 
-def resumed(load: Loader, directory: str, given: dict[str, Any], config_given: bool, engine: str, symmetry: bool,
-            fingerprint_bits: str) -> tuple[dict[str, Any], str, bool, str]:
+def resumed(
+    load: Loader,
+    directory: str,
+    given: dict[str, Any],
+    config_given: bool,
+    engine: str,
+    symmetry: bool,
+    fingerprint_bits: str,
+) -> tuple[dict[str, Any], str, bool, str]:
     """The config, engine, symmetry and fingerprint bits of the check
     checkpointed in `directory`; what the command line says of them must
     agree."""
@@ -106,15 +146,18 @@ def resumed(load: Loader, directory: str, given: dict[str, Any], config_given: b
     if config_given and load(given).config != saved["config"]:
         now = load(given).config
         key = next(k for k in now if now[k] != saved["config"].get(k))
-        raise ConfigError(f"--resume {directory}: the checkpoint's {key} is {json.dumps(saved['config'].get(key))}, "
-                          f"not {json.dumps(now[key])} (leave out the config to take the checkpoint's)")
+        raise ConfigError(
+            f"--resume {directory}: the checkpoint's {key} is {json.dumps(saved['config'].get(key))}, "
+            f"not {json.dumps(now[key])} (leave out the config to take the checkpoint's)"
+        )
     ctx = click.get_current_context()
     explicit = lambda name: ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE  # noqa: E731
     bits = str(state.get("fingerprint_bits") or 64)
     for name, now, then in (("engine", engine, saved["engine"]), ("fingerprint_bits", fingerprint_bits, bits)):
         if explicit(name) and now != then:
-            raise ConfigError(f"--resume {directory}: the checkpoint was written with --{name.replace('_', '-')} "
-                              f"{then}, not {now}")
+            raise ConfigError(
+                f"--resume {directory}: the checkpoint was written with --{name.replace('_', '-')} {then}, not {now}"
+            )
     if symmetry and not saved["symmetry"]:
         raise ConfigError(f"--resume {directory}: the checkpoint was written without --symmetry")
     return config, saved["engine"], saved["symmetry"], bits

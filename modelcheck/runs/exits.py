@@ -34,8 +34,10 @@ def write_output(path: str, option: str, text: str) -> None:
 def resource_error(e: BaseException) -> str | None:
     """One line for a resource the machine ran out of (not a bug), or None."""
     if isinstance(e, MemoryError):
-        return ("out of memory: the machine had less free memory than this run needed (a check's "
-                "--max-memory below what is free makes the fast engine spill to disk instead)")
+        return (
+            "out of memory: the machine had less free memory than this run needed (a check's "
+            "--max-memory below what is free makes the fast engine spill to disk instead)"
+        )
     if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.ENOMEM, errno.EFBIG):
         where = f" writing {e.filename}" if e.filename else ""
         return f"{e.strerror}{where} (a checkpoint, or levels spilled to disk under --max-memory)"

@@ -17,8 +17,16 @@ from .exits import fail
 from .inputs import Loader, load_check_config
 
 
-def explore_command(load: Loader, config: str | None, overrides: tuple[str, ...], trace_path: str | None,
-                    step_no: int | None, host: str, port: int, seen_states: int | None) -> None:
+def explore_command(
+    load: Loader,
+    config: str | None,
+    overrides: tuple[str, ...],
+    trace_path: str | None,
+    step_no: int | None,
+    host: str,
+    port: int,
+    seen_states: int | None,
+) -> None:
     """Serve the explorer on `host`:`port`, its URL printed, until stopped."""
     try:
         if trace_path and (config or overrides):
@@ -38,14 +46,20 @@ def explore_command(load: Loader, config: str | None, overrides: tuple[str, ...]
     console = stderr_console()
     with stop_on_signals():
         try:
-            explorer.reach = None if seen_states == 0 else index(spec, seen_states, lambda text: console.print(
-                text, highlight=False, markup=False))
+            explorer.reach = (
+                None
+                if seen_states == 0
+                else index(spec, seen_states, lambda text: console.print(text, highlight=False, markup=False))
+            )
             if explorer.reach:
                 r = explorer.reach
-                console.print(f"seen: indexed {r.states:,} states to depth {r.deepest} in {r.elapsed_s:.1f} s"
-                              + (" (all reachable states)" if r.complete else ""), highlight=False)
+                console.print(
+                    f"seen: indexed {r.states:,} states to depth {r.deepest} in {r.elapsed_s:.1f} s"
+                    + (" (all reachable states)" if r.complete else ""),
+                    highlight=False,
+                )
             path = explorer.path_of(steps) if steps else ()
-            start = url(path[:step_no or 0], path[step_no or 0:])
+            start = url(path[: step_no or 0], path[step_no or 0 :])
             click.echo(f"serving {address(httpd)}{start[1:]}  (Ctrl-C stops it)")
             httpd.serve_forever()
         except Stopped as e:

@@ -6,8 +6,9 @@ time budget in seconds (`budget_s`), and what a "holds" must have
 exercised: actions that fired (`exercises`) and reachability goals reached
 (`goals`). An entry fails when its verdict differs, its count changes (a
 protocol change that alters what is reachable is worth a look even when
-every invariant still holds), it holds vacuously or it runs over budget. `update_baseline` rewrites the pinned counts after an intended
-change (`set_states`, tried before the run, says whether it can).
+every invariant still holds), it holds vacuously or it runs over budget.
+`update_baseline` rewrites the pinned counts after an intended change
+(`set_states`, tried before the run, says whether it can).
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import sys
 import tomllib
 import xml.etree.ElementTree as ET
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -49,7 +51,7 @@ class Entry:
 @dataclass
 class Outcome:
     entry: Entry
-    row: Row | None                        # None: skipped (fail-fast)
+    row: Row | None  # None: skipped (fail-fast)
     failures: list[str] = field(default_factory=list)
 
     @property
@@ -62,16 +64,29 @@ def read_gate(path: str, loader: Loader) -> list[Entry]:
     entries = []
     for e in raw_entries:
         if "expect" not in e:
-            raise ConfigError(f"{e['where']}: expect is required (\"holds\" or \"violated: INVARIANT\")")
+            raise ConfigError(f'{e["where"]}: expect is required ("holds" or "violated: INVARIANT")')
         states, budget = e.get("states"), e.get("budget_s")
         if states is not None and (not isinstance(states, int) or isinstance(states, bool) or states < 1):
             raise ConfigError(f"{e['where']}: states is {states!r}; allowed: a positive integer")
-        if budget is not None and (not isinstance(budget, (int, float)) or isinstance(budget, bool)
-                                   or not 0 < budget < math.inf):     # nan fails both
+        if budget is not None and (
+            not isinstance(budget, (int, float)) or isinstance(budget, bool) or not 0 < budget < math.inf
+        ):  # nan fails both
             raise ConfigError(f"{e['where']}: budget_s is {budget!r}; allowed: a positive number of seconds")
-        entries.append(Entry(Cell(e["name"], e["config"], e["expect"], note=e.get("note", ""),
-                                  symmetry=e.get("symmetry", False), exercises=tuple(e.get("exercises", [])),
-                                  goals=tuple(e.get("goals", []))), states, budget))
+        entries.append(
+            Entry(
+                Cell(
+                    e["name"],
+                    e["config"],
+                    e["expect"],
+                    note=e.get("note", ""),
+                    symmetry=e.get("symmetry", False),
+                    exercises=tuple(e.get("exercises", [])),
+                    goals=tuple(e.get("goals", [])),
+                ),
+                states,
+                budget,
+            )
+        )
     return entries
 
 
@@ -88,16 +103,28 @@ def judge(entry: Entry, row: Row) -> list[str]:
     return failures
 
 
-def run_gate(loader: Loader, entries: list[Entry], jobs: int, fail_fast: bool,
-             on_done: Callable[[Outcome], None] = lambda o: None, request: StopRequest | None = None,
-             max_memory: int | None = None) -> tuple[list[Outcome], Stopped | None]:
+def run_gate(
+    loader: Loader,
+    entries: list[Entry],
+    jobs: int,
+    fail_fast: bool,
+    on_done: Callable[[Outcome], None] = lambda o: None,
+    request: StopRequest | None = None,
+    max_memory: int | None = None,
+) -> tuple[list[Outcome], Stopped | None]:
     """Check every entry (`jobs` at a time, each within `max_memory`); with
     `fail_fast`, entries not yet finished when one fails are skipped, and
     so are those a signal (`request`) stopped (the Stopped is returned)."""
     outcomes = [Outcome(e, None) for e in entries]
     try:
-        for i, row in run(loader, [e.cell for e in entries], jobs, stop=lambda: fail_fast and any(
-                o.failures for o in outcomes), request=request, max_memory=max_memory):
+        for i, row in run(
+            loader,
+            [e.cell for e in entries],
+            jobs,
+            stop=lambda: fail_fast and any(o.failures for o in outcomes),
+            request=request,
+            max_memory=max_memory,
+        ):
             outcomes[i].row = row
             outcomes[i].failures = judge(entries[i], row)
             on_done(outcomes[i])
@@ -112,23 +139,32 @@ def trace_text(row: Row, format_action: Callable[[str | None, dict], str]) -> st
     return "\n".join(steps + ["", row.story])
 
 
-def junit(outcomes: list[Outcome], format_action: Callable[[str | None, dict], str],
-          skipped_why: str = "an earlier entry failed (--fail-fast)") -> str:
+def junit(
+    outcomes: list[Outcome],
+    format_action: Callable[[str | None, dict], str],
+    skipped_why: str = "an earlier entry failed (--fail-fast)",
+) -> str:
     """JUnit XML: one testcase an entry; a failure carries its reasons and,
     for a counterexample, the trace."""
-    suite = ET.Element("testsuite", name="modelcheck gate", tests=str(len(outcomes)),
-                       failures=str(sum(o.status == "failed" for o in outcomes)),
-                       skipped=str(sum(o.status == "skipped" for o in outcomes)),
-                       time=f"{sum(o.row.elapsed_s for o in outcomes if o.row):.3f}")
+    suite = ET.Element(
+        "testsuite",
+        name="modelcheck gate",
+        tests=str(len(outcomes)),
+        failures=str(sum(o.status == "failed" for o in outcomes)),
+        skipped=str(sum(o.status == "skipped" for o in outcomes)),
+        time=f"{sum(o.row.elapsed_s for o in outcomes if o.row):.3f}",
+    )
     for o in outcomes:
-        case = ET.SubElement(suite, "testcase", classname="gate", name=o.entry.cell.name,
-                             time=f"{o.row.elapsed_s:.3f}" if o.row else "0")
+        case = ET.SubElement(
+            suite, "testcase", classname="gate", name=o.entry.cell.name, time=f"{o.row.elapsed_s:.3f}" if o.row else "0"
+        )
         if o.status == "skipped":
             ET.SubElement(case, "skipped", message=f"not run: {skipped_why}")
         elif o.status == "failed":
             failure = ET.SubElement(case, "failure", message="; ".join(o.failures))
-            failure.text = "\n".join(o.failures) + ("\n\n" + trace_text(o.row, format_action)
-                                                    if o.row is not None and o.row.trace else "")
+            failure.text = "\n".join(o.failures) + (
+                "\n\n" + trace_text(o.row, format_action) if o.row is not None and o.row.trace else ""
+            )
     ET.indent(suite)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
 
@@ -136,8 +172,11 @@ def junit(outcomes: list[Outcome], format_action: Callable[[str | None, dict], s
 def update_baseline(path: str, outcomes: list[Outcome]) -> tuple[str, list[tuple[str, int | None, int]]]:
     """The gate file's text with every run entry's `states` set to the count
     just found, and the (name, old, new) changes."""
-    changes = [(o.entry.cell.name, o.entry.states, o.row.distinct) for o in outcomes
-               if o.row is not None and o.entry.states != o.row.distinct]
+    changes = [
+        (o.entry.cell.name, o.entry.states, o.row.distinct)
+        for o in outcomes
+        if o.row is not None and o.entry.states != o.row.distinct
+    ]
     return set_states(path, {name: new for name, _old, new in changes}), changes
 
 
@@ -149,10 +188,10 @@ def set_states(path: str, counts: dict[str, int]) -> str:
     from the file in those counts only: a layout this cannot edit is refused
     (ConfigError), never rewritten wrong. Tried before a run with every
     entry, so such a file is refused before hours of checking, not after."""
-    is_json = Path(path).suffix.lower() == ".json"       # as config.read_file decides
+    is_json = Path(path).suffix.lower() == ".json"  # as config.read_file decides
     parse = json.loads if is_json else tomllib.loads
-    try:                        # read again: the file may have changed since the run began
-        with open(path, encoding="utf-8", newline="") as f:     # CRLF stays CRLF
+    try:  # read again: the file may have changed since the run began
+        with open(path, encoding="utf-8", newline="") as f:  # CRLF stays CRLF
             text = f.read()
         doc = parse(text)
         index = {e["name"]: i for i, e in enumerate(doc["entry"])}
@@ -164,11 +203,13 @@ def set_states(path: str, counts: dict[str, int]) -> str:
     new = json.dumps(doc, indent=2, ensure_ascii=False) + "\n" if is_json else _set_toml_states(text, at)
     try:
         edited_right = new is not None and _canonical(parse(new)) == _canonical(doc)
-    except ValueError:          # the edit broke the file: refused all the same
+    except ValueError:  # the edit broke the file: refused all the same
         edited_right = False
     if new is None or not edited_right:
-        raise ConfigError(f"{path}: cannot locate each [[entry]]'s name to update its states = N; "
-                          "set them by hand (or write entries as [[entry]] tables)")
+        raise ConfigError(
+            f"{path}: cannot locate each [[entry]]'s name to update its states = N; "
+            "set them by hand (or write entries as [[entry]] tables)"
+        )
     return new
 
 
@@ -185,7 +226,7 @@ def _with_states(entry: dict[str, Any], n: int) -> dict[str, Any]:
 
 
 def _canonical(doc: Any) -> str:
-    return json.dumps(doc, sort_keys=True, default=str)    # nan == nan; TOML dates as text
+    return json.dumps(doc, sort_keys=True, default=str)  # nan == nan; TOML dates as text
 
 
 def _set_toml_states(text: str, counts: dict[int, int]) -> str | None:
@@ -195,11 +236,11 @@ def _set_toml_states(text: str, counts: dict[int, int]) -> str | None:
     multi-line string or array is one statement and a `name` inside one is
     never taken for a key."""
     lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
-    entries: list[dict[str, tuple[int, int]]] = []     # for each [[entry]]: "name"/"states" -> line span
+    entries: list[dict[str, tuple[int, int]]] = []  # for each [[entry]]: "name"/"states" -> line span
     start, in_entry = 0, False
     while start < len(lines):
         end, parsed = _statement(lines, start)
-        if lines[start].lstrip().startswith("["):       # a table header
+        if lines[start].lstrip().startswith("["):  # a table header
             in_entry = parsed == {"entry": [{}]}
             if in_entry:
                 entries.append({})
@@ -209,13 +250,13 @@ def _set_toml_states(text: str, counts: dict[int, int]) -> str | None:
     if any("name" not in e for e in entries) or max(counts, default=-1) >= len(entries):
         return None
     eol = "\r\n" if "\r\n" in text else "\n"
-    for i in sorted(counts, key=lambda i: -entries[i]["name"][0]):    # bottom up: spans stay valid
+    for i in sorted(counts, key=lambda i: -entries[i]["name"][0]):  # bottom up: spans stay valid
         if "states" in entries[i]:
             at = entries[i]["states"][0]
             lines[at] = re.sub(r"=(\s*)[^\s#]+", rf"=\g<1>{counts[i]}", lines[at], count=1)
         else:
             first, end = entries[i]["name"]
-            indent = lines[first][:len(lines[first]) - len(lines[first].lstrip(" \t"))]
+            indent = lines[first][: len(lines[first]) - len(lines[first].lstrip(" \t"))]
             if not lines[end - 1].endswith("\n"):
                 lines[end - 1] += eol
             lines.insert(end, f"{indent}states = {counts[i]}{eol}")
@@ -230,7 +271,7 @@ def _statement(lines: list[str], start: int) -> tuple[int, dict[str, Any]]:
             return end, tomllib.loads("".join(lines[start:end]))
         except tomllib.TOMLDecodeError:
             continue
-    return len(lines), {}       # not reached for a file tomllib read
+    return len(lines), {}  # not reached for a file tomllib read
 
 
 def trace_file_names(names: list[str]) -> list[str]:
@@ -238,7 +279,7 @@ def trace_file_names(names: list[str]) -> list[str]:
     readable slug of its name, plus a short hash of the exact name where
     slugs collide (ignoring case, for case-insensitive file systems) or are
     empty, so every entry has its own visible file, the same on every run."""
-    out = [re.sub(r"[\W_]+", "-", name).strip("-")[:60] for name in names]     # 60: under 255 bytes in UTF-8
+    out = [re.sub(r"[\W_]+", "-", name).strip("-")[:60] for name in names]  # 60: under 255 bytes in UTF-8
     while True:
         seen = Counter(s.lower() for s in out)
         clashing = [i for i, s in enumerate(out) if not s or seen[s.lower()] > 1]
@@ -249,16 +290,34 @@ def trace_file_names(names: list[str]) -> list[str]:
 
 
 def summary_rows(outcomes: list[Outcome]) -> list[dict[str, Any]]:
-    return [{"name": o.entry.cell.name, "status": o.status, "expected": o.entry.cell.expect,
-             "verdict": o.row.verdict if o.row else None, "pinned_states": o.entry.states,
-             "distinct_states": o.row.distinct if o.row else None,
-             "trace_length": o.row.trace_len if o.row else None,
-             "elapsed_s": round(o.row.elapsed_s, 3) if o.row else None, "budget_s": o.entry.budget_s,
-             "failures": o.failures} for o in outcomes]
+    return [
+        {
+            "name": o.entry.cell.name,
+            "status": o.status,
+            "expected": o.entry.cell.expect,
+            "verdict": o.row.verdict if o.row else None,
+            "pinned_states": o.entry.states,
+            "distinct_states": o.row.distinct if o.row else None,
+            "trace_length": o.row.trace_len if o.row else None,
+            "elapsed_s": round(o.row.elapsed_s, 3) if o.row else None,
+            "budget_s": o.entry.budget_s,
+            "failures": o.failures,
+        }
+        for o in outcomes
+    ]
 
 
-def gate_command(load: Loader, gate_file: str, junit_file: str | None, as_json: bool, trace_dir: str | None,
-                 update: bool, fail_fast: bool, jobs: int, max_memory: str | None) -> NoReturn:
+def gate_command(
+    load: Loader,
+    gate_file: str,
+    junit_file: str | None,
+    as_json: bool,
+    trace_dir: str | None,
+    update: bool,
+    fail_fast: bool,
+    jobs: int,
+    max_memory: str | None,
+) -> NoReturn:
     """`modelcheck gate`: the entries of `gate_file` run `jobs` at a time
     and judged, reported (JUnit XML, trace files, a table or JSON) and,
     with `update`, their counts re-pinned; exits 0 if every entry passes."""
@@ -269,7 +328,7 @@ def gate_command(load: Loader, gate_file: str, junit_file: str | None, as_json: 
             check_file(junit_file, "--junit")
         if trace_dir:
             check_dir(trace_dir, "--trace-dir")
-        if update:              # before the run: a file that cannot take the new counts is refused now
+        if update:  # before the run: a file that cannot take the new counts is refused now
             check_file(gate_file, "--update-baseline")
             set_states(gate_file, {e.cell.name: 1 for e in entries})
     except ConfigError as e:
@@ -277,36 +336,54 @@ def gate_command(load: Loader, gate_file: str, junit_file: str | None, as_json: 
     console = stderr_console()
 
     def done(o: Any) -> None:
-        console.print(f"{o.status}: {o.entry.cell.name}: {o.row.verdict} ({o.row.distinct:,} states, "
-                      f"{o.row.elapsed_s:.1f} s)" + (f" -- {'; '.join(o.failures)}" if o.failures else ""),
-                      highlight=False, markup=False)
+        console.print(
+            f"{o.status}: {o.entry.cell.name}: {o.row.verdict} ({o.row.distinct:,} states, "
+            f"{o.row.elapsed_s:.1f} s)" + (f" -- {'; '.join(o.failures)}" if o.failures else ""),
+            highlight=False,
+            markup=False,
+        )
 
     with stop_on_signals() as request, request.polling():
         outcomes, stopped = run_gate(load, entries, jobs, fail_fast, done, request, limit)
-    if stopped:                 # the reports of what ran; no baseline from a partial run
-        console.print(f"{stopped.why}: {sum(o.row is not None for o in outcomes)} of {len(outcomes)} entries done",
-                      highlight=False, markup=False)
+    if stopped:  # the reports of what ran; no baseline from a partial run
+        console.print(
+            f"{stopped.why}: {sum(o.row is not None for o in outcomes)} of {len(outcomes)} entries done",
+            highlight=False,
+            markup=False,
+        )
         update = False
-    if update:                  # the counts are re-pinned, not failures
+    if update:  # the counts are re-pinned, not failures
         for o in outcomes:
             o.failures = [f for f in o.failures if not f.startswith("distinct states:")]
-    try:                        # the reports first: a baseline that cannot be written loses neither
+    try:  # the reports first: a baseline that cannot be written loses neither
         if trace_dir:
             make_dir(trace_dir, "--trace-dir")
             for o, name in zip(outcomes, trace_file_names([o.entry.cell.name for o in outcomes])):
                 if o.status == "failed" and o.row is not None and o.row.trace:
-                    write_text(str(Path(trace_dir) / name), "--trace-dir", json.dumps(TraceFile(
-                        o.row.config, o.row.invariant, o.row.trace, o.row.loop).to_json(), indent=1) + "\n")
+                    write_text(
+                        str(Path(trace_dir) / name),
+                        "--trace-dir",
+                        json.dumps(
+                            TraceFile(o.row.config, o.row.invariant, o.row.trace, o.row.loop).to_json(), indent=1
+                        )
+                        + "\n",
+                    )
         if junit_file:
-            write_text(junit_file, "--junit", junit(outcomes, format_action, *(
-                [f"the gate was {stopped.why}"] if stopped else [])))
+            write_text(
+                junit_file,
+                "--junit",
+                junit(outcomes, format_action, *([f"the gate was {stopped.why}"] if stopped else [])),
+            )
         if update:
             text, changes = update_baseline(gate_file, outcomes)
             if changes:
                 write_text(gate_file, "--update-baseline", text)
             for name, old, new in changes:
-                console.print(f"baseline {name}: states {old if old is not None else 'unpinned'} -> {new}",
-                              highlight=False, markup=False)
+                console.print(
+                    f"baseline {name}: states {old if old is not None else 'unpinned'} -> {new}",
+                    highlight=False,
+                    markup=False,
+                )
             console.print(f"{gate_file}: {len(changes)} pinned count(s) updated", highlight=False)
     except ConfigError as e:
         fail(str(e))
@@ -314,5 +391,6 @@ def gate_command(load: Loader, gate_file: str, junit_file: str | None, as_json: 
         click.echo(json.dumps(summary_rows(outcomes)))
     else:
         print_gate(outcomes)
-    sys.exit(exit_code(stopped) if stopped else EXIT_VIOLATED if any(o.status == "failed" for o in outcomes)
-             else EXIT_HOLDS)
+    sys.exit(
+        exit_code(stopped) if stopped else EXIT_VIOLATED if any(o.status == "failed" for o in outcomes) else EXIT_HOLDS
+    )

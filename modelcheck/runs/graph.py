@@ -33,5 +33,7 @@ def graph_command(load: Loader, config: str | None, overrides: tuple[str, ...], 
     if result:
         mark_path(g, spec, result.trace)
     write_output(out, "-o", writer(g))
-    click.echo(f"wrote {out}: {g.number_of_nodes():,} states, {g.number_of_edges():,} transitions"
-               + (f"; counterexample to {result.invariant} marked ({len(result.trace) - 1} steps)" if result else ""))
+    click.echo(
+        f"wrote {out}: {g.number_of_nodes():,} states, {g.number_of_edges():,} transitions"
+        + (f"; counterexample to {result.invariant} marked ({len(result.trace) - 1} steps)" if result else "")
+    )

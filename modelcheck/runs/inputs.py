@@ -10,7 +10,7 @@ from typing import Any
 from ..config import ConfigError, parse_override, read_file
 from ..memory import default_limit, parse_size
 
-Loader = Callable[[dict[str, Any]], Any]     # config -> spec (raises ConfigError): the CLI's protocol
+Loader = Callable[[dict[str, Any]], Any]  # config -> spec (raises ConfigError): the CLI's protocol
 # master URLs spark-submit accepts (local[N] needs N >= 1; local[N,F] retries failed tasks)
 SPARK_MASTER = re.compile(r"local(\[([1-9]\d*|\*)(,[1-9]\d*)?\])?|spark://[^/\s]+|yarn|k8s://\S+")
 
@@ -24,8 +24,8 @@ def load_check_config(path: str | None, overrides: tuple[str, ...]) -> tuple[dic
         exp = given.pop("expected", None)
         if exp is not None:
             if not isinstance(exp, dict) or set(exp) != {"verdict"}:
-                raise ConfigError(f"{path}: [expected] must hold only verdict = \"holds\" or \"violated: NAME\"")
-            expected = exp["verdict"]       # checked against the spec's invariants once it is loaded
+                raise ConfigError(f'{path}: [expected] must hold only verdict = "holds" or "violated: NAME"')
+            expected = exp["verdict"]  # checked against the spec's invariants once it is loaded
     for item in overrides:
         key, value = parse_override(item)
         given[key] = value
@@ -34,13 +34,16 @@ def load_check_config(path: str | None, overrides: tuple[str, ...]) -> tuple[dic
 
 def check_spark_options(engine: str, master: str | None, partitions: int | None, spark_conf: tuple[str, ...]) -> None:
     """The Spark-only options: given only with --engine spark, and well formed."""
-    spark_only = [name for name, given in (("master", master), ("partitions", partitions),
-                                           ("spark-conf", spark_conf)) if given]
+    spark_only = [
+        name for name, given in (("master", master), ("partitions", partitions), ("spark-conf", spark_conf)) if given
+    ]
     if engine != "spark" and spark_only:
         raise ConfigError(f"--{spark_only[0]} applies to --engine spark only")
     if master and not SPARK_MASTER.fullmatch(master):
-        raise ConfigError(f"--master {master!r}: expected local, local[N], local[*], spark://HOST:PORT, "
-                          "yarn or k8s://https://HOST:PORT")
+        raise ConfigError(
+            f"--master {master!r}: expected local, local[N], local[*], spark://HOST:PORT, "
+            "yarn or k8s://https://HOST:PORT"
+        )
     bad = [kv for kv in spark_conf if "=" not in kv or not kv.split("=", 1)[0].strip()]
     if bad:
         raise ConfigError(f"--spark-conf {bad[0]!r}: expected KEY=VALUE, e.g. spark.executor.memory=8g")

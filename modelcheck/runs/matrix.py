@@ -17,9 +17,10 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -46,28 +47,28 @@ class Cell:
     expect: str | None = None
     claim: str = ""
     note: str = ""
-    symmetry: bool = False      # check's --symmetry: one state of each class of renamed brokers
-    exercises: tuple[str, ...] = ()     # actions (or coverage labels) a holds must have fired
-    goals: tuple[str, ...] = ()         # reachability goals a complete check must reach
+    symmetry: bool = False  # check's --symmetry: one state of each class of renamed brokers
+    exercises: tuple[str, ...] = ()  # actions (or coverage labels) a holds must have fired
+    goals: tuple[str, ...] = ()  # reachability goals a complete check must reach
 
 
 @dataclass
 class Row:
     cell: Cell
-    verdict: str                    # "holds" or "violated: NAME", as a cell pins it
+    verdict: str  # "holds" or "violated: NAME", as a cell pins it
     invariant: str | None
-    trace_len: int | None           # steps of the shortest counterexample
+    trace_len: int | None  # steps of the shortest counterexample
     distinct: int
     generated: int
     depth: int
     elapsed_s: float
     config: dict[str, Any] = field(default_factory=dict)
     story: str = ""
-    trace: list[dict[str, Any]] = field(default_factory=list)   # trace.described() of the counterexample
+    trace: list[dict[str, Any]] = field(default_factory=list)  # trace.described() of the counterexample
     coverage: dict[str, int] = field(default_factory=dict)
     goals: dict[str, bool] = field(default_factory=dict)
-    loop: int | None = None         # a temporal property's lasso: the step the last one returns to
-    triggers: dict[str, int] = field(default_factory=dict)     # CheckResult.triggers
+    loop: int | None = None  # a temporal property's lasso: the step the last one returns to
+    triggers: dict[str, int] = field(default_factory=dict)  # CheckResult.triggers
 
     @property
     def as_expected(self) -> bool | None:
@@ -90,26 +91,34 @@ class Row:
         claim is about that never fired, a goal never reached."""
         if self.verdict != "holds":
             return []
-        out = [f"{a} never fired" for a in self.cell.exercises
-               if not sum(n for x, n in self.coverage.items() if x == a or x.startswith(a + "("))]
-        return (out + [f"goal {g} not reached" for g in self.cell.goals if not self.goals.get(g)]
-                + [f"property {p} never triggered" for p, n in self.triggers.items() if not n])
+        out = [
+            f"{a} never fired"
+            for a in self.cell.exercises
+            if not sum(n for x, n in self.coverage.items() if x == a or x.startswith(a + "("))
+        ]
+        return (
+            out
+            + [f"goal {g} not reached" for g in self.cell.goals if not self.goals.get(g)]
+            + [f"property {p} never triggered" for p, n in self.triggers.items() if not n]
+        )
 
 
 def verdict_text(holds: bool, invariant: str | None) -> str:
     return "holds" if holds else f"violated: {invariant}"
 
 
-def read_entries(path: str, loader: Loader, table: str, keys: set[str],
-                 top_keys: set[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def read_entries(
+    path: str, loader: Loader, table: str, keys: set[str], top_keys: set[str]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The top-level keys and the `[[table]]` entries of a matrix or gate
     file, each with its config merged over `[defaults]` and loaded once, so a
     bad entry fails (one line, naming it) before anything runs."""
     raw = read_file(path)
     unknown = sorted(set(raw) - top_keys - {"defaults", table})
     if unknown:
-        raise ConfigError(f"{path}: unknown key {unknown[0]!r} "
-                          f"(allowed: {', '.join(sorted(top_keys | {'defaults', table}))})")
+        raise ConfigError(
+            f"{path}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(top_keys | {'defaults', table}))})"
+        )
     check_text(raw, TEXT_KEYS, path)
     defaults = raw.get("defaults", {})
     entries = raw.get(table, [])
@@ -119,7 +128,7 @@ def read_entries(path: str, loader: Loader, table: str, keys: set[str],
     for i, c in enumerate(entries, 1):
         where = f"{path}: {table} {i}"
         if not isinstance(c, dict) or "name" not in c or not isinstance(c.get("config", {}), dict):
-            raise ConfigError(f"{where}: needs name = \"...\" and config = {{...}}")
+            raise ConfigError(f'{where}: needs name = "..." and config = {{...}}')
         name = c["name"]
         if not isinstance(name, str) or not name.strip() or not name.isprintable():
             raise ConfigError(f"{where}: name is {shown(name)}; allowed: non-empty text on one line")
@@ -156,22 +165,36 @@ def check_text(table: dict[str, Any], keys: set[str], where: str) -> None:
 
 def check_pins(entry: dict[str, Any], spec: Any, where: str) -> None:
     """`exercises` names actions or coverage labels of the spec, `goals` its goals."""
-    for key, known, what in (("exercises", [*spec.actions, *spec.coverage_labels], "action"),
-                             ("goals", list(spec.goals), "goal")):
+    for key, known, what in (
+        ("exercises", [*spec.actions, *spec.coverage_labels], "action"),
+        ("goals", list(spec.goals), "goal"),
+    ):
         value = entry.get(key, [])
         if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
             raise ConfigError(f"{where}: {key} is {value!r}; allowed: a list of names")
         unknown = [x for x in value if x not in known]
         if unknown:
-            raise ConfigError(f"{where}: {key}: {unknown[0]!r} is not {'an' if what[0] in 'aeiou' else 'a'} {what} of this variant "
-                              f"(allowed: {', '.join(dict.fromkeys(known))})")
+            raise ConfigError(
+                f"{where}: {key}: {unknown[0]!r} is not {'an' if what[0] in 'aeiou' else 'a'} {what} of this variant "
+                f"(allowed: {', '.join(dict.fromkeys(known))})"
+            )
 
 
 def read_matrix(path: str, loader: Loader) -> tuple[dict[str, Any], list[Cell]]:
     raw, entries = read_entries(path, loader, "cell", CELL_KEYS, {"title", "intro"})
-    cells = [Cell(e["name"], e["config"], e.get("expect"), e.get("claim", ""), e.get("note", ""),
-                  e.get("symmetry", False), tuple(e.get("exercises", [])), tuple(e.get("goals", [])))
-             for e in entries]
+    cells = [
+        Cell(
+            e["name"],
+            e["config"],
+            e.get("expect"),
+            e.get("claim", ""),
+            e.get("note", ""),
+            e.get("symmetry", False),
+            tuple(e.get("exercises", [])),
+            tuple(e.get("goals", [])),
+        )
+        for e in entries
+    ]
     return {"title": raw.get("title", "Verdict matrix"), "intro": raw.get("intro", "")}, cells
 
 
@@ -188,13 +211,33 @@ def run_cell(loader: Loader, cell: Cell, max_memory: int | None = None, stop: St
             raise
         return Row(cell, f"stopped: {e.why}", None, None, e.distinct, e.generated, e.depth, e.elapsed_s, spec.config)
     story = "" if r.holds else spec.story(r.trace, r.invariant, r.loop)
-    return Row(cell, verdict_text(r.holds, r.invariant), r.invariant, None if r.holds else len(r.trace) - 1,
-               r.distinct_states, r.generated_states, r.depth, r.elapsed_s, spec.config, story,
-               described(spec, r.trace), r.coverage, r.goals, r.loop, r.triggers)
+    return Row(
+        cell,
+        verdict_text(r.holds, r.invariant),
+        r.invariant,
+        None if r.holds else len(r.trace) - 1,
+        r.distinct_states,
+        r.generated_states,
+        r.depth,
+        r.elapsed_s,
+        spec.config,
+        story,
+        described(spec, r.trace),
+        r.coverage,
+        r.goals,
+        r.loop,
+        r.triggers,
+    )
 
 
-def run(loader: Loader, cells: list[Cell], jobs: int, stop: Callable[[], bool] = lambda: False,
-        request: StopRequest | None = None, max_memory: int | None = None) -> Iterator[tuple[int, Row]]:
+def run(
+    loader: Loader,
+    cells: list[Cell],
+    jobs: int,
+    stop: Callable[[], bool] = lambda: False,
+    request: StopRequest | None = None,
+    max_memory: int | None = None,
+) -> Iterator[tuple[int, Row]]:
     """(index, row) as cells finish, `jobs` processes at a time (1: in this
     process), each within `max_memory`; once `stop()` is true, cells not
     yet finished are dropped; once `request` is set (a signal), they are
@@ -221,54 +264,102 @@ def run(loader: Loader, cells: list[Cell], jobs: int, stop: Callable[[], bool] =
         end_pool(pool)
 
 
+def reached(yes: bool | None) -> str:
+    return " reached" if yes else " NOT reached"
+
+
 def machine() -> str:
-    return (f"{os.cpu_count()} cores ({platform.machine()}), {platform.python_implementation()} "
-            f"{platform.python_version()}, {platform.system()}")
+    return (
+        f"{os.cpu_count()} cores ({platform.machine()}), {platform.python_implementation()} "
+        f"{platform.python_version()}, {platform.system()}"
+    )
 
 
 def markdown(meta: dict[str, Any], rows: list[Row], command: str, jobs: int) -> str:
     """docs/verdicts.md: the table, then each counterexample's story and the
     notes that weigh a verdict against the claim."""
-    out = [f"# {meta['title']}", "",
-           f"Generated by `{command}` ({jobs} cell{'s' if jobs != 1 else ''} at a time) on {machine()}. Do not edit by hand: "
-           "edit the matrix file and regenerate.", ""]
+    out = [
+        f"# {meta['title']}",
+        "",
+        f"Generated by `{command}` ({jobs} cell{'s' if jobs != 1 else ''} at a time) on {machine()}. "
+        "Do not edit by hand: edit the matrix file and regenerate.",
+        "",
+    ]
     if meta["intro"]:
         out += [meta["intro"].strip(), ""]
-    out += ["| cell | verdict | trace | distinct | depth | time s | never fired | expected |",
-            "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |"]
+    out += [
+        "| cell | verdict | trace | distinct | depth | time s | never fired | expected |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |",
+    ]
     for r in rows:
         ok = {None: "", True: "as pinned", False: f"**DIFFERS** (pinned: {r.cell.expect})"}[r.as_expected]
         if r.vacuous:
             ok += f" **VACUOUS** ({'; '.join(r.vacuous)})"
         never = ", ".join(r.never_fired) if r.verdict == "holds" else ""
-        out.append(f"| [{r.cell.name}](#{anchor(r.cell.name)}) | {r.verdict} | {r.trace_len or ''} | "
-                   f"{r.distinct:,} | {r.depth} | {r.elapsed_s:.1f} | {never} | {ok} |")
+        out.append(
+            f"| [{r.cell.name}](#{anchor(r.cell.name)}) | {r.verdict} | {r.trace_len or ''} | "
+            f"{r.distinct:,} | {r.depth} | {r.elapsed_s:.1f} | {never} | {ok} |"
+        )
     out.append("")
     for r in rows:
-        out += [f"## {r.cell.name}", "",
-                "Config: " + ", ".join(f"`{k}={fmt(v)}`" for k, v in r.config.items() if v is not None)
-                + (" (with `--symmetry`: one state of each class of states that differ by renaming the brokers, "
-                   "so the count is of classes)" if r.cell.symmetry else ""), ""]
+        out += [
+            f"## {r.cell.name}",
+            "",
+            "Config: "
+            + ", ".join(f"`{k}={fmt(v)}`" for k, v in r.config.items() if v is not None)
+            + (
+                " (with `--symmetry`: one state of each class of states that differ by renaming the brokers, "
+                "so the count is of classes)"
+                if r.cell.symmetry
+                else ""
+            ),
+            "",
+        ]
         if r.cell.claim:
             out += [f"Claim: {r.cell.claim}", ""]
         if r.loop is not None:
             shape = "stutters there" if r.loop == r.trace_len else f"returns to step {r.loop}"
-            out += [f"Verdict: **{r.verdict}** by a lasso: {r.trace_len} steps, then it {shape} for ever "
-                    "(a fair behaviour, re-validated by replay).", ""]
+            out += [
+                f"Verdict: **{r.verdict}** by a lasso: {r.trace_len} steps, then it {shape} for ever "
+                "(a fair behaviour, re-validated by replay).",
+                "",
+            ]
         elif r.triggers and r.verdict == "holds":
-            out += [f"Verdict: **{r.verdict}** in every fair behaviour through the {r.distinct:,} reachable "
-                    "states (where a violation could begin: "
-                    + ", ".join(f"{p} {n:,} states" for p, n in r.triggers.items()) + ").", ""]
+            out += [
+                f"Verdict: **{r.verdict}** in every fair behaviour through the {r.distinct:,} reachable "
+                "states (where a violation could begin: "
+                + ", ".join(f"{p} {n:,} states" for p, n in r.triggers.items())
+                + ").",
+                "",
+            ]
         else:
-            out += [f"Verdict: **{r.verdict}**" + (f" in {r.trace_len} steps (a shortest counterexample)."
-                                                  if r.trace_len else f" in all {r.distinct:,} reachable states."), ""]
+            out += [
+                f"Verdict: **{r.verdict}**"
+                + (
+                    f" in {r.trace_len} steps (a shortest counterexample)."
+                    if r.trace_len
+                    else f" in all {r.distinct:,} reachable states."
+                ),
+                "",
+            ]
         if r.cell.exercises or r.cell.goals:
-            fired = [f"{a} {sum(n for x, n in r.coverage.items() if x == a or x.startswith(a + '(')):,}"
-                     for a in r.cell.exercises]
-            out += ["Exercised: " + "; ".join(
-                ([f"transitions {', '.join(fired)}"] if fired else [])
-                + ([f"goals {', '.join(g + (' reached' if r.goals.get(g) else ' NOT reached') for g in r.cell.goals)}"]
-                   if r.cell.goals and r.verdict == "holds" else [])) + ".", ""]
+            fired = [
+                f"{a} {sum(n for x, n in r.coverage.items() if x == a or x.startswith(a + '(')):,}"
+                for a in r.cell.exercises
+            ]
+            out += [
+                "Exercised: "
+                + "; ".join(
+                    ([f"transitions {', '.join(fired)}"] if fired else [])
+                    + (
+                        [f"goals {', '.join(g + reached(r.goals.get(g)) for g in r.cell.goals)}"]
+                        if r.cell.goals and r.verdict == "holds"
+                        else []
+                    )
+                )
+                + ".",
+                "",
+            ]
         if r.story:
             out += [r.story, ""]
         if r.cell.note:
@@ -289,8 +380,16 @@ def fmt(v: Any) -> str:
     return str(v)
 
 
-def matrix_command(load: Loader, matrix_file: str | None, default: str, as_json: bool, out: str | None, jobs: int,
-                   only: tuple[str, ...], max_memory: str | None) -> NoReturn:
+def matrix_command(
+    load: Loader,
+    matrix_file: str | None,
+    default: str,
+    as_json: bool,
+    out: str | None,
+    jobs: int,
+    only: tuple[str, ...],
+    max_memory: str | None,
+) -> NoReturn:
     """`modelcheck matrix`: the cells of `matrix_file` (else `default`) run
     `jobs` at a time, their verdicts tabulated (and written to `out`);
     exits 0 if every cell is as pinned, 1 if one differs."""
@@ -312,13 +411,20 @@ def matrix_command(load: Loader, matrix_file: str | None, default: str, as_json:
         try:
             for i, row in run(load, cells, jobs, request=request, max_memory=limit):
                 rows[i] = row
-                console.print(f"[{sum(r is not None for r in rows)}/{len(cells)}] {row.cell.name}: {row.verdict} "
-                              f"({row.distinct:,} states, {row.elapsed_s:.1f} s)", highlight=False)
+                console.print(
+                    f"[{sum(r is not None for r in rows)}/{len(cells)}] {row.cell.name}: {row.verdict} "
+                    f"({row.distinct:,} states, {row.elapsed_s:.1f} s)",
+                    highlight=False,
+                )
         except Stopped as e:
             done = [r for r in rows if r is not None]
-            console.print(f"{e.why}: {len(done)} of {len(cells)} cells done"
-                          + (f" ({', '.join(r.cell.name for r in done)})" if done else "")
-                          + (f"; {out} not written" if out else ""), highlight=False, markup=False)
+            console.print(
+                f"{e.why}: {len(done)} of {len(cells)} cells done"
+                + (f" ({', '.join(r.cell.name for r in done)})" if done else "")
+                + (f"; {out} not written" if out else ""),
+                highlight=False,
+                markup=False,
+            )
             sys.exit(exit_code(e))
     if out:
         command = "modelcheck matrix" + (f" {matrix_file}" if matrix_file else "") + f" --out {out}"

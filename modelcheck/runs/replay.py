@@ -56,7 +56,7 @@ def parse_steps(spec: Spec, raw: list[dict[str, Any]], where: str) -> list[Scena
     for i, r in enumerate(raw, 1):
         at = f"{where}: step {i}"
         if "action" not in r:
-            raise ConfigError(f"{at}: needs action = \"NAME\"")
+            raise ConfigError(f'{at}: needs action = "NAME"')
         name = r["action"]
         args = {k: v for k, v in r.items() if k not in STEP_KEYS}
         check_step(spec, name, args, at)
@@ -91,8 +91,14 @@ def mismatch(spec: Spec, var: str, value: Any, initial: Any) -> str | None:
 
 
 def kind(value: Any) -> str:
-    for t, name in ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"),
-                    (list, "an array"), (dict, "a table")):
+    for t, name in (
+        (bool, "a boolean"),
+        (int, "an integer"),
+        (float, "a number"),
+        (str, "a string"),
+        (list, "an array"),
+        (dict, "a table"),
+    ):
         if isinstance(value, t):
             return name
     return "null"
@@ -114,13 +120,19 @@ def replay(spec: Spec, steps: list[ScenarioStep]) -> tuple[dict[str, Any], list[
             break
         if len(distinct) > 1:
             options = "; ".join(", ".join(f"{k}={v}" for k, v in a.items()) for a, _ in distinct.values())
-            reports.append(StepReport(i, step, enabled=True,
-                                      error=f"ambiguous: {len(distinct)} instances match ({options})"))
+            reports.append(
+                StepReport(i, step, enabled=True, error=f"ambiguous: {len(distinct)} instances match ({options})")
+            )
             break
         args, state = next(iter(distinct.values()))
         now = spec.describe(state)
-        report = StepReport(i, ScenarioStep(step.action, args, step.expect, step.violates), enabled=True,
-                            violated=spec.violated(state), state=now)
+        report = StepReport(
+            i,
+            ScenarioStep(step.action, args, step.expect, step.violates),
+            enabled=True,
+            violated=spec.violated(state),
+            state=now,
+        )
         report.mismatches = [(k, v, now[k]) for k, v in step.expect.items() if now[k] != v]
         reports.append(report)
     return spec.describe(inits[0]), reports

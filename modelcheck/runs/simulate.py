@@ -23,10 +23,24 @@ from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail, write_output
 from .inputs import Loader, check_spark_options, load_check_config
 
 
-def simulate_command(load: Loader, config: str | None, overrides: tuple[str, ...], walks: int, depth: int,
-                     seed: int, weights: tuple[str, ...], pick: str, workers: int, engine: str, master: str | None,
-                     partitions: int | None, spark_conf: tuple[str, ...], as_json: bool, trace_out: str | None,
-                     quiet: bool) -> NoReturn:
+def simulate_command(
+    load: Loader,
+    config: str | None,
+    overrides: tuple[str, ...],
+    walks: int,
+    depth: int,
+    seed: int,
+    weights: tuple[str, ...],
+    pick: str,
+    workers: int,
+    engine: str,
+    master: str | None,
+    partitions: int | None,
+    spark_conf: tuple[str, ...],
+    as_json: bool,
+    trace_out: str | None,
+    quiet: bool,
+) -> NoReturn:
     """The walks the options plan on the spec `load` makes of the config,
     reported; exits 1 on a violation, 0 when none was found."""
     try:
@@ -45,8 +59,10 @@ def simulate_command(load: Loader, config: str | None, overrides: tuple[str, ...
         given, _expected = load_check_config(config, overrides)
         spec = load(given)
         if spec.checked_properties():
-            raise ConfigError("properties: random walks check invariants only (a finite walk shows no fair cycle); "
-                              "check temporal properties with modelcheck check")
+            raise ConfigError(
+                "properties: random walks check invariants only (a finite walk shows no fair cycle); "
+                "check temporal properties with modelcheck check"
+            )
         the_plan = make_plan(spec, walks, depth, seed, weight, pick)
         if trace_out:
             check_file(trace_out, "--trace-out")
@@ -55,19 +71,34 @@ def simulate_command(load: Loader, config: str | None, overrides: tuple[str, ...
     with stop_on_signals() as stop, Progress(enabled=not quiet and not as_json) as progress:
         try:
             kernel = simulation_kernel(spec, engine, progress)
-            result = run_simulation(spec, the_plan, kernel=kernel, workers=workers, progress=progress, stop=stop,
-                                    engine=engine, master=master, partitions=partitions,
-                                    spark_settings=dict(kv.split("=", 1) for kv in spark_conf))
+            result = run_simulation(
+                spec,
+                the_plan,
+                kernel=kernel,
+                workers=workers,
+                progress=progress,
+                stop=stop,
+                engine=engine,
+                master=master,
+                partitions=partitions,
+                spark_settings=dict(kv.split("=", 1) for kv in spark_conf),
+            )
         except Stopped as e:
-            click.echo(f"simulate {e.why} after {e.elapsed_s:.1f} s, no verdict: {e.generated:,} states visited, "
-                       f"{e.distinct:,} distinct", err=True)
+            click.echo(
+                f"simulate {e.why} after {e.elapsed_s:.1f} s, no verdict: {e.generated:,} states visited, "
+                f"{e.distinct:,} distinct",
+                err=True,
+            )
             sys.exit(exit_code(e))
-        except ConfigError as e:        # the engine cannot start here (e.g. no Java for Spark)
+        except ConfigError as e:  # the engine cannot start here (e.g. no Java for Spark)
             fail(str(e))
     trace = described(spec, result.trace)
     if trace_out and result.invariant:
-        write_output(trace_out, "--trace-out", json.dumps(
-            TraceFile(spec.config, result.invariant, trace).to_json(), indent=1) + "\n")
+        write_output(
+            trace_out,
+            "--trace-out",
+            json.dumps(TraceFile(spec.config, result.invariant, trace).to_json(), indent=1) + "\n",
+        )
     rate = result.states_visited / result.elapsed_s if result.elapsed_s else 0.0
     if as_json:
         click.echo(json.dumps(simulation_json(spec, result, trace, the_plan, weight, rate)))
@@ -81,6 +112,7 @@ def simulation_kernel(spec: Any, engine: str, progress: Progress) -> Any:
     or None to run the interpreted spec, with a warning saying why; Spark
     needs it."""
     from ..engine.kernel import KernelUnavailable, kernel_for
+
     try:
         return kernel_for(spec, lambda text: progress({"note": text}))
     except KernelUnavailable as e:

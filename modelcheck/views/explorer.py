@@ -46,7 +46,7 @@ from .render import CSS, config_line, detail, diff_html, timeline
 from .terminal import format_action, rows
 from .tracefile import TraceFile
 
-MAX_STEPS = 1000        # a longer path is refused (414): each step of it is replayed
+MAX_STEPS = 1000  # a longer path is refused (414): each step of it is replayed
 CACHED_STEPS = 1 << 15  # path prefixes whose last step is kept
 
 EXTRA_CSS = """
@@ -95,8 +95,11 @@ def url(path: tuple[int, ...], ahead: tuple[int, ...] = ()) -> str:
 def indices(where: str, segments: list[str]) -> tuple[int, ...]:
     for s in segments:
         if not re.fullmatch(r"[0-9]{1,6}", s):
-            raise NotFound(404, f"{where}: {shown(s)} is not an action number (a path is the numbers of the "
-                                f"actions taken, as the page's links give them)")
+            raise NotFound(
+                404,
+                f"{where}: {shown(s)} is not an action number (a path is the numbers of the "
+                f"actions taken, as the page's links give them)",
+            )
     return tuple(int(s) for s in segments)
 
 
@@ -121,16 +124,20 @@ class Explorer:
         out = [self.root]
         for i in range(len(path)):
             with self.lock:
-                step = self.cache.get(path[:i + 1])
+                step = self.cache.get(path[: i + 1])
             if step is None:
                 successors = self.spec.successors(out[-1].state)
                 if path[i] >= len(successors):
-                    raise NotFound(404, f"step {i + 1}: the state after step {i} has {len(successors)} enabled "
-                                        f"action(s), numbered 0 to {len(successors) - 1}; there is no action "
-                                        f"{path[i]}", back=url(path[:i]))
+                    raise NotFound(
+                        404,
+                        f"step {i + 1}: the state after step {i} has {len(successors)} enabled "
+                        f"action(s), numbered 0 to {len(successors) - 1}; there is no action "
+                        f"{path[i]}",
+                        back=url(path[:i]),
+                    )
                 step = Step(*successors[path[i]])
                 with self.lock:
-                    self.cache[path[:i + 1]] = step
+                    self.cache[path[: i + 1]] = step
                     while len(self.cache) > CACHED_STEPS:
                         self.cache.popitem(last=False)
             out.append(step)
@@ -141,8 +148,13 @@ class Explorer:
         path = []
         for before, step in zip(trace, trace[1:]):
             want = self.spec.canonical(step.state)
-            path.append(next(i for i, (name, args, nxt) in enumerate(self.spec.successors(before.state))
-                             if (name, args) == (step.action, step.args) and self.spec.canonical(nxt) == want))
+            path.append(
+                next(
+                    i
+                    for i, (name, args, nxt) in enumerate(self.spec.successors(before.state))
+                    if (name, args) == (step.action, step.args) and self.spec.canonical(nxt) == want
+                )
+            )
         return tuple(path)
 
     def get(self, target: str) -> tuple[int, str, str]:
@@ -156,8 +168,12 @@ class Explorer:
         query = parse_qs(parts.query, keep_blank_values=True)
         unknown = sorted(set(query) - {"then"})
         if unknown or len(query.get("then", [])) > 1:
-            raise NotFound(400, f"query: {shown(unknown[0] if unknown else 'then')} is not understood (the only "
-                                f"query is then=N/N/..., the steps ahead)", back=url(path))
+            raise NotFound(
+                400,
+                f"query: {shown(unknown[0] if unknown else 'then')} is not understood (the only "
+                f"query is then=N/N/..., the steps ahead)",
+                back=url(path),
+            )
         then = query.get("then", [""])[0]
         ahead = indices("then", then.split("/") if then else [])
         if export == "scenario.toml":
@@ -174,14 +190,26 @@ class Explorer:
         k = len(path)
         views = rows(spec, walked)
         current = walked[k]
-        back = url(path[:-1], whole[k - 1:]) if k else None
-        forward = url(whole[:k + 1], whole[k + 1:]) if ahead else None
-        link = lambda href, id_, text: (f'<a id="{id_}" href="{escape(href)}">{text}</a>' if href  # noqa: E731
-                                        else f'<span id="{id_}" class="off">{text}</span>')
-        exports = (f'<a id="export-scenario" href="{escape(url(path) + "/scenario.toml")}" '
-                   f'download="scenario.toml">scenario.toml</a> '
-                   f'<a id="export-trace" href="{escape(url(path) + "/trace.json")}" download="trace.json">'
-                   f'trace.json</a>') if k else ""
+        back = url(path[:-1], whole[k - 1 :]) if k else None
+        forward = url(whole[: k + 1], whole[k + 1 :]) if ahead else None
+
+        def link(href: str | None, id_: str, text: str) -> str:
+            return (
+                f'<a id="{id_}" href="{escape(href)}">{text}</a>'
+                if href
+                else f'<span id="{id_}" class="off">{text}</span>'
+            )
+
+        exports = (
+            (
+                f'<a id="export-scenario" href="{escape(url(path) + "/scenario.toml")}" '
+                f'download="scenario.toml">scenario.toml</a> '
+                f'<a id="export-trace" href="{escape(url(path) + "/trace.json")}" download="trace.json">'
+                f"trace.json</a>"
+            )
+            if k
+            else ""
+        )
         return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -191,7 +219,7 @@ class Explorer:
 <link rel="icon" href="data:,">
 <style>{CSS}{EXTRA_CSS}</style>
 </head>
-<body data-step="{k}" data-path="{'/'.join(map(str, path))}">
+<body data-step="{k}" data-path="{"/".join(map(str, path))}">
 <header>
 <h1>Step {k}{f" of {len(whole)}" if ahead else ""}: {escape(views[k].action)}</h1>
 <p class="config">{escape(config_line(spec.config))}</p>
@@ -206,7 +234,7 @@ class Explorer:
 <main>
 {timeline(spec, views, walked, lambda j: url(whole[:j], whole[j:]), current=k)}
 <h2 class="actions">Enabled actions ({len(spec.successors(current.state))})</h2>
-{self.choices(path, ahead, walked[:k + 1])}
+{self.choices(path, ahead, walked[: k + 1])}
 {detail(spec, views[k - 1] if k else None, views[k], current)}
 </main>
 <footer>{escape("; ".join(filter(None, (spec.trace_legend, "a highlighted cell changed in that step"))))}</footer>
@@ -236,22 +264,31 @@ class Explorer:
                 marks.append('<span class="mark new">not seen by the checker</span>')
             elif self.reach and depth is not None:
                 shorter = depth < len(walked)
-                marks.append(f'<span class="mark{" short" if shorter else ""}">seen by the checker at depth {depth}'
-                             f'{": a shorter path leads there" if shorter else ""}</span>')
-            attrs = (f' data-index="{i}" data-action="{escape(name)}" data-violates="{escape(",".join(violated))}"'
-                     f' data-seen="{"" if depth is None else depth}"'
-                     f' data-on-path="{"" if again is None else again}"')
-            items.append(f'<li class="action{" bad" if violated else ""}"{attrs}><a href="{escape(href)}">'
-                         f'{escape(format_action(name, args))}</a>{"".join(marks)}{diff_html(before, after)}</li>')
+                marks.append(
+                    f'<span class="mark{" short" if shorter else ""}">seen by the checker at depth {depth}'
+                    f"{': a shorter path leads there' if shorter else ''}</span>"
+                )
+            attrs = (
+                f' data-index="{i}" data-action="{escape(name)}" data-violates="{escape(",".join(violated))}"'
+                f' data-seen="{"" if depth is None else depth}"'
+                f' data-on-path="{"" if again is None else again}"'
+            )
+            items.append(
+                f'<li class="action{" bad" if violated else ""}"{attrs}><a href="{escape(href)}">'
+                f"{escape(format_action(name, args))}</a>{''.join(marks)}{diff_html(before, after)}</li>"
+            )
         return f'<ol class="actions">{"".join(items)}</ol>' if items else "<p>none: a deadlock</p>"
 
     def seen_note(self) -> str:
         r = self.reach
         if r is None:
             return "seen by the checker: not indexed (--seen-states 0)"
-        scope = (f"all {r.states:,} reachable states" if r.complete else
-                 f"the first {r.states:,} states a breadth-first check visits (to depth {r.deepest}); "
-                 f"a state not among them is marked not seen")
+        scope = (
+            f"all {r.states:,} reachable states"
+            if r.complete
+            else f"the first {r.states:,} states a breadth-first check visits (to depth {r.deepest}); "
+            f"a state not among them is marked not seen"
+        )
         return f"seen by the checker: the depth at which a breadth-first check first reaches a state; indexed {scope}"
 
     # ---- exports ------------------------------------------------------------------------
@@ -279,10 +316,13 @@ class Explorer:
 
 
 def error_page(e: NotFound) -> str:
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>modelcheck explore: '
-            f'{e.status}</title><link rel="icon" href="data:,"><style>{CSS}</style></head><body><main class="error"><h1>{e.status}: '
-            f'{escape(e.message)}</h1><p><a id="nearest" href="{escape(e.back)}">the nearest state that exists'
-            f'</a> &middot; <a href="/">the initial state</a></p></main></body></html>\n')
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>modelcheck explore: '
+        f'{e.status}</title><link rel="icon" href="data:,"><style>{CSS}</style></head><body>'
+        f'<main class="error"><h1>{e.status}: '
+        f'{escape(e.message)}</h1><p><a id="nearest" href="{escape(e.back)}">the nearest state that exists'
+        f'</a> &middot; <a href="/">the initial state</a></p></main></body></html>\n'
+    )
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -296,8 +336,12 @@ class Handler(BaseHTTPRequestHandler):
         self.answer(body=False)
 
     def refuse(self) -> None:
-        self.send(405, "text/html; charset=utf-8", error_page(NotFound(405, f"{self.command}: the explorer "
-                                                                            f"only serves GET and HEAD")), True)
+        self.send(
+            405,
+            "text/html; charset=utf-8",
+            error_page(NotFound(405, f"{self.command}: the explorer only serves GET and HEAD")),
+            True,
+        )
 
     do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = refuse
 
@@ -306,10 +350,15 @@ class Handler(BaseHTTPRequestHandler):
             status, kind, text = self.explorer.get(self.path)
         except NotFound as e:
             status, kind, text = e.status, "text/html; charset=utf-8", error_page(e)
-        except Exception:       # a bug: said on the page and the terminal, and the server goes on
+        except Exception:  # a bug: said on the page and the terminal, and the server goes on
             traceback.print_exc()
-            status, kind, text = 500, "text/html; charset=utf-8", error_page(
-                NotFound(500, "internal error (the traceback is on the explorer's terminal: a bug to report)"))
+            status, kind, text = (
+                500,
+                "text/html; charset=utf-8",
+                error_page(
+                    NotFound(500, "internal error (the traceback is on the explorer's terminal: a bug to report)")
+                ),
+            )
         self.send(status, kind, text, body)
 
     def send(self, status: int, kind: str, text: str, body: bool) -> None:
@@ -321,7 +370,7 @@ class Handler(BaseHTTPRequestHandler):
         if body:
             self.wfile.write(data)
 
-    def log_message(self, format: str, *args: Any) -> None:       # no access log on the terminal
+    def log_message(self, format: str, *args: Any) -> None:  # no access log on the terminal
         pass
 
 

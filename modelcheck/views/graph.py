@@ -39,14 +39,22 @@ def state_graph(spec: Spec, max_states: int) -> nx.MultiDiGraph:
         key = spec.canonical(state)
         if key not in ids:
             if len(ids) >= max_states:
-                raise GraphTooLarge(f"the reachable state graph has more than {max_states:,} states; "
-                                    f"use a smaller config or raise --max-states")
+                raise GraphTooLarge(
+                    f"the reachable state graph has more than {max_states:,} states; "
+                    f"use a smaller config or raise --max-states"
+                )
             ids[key] = len(ids)
             d = spec.describe(state)
             columns, lanes = spec.trace_row(d)
             label = "\n".join(f"{k} {plain(c)}" for k, c in {**columns, **lanes}.items())
-            graph.add_node(ids[key], label=label, initial=False, counterexample=False,
-                           violated=",".join(spec.violated(state)), **{k: attribute(v) for k, v in d.items()})
+            graph.add_node(
+                ids[key],
+                label=label,
+                initial=False,
+                counterexample=False,
+                violated=",".join(spec.violated(state)),
+                **{k: attribute(v) for k, v in d.items()},
+            )
             queue.append(state)
         return ids[key]
 
@@ -57,8 +65,15 @@ def state_graph(spec: Spec, max_states: int) -> nx.MultiDiGraph:
         src = ids[spec.canonical(state)]
         for name, args, nxt in spec.successors(state):
             label = format_action(name, args)
-            graph.add_edge(src, node(nxt), key=label, label=label, action=name,
-                           args=json.dumps(args, separators=(",", ":")), counterexample=False)
+            graph.add_edge(
+                src,
+                node(nxt),
+                key=label,
+                label=label,
+                action=name,
+                args=json.dumps(args, separators=(",", ":")),
+                counterexample=False,
+            )
     return graph
 
 
@@ -83,13 +98,19 @@ def graphml(graph: nx.MultiDiGraph) -> str:
 def dot(graph: nx.MultiDiGraph) -> str:
     """Graphviz DOT, written directly (no pydot): every attribute kept, the
     counterexample drawn red and bold, violating states filled."""
+
     def attrs(data: dict[str, Any], on_path: bool, bad: bool) -> str:
-        extra = {**({"color": "red", "penwidth": 2} if on_path else {}),
-                 **({"style": "filled", "fillcolor": "#ffd8d8"} if bad else {})}
+        extra = {
+            **({"color": "red", "penwidth": 2} if on_path else {}),
+            **({"style": "filled", "fillcolor": "#ffd8d8"} if bad else {}),
+        }
         return ", ".join(f"{k}={quote(v)}" for k, v in {**data, **extra}.items())
 
-    lines = ["digraph states {", '  node [shape=box, fontname="monospace", fontsize=10];',
-             '  edge [fontname="monospace", fontsize=9];']
+    lines = [
+        "digraph states {",
+        '  node [shape=box, fontname="monospace", fontsize=10];',
+        '  edge [fontname="monospace", fontsize=9];',
+    ]
     for n, data in graph.nodes(data=True):
         lines.append(f"  {n} [{attrs(data, data['counterexample'], bool(data['violated']))}];")
     for a, b, data in graph.edges(data=True):

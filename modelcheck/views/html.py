@@ -67,18 +67,20 @@ p.loop { color: #b35900; }
 """
 
 
-def render(spec: Spec, trace: list[Step], config: dict[str, Any], invariant: str | None,
-           loop: int | None = None) -> str:
+def render(
+    spec: Spec, trace: list[Step], config: dict[str, Any], invariant: str | None, loop: int | None = None
+) -> str:
     """The page; a lasso (a temporal property's counterexample) has its
     loop said in the header and marked on its rows."""
     views = rows(spec, trace)
     last = len(views) - 1
     explanation = spec.explain(invariant, trace[-1].state) if invariant else ""
-    title = (f"{invariant} violated after {last} steps" if invariant else f"a trace of {last} steps")
+    title = f"{invariant} violated after {last} steps" if invariant else f"a trace of {last} steps"
     _marks, looped = loop_marks(trace, loop)
     loop_line = f'<p class="loop">{escape(looped)}</p>' if loop is not None else ""
-    details = "\n".join(detail(spec, views[r.index - 1] if r.index else None, r, trace[r.index], hidden=r.index > 0)
-                         for r in views)
+    details = "\n".join(
+        detail(spec, views[r.index - 1] if r.index else None, r, trace[r.index], hidden=r.index > 0) for r in views
+    )
     verdict = f'<p class="verdict"><b>{escape(invariant)}</b>: {escape(explanation)}</p>' if invariant else ""
     return f"""<!DOCTYPE html>
 <html lang="en">

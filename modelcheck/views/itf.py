@@ -28,8 +28,9 @@ FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 @dataclass(frozen=True)
 class Type:
     """An Apalache type: `kind` is Int, Str, Bool, Set, Seq, Tup, Fun or Option."""
+
     kind: str
-    args: tuple["Type", ...] = ()
+    args: tuple[Type, ...] = ()
 
     def __str__(self) -> str:
         a = [str(t) for t in self.args]
@@ -83,7 +84,7 @@ def conforms(value: Any, t: Type) -> bool:
         return False
     if t.kind == "Tup":
         return len(value) == len(t.args) and all(conforms(v, s) for v, s in zip(value, t.args))
-    return all(conforms(v, t.args[0]) for v in value)     # Set, Seq, Fun
+    return all(conforms(v, t.args[0]) for v in value)  # Set, Seq, Fun
 
 
 def encode(value: Any, t: Type | None = None) -> Any:
@@ -92,8 +93,11 @@ def encode(value: Any, t: Type | None = None) -> Any:
     kind: str | None = t.kind if t else None
     args: tuple[Type, ...] = t.args if t else ()
     if kind == "Option":
-        return ({"tag": "None", "value": {"#tup": []}} if value is None
-                else {"tag": "Some", "value": encode(value, args[0])})
+        return (
+            {"tag": "None", "value": {"#tup": []}}
+            if value is None
+            else {"tag": "Some", "value": encode(value, args[0])}
+        )
     if isinstance(value, bool) or isinstance(value, str):
         return value
     if isinstance(value, int):
@@ -131,7 +135,7 @@ def decode(x: Any) -> Any:
         try:
             if isinstance(digits, str) and BIGINT.fullmatch(digits):
                 return int(digits)
-        except ValueError:      # past Python's digit limit
+        except ValueError:  # past Python's digit limit
             pass
         raise ItfError(f"#bigint {shown(digits)} is not a decimal integer")
     for form in ("#set", "#tup", "#map"):
@@ -158,8 +162,13 @@ def _order(v: Any) -> tuple:
     return (0, v, "") if isinstance(v, int) else (1, 0, repr(v))
 
 
-def to_itf(config: dict[str, Any], invariant: str | None, steps: list[dict[str, Any]],
-           types: dict[str, Type], loop: int | None = None) -> dict[str, Any]:
+def to_itf(
+    config: dict[str, Any],
+    invariant: str | None,
+    steps: list[dict[str, Any]],
+    types: dict[str, Type],
+    loop: int | None = None,
+) -> dict[str, Any]:
     """Steps `{"action", "args", "state"}` (described states) as an ITF
     trace. A lasso (the last step returns to step `loop`) uses ITF's `loop`:
     the states up to the last but one, `loop` the index the last returns
@@ -168,14 +177,23 @@ def to_itf(config: dict[str, Any], invariant: str | None, steps: list[dict[str, 
     names = list(steps[0]["state"])
     closing = loop is not None and loop < len(steps) - 1
     doc: dict[str, Any] = {
-        "#meta": {"format": "ITF", "format-description": FORMAT_DESCRIPTION, "source": "modelcheck",
-                  "description": f"counterexample to {invariant}" if invariant else "a trace",
-                  "varTypes": {n: str(types[n]) for n in names if n in types},
-                  "config": config, "invariant": invariant},
+        "#meta": {
+            "format": "ITF",
+            "format-description": FORMAT_DESCRIPTION,
+            "source": "modelcheck",
+            "description": f"counterexample to {invariant}" if invariant else "a trace",
+            "varTypes": {n: str(types[n]) for n in names if n in types},
+            "config": config,
+            "invariant": invariant,
+        },
         "vars": names,
-        "states": [{"#meta": {"index": i, "action": s["action"], "args": s["args"]},
-                    **{n: encode(s["state"][n], types.get(n)) for n in names}}
-                   for i, s in enumerate(steps[:-1] if closing else steps)],
+        "states": [
+            {
+                "#meta": {"index": i, "action": s["action"], "args": s["args"]},
+                **{n: encode(s["state"][n], types.get(n)) for n in names},
+            }
+            for i, s in enumerate(steps[:-1] if closing else steps)
+        ],
     }
     if loop is not None:
         doc["loop"] = loop
@@ -205,8 +223,13 @@ def from_itf(data: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None, l
         if not isinstance(s, dict):
             raise ItfError(f"state {i} is {shown(s)}, not an object")
         m = _meta(s, f"state {i}: ")
-        steps.append({"action": m.get("action"), "args": m.get("args") or {},
-                      "state": {n: decode(s[n]) for n in names if n in s}})
+        steps.append(
+            {
+                "action": m.get("action"),
+                "args": m.get("args") or {},
+                "state": {n: decode(s[n]) for n in names if n in s},
+            }
+        )
     loop = data.get("loop")
     if loop is not None and not (type(loop) is int and 0 <= loop < len(steps)):
         raise ItfError(f"loop is {shown(loop)}, not the index of a state (0..{len(steps) - 1})")
@@ -214,7 +237,9 @@ def from_itf(data: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None, l
     if closing is not None:
         if loop is None or not isinstance(closing, dict) or not isinstance(closing.get("args", {}), dict):
             raise ItfError(f"#meta.loopAction is {shown(closing)}, not the {{action, args}} of a loop's closing step")
-        steps.append({"action": closing.get("action"), "args": closing.get("args") or {}, "state": steps[loop]["state"]})
+        steps.append(
+            {"action": closing.get("action"), "args": closing.get("args") or {}, "state": steps[loop]["state"]}
+        )
     return meta.get("config"), meta.get("invariant"), steps, loop
 
 

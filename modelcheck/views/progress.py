@@ -32,9 +32,14 @@ class Progress:
             self.live.stop()
 
     def __call__(self, st: dict) -> None:
-        line = st["note"] if "note" in st else (
-            f"depth {st['depth']}  distinct {st['distinct']:,}  generated {st['generated']:,}  "
-            f"queue {st['queue']:,}  {st['states_per_s']:,.0f} states/s  {st['elapsed_s']:.0f} s")
+        line = (
+            st["note"]
+            if "note" in st
+            else (
+                f"depth {st['depth']}  distinct {st['distinct']:,}  generated {st['generated']:,}  "
+                f"queue {st['queue']:,}  {st['states_per_s']:,.0f} states/s  {st['elapsed_s']:.0f} s"
+            )
+        )
         if self.live:
             self.live.update(Text(line))
         elif self.enabled and ("note" in st or time.monotonic() - self.last >= 10):

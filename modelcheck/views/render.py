@@ -12,8 +12,9 @@ background is a block (a log entry coloured by its epoch).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from html import escape
-from typing import Any, Callable
+from typing import Any
 
 from rich.style import Style
 
@@ -93,25 +94,35 @@ def config_line(config: dict[str, Any]) -> str:
     return " ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in config.items() if v is not None)
 
 
-def timeline(spec: Spec, views: list[Row], trace: list[Step], href: Callable[[int], str] | None = None,
-             current: int | None = None) -> str:
+def timeline(
+    spec: Spec,
+    views: list[Row],
+    trace: list[Step],
+    href: Callable[[int], str] | None = None,
+    current: int | None = None,
+) -> str:
     """The steps as rows and the spec's lanes as columns; with `href`, each
     step's action links to it; with `current`, that step is marked current
     and those after it future (else the page's script marks them)."""
     head = "".join(f"<th{classes('lane' if k in views[0].lanes else '')}>{escape(k)}</th>" for k in views[0].cells)
-    body = "\n".join(timeline_row(spec, r, trace[r.index], href(r.index) if href else None, current)
-                     for r in views)
-    return (f'<table class="timeline">\n<thead><tr><th>#</th><th>action</th>{head}</tr></thead>\n'
-            f"<tbody>\n{body}\n</tbody>\n</table>")
+    body = "\n".join(timeline_row(spec, r, trace[r.index], href(r.index) if href else None, current) for r in views)
+    return (
+        f'<table class="timeline">\n<thead><tr><th>#</th><th>action</th>{head}</tr></thead>\n'
+        f"<tbody>\n{body}\n</tbody>\n</table>"
+    )
 
 
 def timeline_row(spec: Spec, r: Row, step: Step, href: str | None = None, current: int | None = None) -> str:
-    cells = "".join(f"<td{classes('lane' if k in r.lanes else '', 'chg' if k in r.changed else '')}>"
-                    f"{cell_html(cell)}</td>" for k, cell in r.cells.items())
+    cells = "".join(
+        f"<td{classes('lane' if k in r.lanes else '', 'chg' if k in r.changed else '')}>{cell_html(cell)}</td>"
+        for k, cell in r.cells.items()
+    )
     action = f'<a href="{escape(href)}">{escape(r.action)}</a>' if href else escape(r.action)
     where = "" if current is None else "current" if r.index == current else "future" if r.index > current else ""
-    return (f'<tr{classes("step", "bad" if spec.violated(step.state) else "", where)} id="step-{r.index}">'
-            f'<td>{r.index}</td><td class="act">{action}</td>{cells}</tr>')
+    return (
+        f'<tr{classes("step", "bad" if spec.violated(step.state) else "", where)} id="step-{r.index}">'
+        f'<td>{r.index}</td><td class="act">{action}</td>{cells}</tr>'
+    )
 
 
 def diff_html(prev: Row, r: Row) -> str:
@@ -123,21 +134,26 @@ def diff_html(prev: Row, r: Row) -> str:
             before, after = cell_html(prev.cells[name]), cell_html(r.cells[name])
         else:
             before, after = escape(before), escape(after)
-        lines.append(f'<tr><th>{escape(name)}</th><td class="before">{before}</td><td>&rarr;</td>'
-                     f"<td>{after}</td></tr>")
+        lines.append(f'<tr><th>{escape(name)}</th><td class="before">{before}</td><td>&rarr;</td><td>{after}</td></tr>')
     return f'<table class="diff">{"".join(lines)}</table>' if lines else "<p>no visible change</p>"
 
 
 def violations_html(violated: list[str]) -> str:
-    return (f'<p class="violated">violates {escape(", ".join(violated))}</p>' if violated
-            else '<p class="holds">every checked invariant holds here</p>')
+    return (
+        f'<p class="violated">violates {escape(", ".join(violated))}</p>'
+        if violated
+        else '<p class="holds">every checked invariant holds here</p>'
+    )
 
 
 def state_html(spec: Spec, prev: Row | None, r: Row) -> str:
     """Every variable of the state, those the step changed highlighted."""
     changed = changes(prev.state, r.state) if prev else []
-    rows = "".join(f"<tr{classes('chg' if k in changed else '')}><th>{escape(k)}</th>"
-                   f"<td>{escape(spec.format_value(k, v))}</td></tr>" for k, v in r.state.items())
+    rows = "".join(
+        f"<tr{classes('chg' if k in changed else '')}><th>{escape(k)}</th>"
+        f"<td>{escape(spec.format_value(k, v))}</td></tr>"
+        for k, v in r.state.items()
+    )
     return f'<table class="state">{rows}</table>'
 
 
@@ -145,7 +161,9 @@ def detail(spec: Spec, prev: Row | None, r: Row, step: Step, hidden: bool = Fals
     """The panels of one step: its diff and the invariants it breaks, and
     the whole state after it."""
     diff = diff_html(prev, r) if prev else "<p>the initial state</p>"
-    return (f'<section class="detail" id="detail-{r.index}"{" hidden" if hidden else ""}>'
-            f'<div class="panel"><h2>Step {r.index}: {escape(r.action)}</h2><h3>What changed</h3>{diff}'
-            f"{violations_html(spec.violated(step.state))}</div>"
-            f'<div class="panel"><h3>State after step {r.index}</h3>{state_html(spec, prev, r)}</div></section>')
+    return (
+        f'<section class="detail" id="detail-{r.index}"{" hidden" if hidden else ""}>'
+        f'<div class="panel"><h2>Step {r.index}: {escape(r.action)}</h2><h3>What changed</h3>{diff}'
+        f"{violations_html(spec.violated(step.state))}</div>"
+        f'<div class="panel"><h3>State after step {r.index}</h3>{state_html(spec, prev, r)}</div></section>'
+    )

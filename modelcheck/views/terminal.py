@@ -36,14 +36,15 @@ def plain(cell: Cell) -> str:
 class Row:
     """A step as every view shows it: the spec's cells, and what changed
     since the previous step (nothing is marked on the first)."""
+
     index: int
     action: str
-    state: dict[str, Any]           # described variables
-    cells: dict[str, Cell]          # columns, then lanes
-    lanes: list[str]                # labels of the lane cells
-    changed: list[str]              # labels of cells whose text changed
+    state: dict[str, Any]  # described variables
+    cells: dict[str, Cell]  # columns, then lanes
+    lanes: list[str]  # labels of the lane cells
+    changed: list[str]  # labels of cells whose text changed
     diff: list[tuple[str, str, str]]  # (label or variable, before, after)
-    other: list[str]                # variables changed outside the spec's trace_columns
+    other: list[str]  # variables changed outside the spec's trace_columns
 
 
 def rows(spec: Spec, trace: list[Step]) -> list[Row]:
@@ -55,9 +56,12 @@ def rows(spec: Spec, trace: list[Step]) -> list[Row]:
         prev = out[-1] if out else None
         changed = [k for k in cells if prev and plain(prev.cells[k]) != plain(cells[k])]
         other = [k for k in changes(prev.state, now) if k not in spec.trace_columns] if prev else []
-        diff = ([(k, plain(prev.cells[k]), plain(cells[k])) for k in changed]
-                + [(k, spec.format_value(k, prev.state[k]), spec.format_value(k, now[k])) for k in other]
-                if prev else [(k, "", plain(c)) for k, c in cells.items()])
+        diff = (
+            [(k, plain(prev.cells[k]), plain(cells[k])) for k in changed]
+            + [(k, spec.format_value(k, prev.state[k]), spec.format_value(k, now[k])) for k in other]
+            if prev
+            else [(k, "", plain(c)) for k, c in cells.items()]
+        )
         out.append(Row(i, format_action(step.action, step.args), now, cells, list(lanes), changed, diff, other))
     return out
 
@@ -81,7 +85,10 @@ def loop_marks(trace: list[Step], loop: int | None) -> tuple[dict[int, str], str
     last = len(trace) - 1
     if loop == last:
         return {last: f"{last} ⟲"}, f"⟲ step {last} stays unchanged for ever"
-    return {loop: f"{loop} ⟲", last: f"{last} ↩{loop}"}, f"⟲ the loop starts at step {loop}; step {last} returns to it (↩), for ever"
+    return {
+        loop: f"{loop} ⟲",
+        last: f"{last} ↩{loop}",
+    }, f"⟲ the loop starts at step {loop}; step {last} returns to it (↩), for ever"
 
 
 def trace_table(spec: Spec, trace: list[Step], title: str = "", loop: int | None = None) -> Table:
@@ -98,8 +105,12 @@ def trace_table(spec: Spec, trace: list[Step], title: str = "", loop: int | None
     table.add_column("other changes")
     for r in views:
         other = "  ".join(f"{k}={spec.format_value(k, r.state[k])}" for k in r.other)
-        table.add_row(marks.get(r.index, str(r.index)), r.action,
-                      *(styled(c, k in r.changed) for k, c in r.cells.items()), Text(other, style=CHANGED))
+        table.add_row(
+            marks.get(r.index, str(r.index)),
+            r.action,
+            *(styled(c, k in r.changed) for k, c in r.cells.items()),
+            Text(other, style=CHANGED),
+        )
     return table
 
 
@@ -121,16 +132,22 @@ def step_table(spec: Spec, trace: list[Step], k: int) -> Table:
     now = spec.describe(trace[k].state)
     prev = spec.describe(trace[k - 1].state) if k else None
     changed = changes(prev, now) if k else []
-    table = Table(title=f"step {k} of {len(trace) - 1}: {format_action(trace[k].action, trace[k].args)}",
-                  title_justify="left", header_style="bold", caption_justify="left",
-                  caption="invariants violated here: " + (", ".join(spec.violated(trace[k].state)) or "none"))
+    table = Table(
+        title=f"step {k} of {len(trace) - 1}: {format_action(trace[k].action, trace[k].args)}",
+        title_justify="left",
+        header_style="bold",
+        caption_justify="left",
+        caption="invariants violated here: " + (", ".join(spec.violated(trace[k].state)) or "none"),
+    )
     for c in ("variable", "value", "before"):
         table.add_column(c)
     for name, value in now.items():
         mark = name in changed
-        table.add_row(Text(("*" if mark else "") + name, style=CHANGED if mark else ""),
-                      Text(spec.format_value(name, value)),
-                      Text(spec.format_value(name, prev[name]) if mark and prev is not None else ""))
+        table.add_row(
+            Text(("*" if mark else "") + name, style=CHANGED if mark else ""),
+            Text(spec.format_value(name, value)),
+            Text(spec.format_value(name, prev[name]) if mark and prev is not None else ""),
+        )
     return table
 
 
@@ -142,14 +159,20 @@ def replay_table(spec: Spec, reports: list[StepReport]) -> Table:
         if r.error:
             expect = r.error
         elif r.mismatches:
-            expect = "; ".join(f"{k}: expected {spec.format_value(k, e)}, got {spec.format_value(k, a)}"
-                               for k, e, a in r.mismatches)
+            expect = "; ".join(
+                f"{k}: expected {spec.format_value(k, e)}, got {spec.format_value(k, a)}" for k, e, a in r.mismatches
+            )
         else:
             expect = f"{len(r.step.expect)} met" if r.step.expect else "-"
         # Text, not markup: expected values are the scenario's own strings
-        table.add_row(str(r.index), Text(format_action(r.step.action, r.step.args)), "yes" if r.enabled else "NO",
-                      Text(expect), ", ".join(r.violated) or "-", Text("ok" if r.ok else "FAIL",
-                                                                         style="green" if r.ok else "bold red"))
+        table.add_row(
+            str(r.index),
+            Text(format_action(r.step.action, r.step.args)),
+            "yes" if r.enabled else "NO",
+            Text(expect),
+            ", ".join(r.violated) or "-",
+            Text("ok" if r.ok else "FAIL", style="green" if r.ok else "bold red"),
+        )
     return table
 
 

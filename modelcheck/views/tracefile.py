@@ -8,8 +8,9 @@ a view never shows a trace the spec cannot produce.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..config import ConfigError, Malformed, parse_text, read_text, shown
 from ..result import Step, checked_invariant
@@ -24,8 +25,8 @@ NOT_A_TRACE = "not a trace (expected the JSON of check --trace-out or an ITF tra
 class TraceFile:
     config: dict[str, Any]
     invariant: str | None
-    steps: list[dict[str, Any]]     # {"action", "args", "state"}, the first being Init
-    loop: int | None = None         # a temporal property's lasso: the step the last one returns to
+    steps: list[dict[str, Any]]  # {"action", "args", "state"}, the first being Init
+    loop: int | None = None  # a temporal property's lasso: the step the last one returns to
 
     def to_json(self) -> dict[str, Any]:
         """The document `check --trace-out` writes."""
@@ -51,15 +52,26 @@ def read(path: str) -> TraceFile:
         config, invariant, steps, loop = data["config"], data["invariant"], data["trace"], data.get("loop")
     else:
         raise ConfigError(f"{path}: {NOT_A_TRACE}")
-    well_formed = (isinstance(config, dict) and (invariant is None or isinstance(invariant, str))
-                   and isinstance(steps, list) and steps
-                   and all(isinstance(s, dict) and isinstance(s.get("args"), dict)
-                           and isinstance(s.get("state"), dict) and "action" in s for s in steps))
+    well_formed = (
+        isinstance(config, dict)
+        and (invariant is None or isinstance(invariant, str))
+        and isinstance(steps, list)
+        and steps
+        and all(
+            isinstance(s, dict)
+            and isinstance(s.get("args"), dict)
+            and isinstance(s.get("state"), dict)
+            and "action" in s
+            for s in steps
+        )
+    )
     if not well_formed:
         raise ConfigError(f"{path}: {NOT_A_TRACE}")
     if loop is not None and not (type(loop) is int and 0 <= loop < len(steps) and invariant is not None):
-        raise ConfigError(f"{path}: loop is {shown(loop)}; allowed: the number of a step (0..{len(steps) - 1}) "
-                          "that the last step returns to, in a temporal property's counterexample")
+        raise ConfigError(
+            f"{path}: loop is {shown(loop)}; allowed: the number of a step (0..{len(steps) - 1}) "
+            "that the last step returns to, in a temporal property's counterexample"
+        )
     return TraceFile(config, invariant, steps, loop)
 
 
@@ -84,11 +96,18 @@ def replay(spec: Spec, tf: TraceFile, where: str) -> list[Step]:
     steps = [Step(None, {}, state)]
     for i, s in enumerate(tf.steps[1:], 1):
         check_step(spec, s["action"], s["args"], f"{where}: step {i}")
-        state = next((t for a, t in apply_step(spec, state, s["action"], s["args"])
-                      if a == s["args"] and spec.describe(t) == s["state"]), None)
+        state = next(
+            (
+                t
+                for a, t in apply_step(spec, state, s["action"], s["args"])
+                if a == s["args"] and spec.describe(t) == s["state"]
+            ),
+            None,
+        )
         if state is None:
-            raise ConfigError(f"{where}: step {i} ({s['action']}) does not follow from step {i - 1} "
-                              f"under the trace's config")
+            raise ConfigError(
+                f"{where}: step {i} ({s['action']}) does not follow from step {i - 1} under the trace's config"
+            )
         steps.append(Step(s["action"], s["args"], state))
     if tf.invariant is not None:
         checked_invariant(spec, tf.invariant, f"{where}: invariant")

@@ -13,13 +13,29 @@ from .terminal import stdout_console
 
 def matrix_json(rows: list[Any]) -> list[dict[str, Any]]:
     """matrix --json's list: one object a cell."""
-    return [{
-        "name": r.cell.name, "verdict": "holds" if r.invariant is None else "violated", "invariant": r.invariant,
-        "trace_length": r.trace_len, "distinct_states": r.distinct, "generated_states": r.generated,
-        "depth": r.depth, "elapsed_s": round(r.elapsed_s, 3), "config": r.config, "symmetry": r.cell.symmetry,
-        "expected": r.cell.expect, "as_expected": r.as_expected, "never_fired": r.never_fired,
-        "goals": r.goals, "vacuous": r.vacuous, "story": r.story, "loop": r.loop,
-        "properties": r.triggers} for r in rows]
+    return [
+        {
+            "name": r.cell.name,
+            "verdict": "holds" if r.invariant is None else "violated",
+            "invariant": r.invariant,
+            "trace_length": r.trace_len,
+            "distinct_states": r.distinct,
+            "generated_states": r.generated,
+            "depth": r.depth,
+            "elapsed_s": round(r.elapsed_s, 3),
+            "config": r.config,
+            "symmetry": r.cell.symmetry,
+            "expected": r.cell.expect,
+            "as_expected": r.as_expected,
+            "never_fired": r.never_fired,
+            "goals": r.goals,
+            "vacuous": r.vacuous,
+            "story": r.story,
+            "loop": r.loop,
+            "properties": r.triggers,
+        }
+        for r in rows
+    ]
 
 
 def print_matrix(rows: list[Any]) -> None:
@@ -28,11 +44,19 @@ def print_matrix(rows: list[Any]) -> None:
     for col in ("cell", "verdict", "trace", "distinct", "depth", "time s", "pinned"):
         table.add_column(col, justify="right" if col in ("trace", "distinct", "depth", "time s") else "left")
     for r in rows:
-        pinned = {None: "", True: "ok", False: f"DIFFERS ({r.cell.expect})"}[r.as_expected] + \
-            (f" VACUOUS ({'; '.join(r.vacuous)})" if r.vacuous else "")
+        pinned = {None: "", True: "ok", False: f"DIFFERS ({r.cell.expect})"}[r.as_expected] + (
+            f" VACUOUS ({'; '.join(r.vacuous)})" if r.vacuous else ""
+        )
         style = "bold red" if r.as_expected is False or r.vacuous else ""
-        table.add_row(r.cell.name, r.verdict, str(r.trace_len or ""), f"{r.distinct:,}", str(r.depth),
-                      f"{r.elapsed_s:.1f}", Text(pinned, style=style))
+        table.add_row(
+            r.cell.name,
+            r.verdict,
+            str(r.trace_len or ""),
+            f"{r.distinct:,}",
+            str(r.depth),
+            f"{r.elapsed_s:.1f}",
+            Text(pinned, style=style),
+        )
     stdout_console().print(table)
 
 
@@ -43,12 +67,23 @@ def print_gate(outcomes: list[Any]) -> None:
         table.add_column(col, justify="right" if col in ("states", "time s") else "left")
     for o in outcomes:
         style = {"passed": "green", "failed": "bold red", "skipped": "yellow"}[o.status]
-        states = "" if o.row is None else f"{o.row.distinct:,}" + (
-            f" (pinned {o.entry.states:,})" if o.entry.states not in (None, o.row.distinct) else "")
-        table.add_row(o.entry.cell.name, Text(o.status, style=style), o.row.verdict if o.row else "",
-                      states, f"{o.row.elapsed_s:.1f}" if o.row else "", "; ".join(o.failures))
+        states = (
+            ""
+            if o.row is None
+            else f"{o.row.distinct:,}"
+            + (f" (pinned {o.entry.states:,})" if o.entry.states not in (None, o.row.distinct) else "")
+        )
+        table.add_row(
+            o.entry.cell.name,
+            Text(o.status, style=style),
+            o.row.verdict if o.row else "",
+            states,
+            f"{o.row.elapsed_s:.1f}" if o.row else "",
+            "; ".join(o.failures),
+        )
     stdout_console().print(table)
     counts = {s: sum(o.status == s for o in outcomes) for s in ("passed", "failed", "skipped")}
-    stdout_console().print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
-                           + (": " + ", ".join(o.entry.cell.name for o in outcomes if o.status == "skipped")
-                              if counts["skipped"] else ""))
+    stdout_console().print(
+        f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
+        + (": " + ", ".join(o.entry.cell.name for o in outcomes if o.status == "skipped") if counts["skipped"] else "")
+    )

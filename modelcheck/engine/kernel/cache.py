@@ -10,11 +10,12 @@ import sys
 import types
 from pathlib import Path
 
-GENERATOR_VERSION = "3"     # bump when the generated code changes shape
+GENERATOR_VERSION = "3"  # bump when the generated code changes shape
 
 
 def module_name(kind: str, source: str) -> str:
     import numba
+
     digest = hashlib.sha256(f"{GENERATOR_VERSION} {numba.__version__} {source}".encode()).hexdigest()[:20]
     return f"modelcheck_{kind}_{digest}"
 

@@ -21,7 +21,7 @@ from .flatten import Flattener
 from .glue import KEY_FMIX, KEY_HASH, KEY_HASH128, KEY_MIX128, glue_source
 from .layout import plan_layout
 
-MAX_SUCCESSORS = 1 << 16    # a successor's index under its parent is a uint16
+MAX_SUCCESSORS = 1 << 16  # a successor's index under its parent is a uint16
 
 
 class Kernel:
@@ -31,17 +31,19 @@ class Kernel:
 
     def __init__(self, spec: Spec, cache_dir: Path, fingerprint_bits: int = 64):
         import numpy as np
+
         cls = type(spec)
         self.fields = spec.layout()
-        self.action_count = len(spec.coverage_labels)      # what the kernel's action codes count
+        self.action_count = len(spec.coverage_labels)  # what the kernel's action codes count
         self.goal_count = len(cls.goals)
         self.property_count = len(cls.properties)
         if self.property_count > 32:
-            raise KernelError(f"{cls.__name__} declares {self.property_count} temporal properties; a state's "
-                              f"labels hold 32")
+            raise KernelError(
+                f"{cls.__name__} declares {self.property_count} temporal properties; a state's labels hold 32"
+            )
         self.spec_name = cls.__name__
         slots, self.words, self.bits = plan_layout(spec)
-        self.exact = self.bits <= 128          # the visited set holds the packed states themselves
+        self.exact = self.bits <= 128  # the visited set holds the packed states themselves
         self.fingerprint_bits = None if self.exact else fingerprint_bits
         if self.exact:
             mode = KEY_MIX128 if self.words == 2 else KEY_FMIX
@@ -50,15 +52,25 @@ class Kernel:
         self.key_words = 2 if mode in (KEY_MIX128, KEY_HASH128) else 1
         most = sum(len(list(product(*spec.domains(a)))) for a in spec.actions)
         if most > MAX_SUCCESSORS:
-            raise KernelError(f"a state may have {most:,} successors, more than the {MAX_SUCCESSORS:,} "
-                              f"a parent link numbers")
+            raise KernelError(
+                f"a state may have {most:,} successors, more than the {MAX_SUCCESSORS:,} a parent link numbers"
+            )
         # every action and invariant of the class, whatever this config checks or
         # enables, so that the flattened module (and its cached machine code)
         # serves every config of the variant; numba compiles only what is called
         flat = Flattener(spec)
-        flat.run([(fn.__name__, None) for fn in [*cls.actions.values(), *cls.invariants.values(), *cls.goals.values(),
-                                                 *cls.properties.values()]]
-                 + [("representative", None), ("class_size", None)])
+        flat.run(
+            [
+                (fn.__name__, None)
+                for fn in [
+                    *cls.actions.values(),
+                    *cls.invariants.values(),
+                    *cls.goals.values(),
+                    *cls.properties.values(),
+                ]
+            ]
+            + [("representative", None), ("class_size", None)]
+        )
         self.params = tuple(getattr(spec, a) for a in flat.attrs)
         self.source = {"spec": flat.source()}
         self.source["glue"] = glue_source(spec, flat, module_name("spec", self.source["spec"]))
@@ -74,7 +86,8 @@ class Kernel:
             np.array([invariants.index(n) for n in spec.checked_invariants()], dtype=np.int64),
             np.array([self.words, mode, spec.symmetric], dtype=np.int64),
             np.array([spec.first_label(a) for a in cls.actions] or [0], dtype=np.int64),
-            np.array([spec.instance_base[a] for a in cls.actions] or [0], dtype=np.int64))
+            np.array([spec.instance_base[a] for a in cls.actions] or [0], dtype=np.int64),
+        )
         self.cache_dir = cache_dir
         self.module = self._load()
 
@@ -96,11 +109,13 @@ class Kernel:
     # ---- what engines call --------------------------------------------------------
     def field_error(self, bad: int) -> KernelError:
         f = self.fields[bad - 1]
-        return KernelError(f"a state's {f.name} left the range {f.lo}..{f.hi} that "
-                           f"{self.spec_name}.layout() declares for this config")
+        return KernelError(
+            f"a state's {f.name} left the range {f.lo}..{f.hi} that {self.spec_name}.layout() declares for this config"
+        )
 
     def pack(self, state: Any) -> Any:
         import numpy as np
+
         row = np.zeros(self.words, dtype=np.uint64)
         bad = self.module.pack(self.tables[0], state, row)
         if bad:
@@ -113,6 +128,7 @@ class Kernel:
     def keys(self, rows: Any) -> Any:
         """The visited-set keys of packed states."""
         import numpy as np
+
         out = np.zeros((len(rows), self.key_words), dtype=np.uint64)
         bad = self.module.keys_of_rows(self.params, self.tables, rows, out)
         if bad:
@@ -123,6 +139,7 @@ class Kernel:
         """Each row's temporal-property predicates, as bits: property i of
         the class's (in order) holds P at bit 2i and Q (leads-to) at 2i+1."""
         import numpy as np
+
         out = np.zeros(len(rows), dtype=np.uint64)
         self.module.labels(self.params, self.tables, rows, out)
         return out
@@ -143,20 +160,34 @@ class Kernel:
     def warm(self, inits: list) -> None:
         """Compile (or load) everything engines call, on the initial states."""
         import numpy as np
+
         rows = np.array([self.pack(s) for s in inits], dtype=np.uint64)
         self.keys(rows)
         self.check(rows, 0, len(rows))
         self.class_sizes(rows, 0, len(rows))
         m = 1 << 12
-        self.module.expand(self.params, self.tables, rows, 0, 1, np.empty((m, self.words), np.uint64),
-                           np.empty((m, self.key_words), np.uint64), np.empty(m, np.int64), np.empty(m, np.uint16),
-                           np.empty(m, np.uint8), np.empty(m, np.uint16), 0, np.zeros(max(1, self.goal_count), np.uint8))
+        self.module.expand(
+            self.params,
+            self.tables,
+            rows,
+            0,
+            1,
+            np.empty((m, self.words), np.uint64),
+            np.empty((m, self.key_words), np.uint64),
+            np.empty(m, np.int64),
+            np.empty(m, np.uint16),
+            np.empty(m, np.uint8),
+            np.empty(m, np.uint16),
+            0,
+            np.zeros(max(1, self.goal_count), np.uint8),
+        )
         if self.property_count:
             self.labels(rows)
 
 
-def kernel_for(spec: Spec, note: Callable[[str], None] = lambda text: None, compile: bool = True,
-               fingerprint_bits: int = 64) -> Kernel | None:
+def kernel_for(
+    spec: Spec, note: Callable[[str], None] = lambda text: None, compile: bool = True, fingerprint_bits: int = 64
+) -> Kernel | None:
     """The compiled kernel of `spec`, loaded from the cache or (with
     `compile`) compiled now, `note` hearing that a compile will take a
     while; None if it is not in the cache and `compile` is false. States
@@ -168,15 +199,17 @@ def kernel_for(spec: Spec, note: Callable[[str], None] = lambda text: None, comp
     try:
         import numba
         from numba.core.errors import NumbaError
-    except Exception as e:          # an import that fails in any way: say so, run interpreted
+    except Exception as e:  # an import that fails in any way: say so, run interpreted
         raise KernelUnavailable(f"numba cannot be imported ({type(e).__name__}: {e})") from None
     try:
         kernel = Kernel(spec, cache_dir(), fingerprint_bits)
         if not kernel.compiled():
             if not compile:
                 return None
-            note(f"compiling the kernel of {type(spec).__name__} for {spec.n} processes with numba "
-                 f"{numba.__version__} (once: later runs load it)")
+            note(
+                f"compiling the kernel of {type(spec).__name__} for {spec.n} processes with numba "
+                f"{numba.__version__} (once: later runs load it)"
+            )
         kernel.warm(spec.init_states())
     except KernelError as e:
         raise KernelUnavailable(str(e)) from None
@@ -191,10 +224,14 @@ def compile_elsewhere(spec: Spec) -> subprocess.Popen:
     package run as a program, __main__.py, given this process's pid,
     sys.path and the pickled spec; it dies with this process); it exits 0
     when the kernel is in the cache, else 3 with the reason on stderr."""
-    child = subprocess.Popen([sys.executable, "-m", __package__, str(os.getpid())], stdin=subprocess.PIPE,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-m", __package__, str(os.getpid())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     assert child.stdin is not None
-    child.stdin.write(pickle.dumps(sys.path) + pickle.dumps(spec))    # the path first: the spec's class may need it
+    child.stdin.write(pickle.dumps(sys.path) + pickle.dumps(spec))  # the path first: the spec's class may need it
     child.stdin.close()
     return child
 
@@ -202,7 +239,8 @@ def compile_elsewhere(spec: Spec) -> subprocess.Popen:
 def compile_here() -> None:
     """compile_elsewhere's child: the spec on stdin compiled into the cache."""
     from ...lifetime import die_with_parent
-    die_with_parent(int(sys.argv[1]))        # a compile nobody waits for any more is not left running
+
+    die_with_parent(int(sys.argv[1]))  # a compile nobody waits for any more is not left running
     sys.path[:] = pickle.load(sys.stdin.buffer)
     spec = pickle.load(sys.stdin.buffer)
     try:
