@@ -235,6 +235,20 @@ def test_generated_modules_live_in_the_cache_named_by_their_text(tmp_path):
     assert [p.stat().st_mtime_ns for p in machine_code] == stamps       # loaded, not written again
 
 
+@pytest.mark.slow
+def test_processes_that_need_the_same_kernel_at_once_compile_it_once(tmp_path):
+    """Two runs on an empty cache (test workers, checks started together):
+    one compiles, the other waits on the cache's lock and loads its work."""
+    env = {**{k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"},
+           "MODELCHECK_CACHE": str(tmp_path), "MODELCHECK_KERNEL": "compiled"}
+    root = os.path.dirname(os.path.dirname(__file__))
+    runs = [subprocess.Popen([sys.executable, "-c", TOY], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env, cwd=root) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in runs]
+    assert [out for out, _err in outs] == ["compiled 36\n"] * 2, outs
+    assert sum("compiling the kernel of Counters" in err for _out, err in outs) == 1, outs
+
+
 def test_a_first_run_races_the_compile_and_a_small_check_finishes_interpreted(tmp_path):
     """No kernel in the cache: the compile starts in a child process and the
     interpreted engine runs meanwhile; a check that small is done first, and

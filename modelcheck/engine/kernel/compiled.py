@@ -4,12 +4,14 @@ engine runs)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pickle
 import subprocess
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -157,6 +159,16 @@ class Kernel:
         """Whether numba has machine code for this kernel on disk (a run then loads, not compiles)."""
         return any(self.cache_dir.glob(f"__pycache__/{module_name('glue', self.source['glue'])}.expand-*.nbi"))
 
+    @contextmanager
+    def compiling(self) -> Iterator[None]:
+        """Hold the cache's lock on this kernel: of processes that need it
+        at once (test workers, checks started together), one compiles and
+        the others wait for it, then load what it wrote."""
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.cache_dir / f"{module_name('glue', self.source['glue'])}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
     def warm(self, inits: list) -> None:
         """Compile (or load) everything engines call, on the initial states."""
         import numpy as np
@@ -203,14 +215,18 @@ def kernel_for(
         raise KernelUnavailable(f"numba cannot be imported ({type(e).__name__}: {e})") from None
     try:
         kernel = Kernel(spec, cache_dir(), fingerprint_bits)
-        if not kernel.compiled():
-            if not compile:
-                return None
-            note(
-                f"compiling the kernel of {type(spec).__name__} for {spec.n} processes with numba "
-                f"{numba.__version__} (once: later runs load it)"
-            )
-        kernel.warm(spec.init_states())
+        if kernel.compiled():
+            kernel.warm(spec.init_states())
+        elif not compile:
+            return None
+        else:
+            with kernel.compiling():
+                if not kernel.compiled():
+                    note(
+                        f"compiling the kernel of {type(spec).__name__} for {spec.n} processes with numba "
+                        f"{numba.__version__} (once: later runs load it)"
+                    )
+                kernel.warm(spec.init_states())
     except KernelError as e:
         raise KernelUnavailable(str(e)) from None
     except (NumbaError, OSError) as e:
