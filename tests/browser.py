@@ -21,8 +21,8 @@ class Browser:
     mouse events with no selenium and no websocket client."""
 
     def __init__(self, profile: Path):
-        child_in, self.to_browser = os.pipe()       # commands: chromium reads them on fd 3
-        self.from_browser, child_out = os.pipe()    # answers: chromium writes them on fd 4
+        child_in, self.to_browser = os.pipe()  # commands: chromium reads them on fd 3
+        self.from_browser, child_out = os.pipe()  # answers: chromium writes them on fd 4
 
         def fds() -> None:  # dup above 10 first, so neither dup2 clobbers the other pipe
             a, b = fcntl.fcntl(child_in, fcntl.F_DUPFD, 10), fcntl.fcntl(child_out, fcntl.F_DUPFD, 10)
@@ -31,9 +31,21 @@ class Browser:
 
         assert CHROMIUM is not None, "chromium is not installed"
         self.proc = subprocess.Popen(
-            [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
-             f"--user-data-dir={profile}", "--window-size=1400,900", "about:blank"],
-            preexec_fn=fds, close_fds=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                CHROMIUM,
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--remote-debugging-pipe",
+                f"--user-data-dir={profile}",
+                "--window-size=1400,900",
+                "about:blank",
+            ],
+            preexec_fn=fds,
+            close_fds=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(child_in)
         os.close(child_out)
         self.buffer, self.next_id, self.session = b"", 0, None
@@ -68,8 +80,9 @@ class Browser:
 
     def js(self, expression: str):
         """The value of `expression` (of the promise it makes, once settled)."""
-        return self.send("Runtime.evaluate", expression=expression, returnByValue=True,
-                         awaitPromise=True)["result"].get("value")
+        return self.send("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)[
+            "result"
+        ].get("value")
 
     def wait(self, expression: str, timeout: float = 30):
         """Poll until `expression` is truthy (across a navigation, when the
@@ -78,7 +91,7 @@ class Browser:
         while True:
             try:
                 value = self.js(f"document.readyState === 'complete' && ({expression})")
-            except AssertionError:          # the execution context went away with the old page
+            except AssertionError:  # the execution context went away with the old page
                 value = None
             if value:
                 return value
@@ -90,8 +103,10 @@ class Browser:
             self.send("Input.dispatchKeyEvent", type=kind, key=name, code=name, windowsVirtualKeyCode=code)
 
     def click(self, selector: str) -> None:
-        x, y = self.js(f"(function () {{ var r = document.querySelector('{selector}').getBoundingClientRect();"
-                       f" return [r.left + 5, r.top + r.height / 2]; }})()")
+        x, y = self.js(
+            f"(function () {{ var r = document.querySelector('{selector}').getBoundingClientRect();"
+            f" return [r.left + 5, r.top + r.height / 2]; }})()"
+        )
         for kind in ("mousePressed", "mouseReleased"):
             self.send("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
 

@@ -18,6 +18,7 @@ from specs.kafka_elr import load
 # the fast engine mean the compiled one, except those that test the race.
 os.environ.setdefault("MODELCHECK_KERNEL", "compiled")
 
+
 @pytest.fixture(scope="session")
 def default_kip966():
     """The embedded default configuration, exhaustively (the README's main

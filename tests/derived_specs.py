@@ -26,8 +26,7 @@ class BalancedIgnoringLastKnownElr(Kip966):
     RecoveryKeepsLastKnownElrData must catch)."""
 
     def balanced_winners(self, s, answered):
-        return answered if s.last_known_elr & ~answered else \
-            Kip966.balanced_winners(self, s, answered)
+        return answered if s.last_known_elr & ~answered else Kip966.balanced_winners(self, s, answered)
 
 
 class ReassignmentKeepingDroppedElr(ReassignmentIgnoresMinIsr):

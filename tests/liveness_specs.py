@@ -12,7 +12,7 @@ from modelcheck.spec import Field, Spec, action, always_eventually, eventually_a
 
 
 class ArbiterState(NamedTuple):
-    clock: int          # Grant is enabled only while it is 1
+    clock: int  # Grant is enabled only while it is 1
     requested: int
     granted: int
 

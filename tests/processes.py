@@ -8,15 +8,20 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def start(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-    return subprocess.Popen(["modelcheck", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, **(env or {})})
+    return subprocess.Popen(
+        ["modelcheck", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def _stat(pid: int) -> tuple[str, int] | None:
@@ -25,7 +30,7 @@ def _stat(pid: int) -> tuple[str, int] | None:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = text[text.rindex(")") + 2:].split()
+    fields = text[text.rindex(")") + 2 :].split()
     return fields[0], int(fields[1])
 
 
@@ -48,6 +53,10 @@ def alive(pid: int) -> bool:
     return st is not None and st[0] != "Z"
 
 
+def gone(pid: int) -> bool:
+    return not alive(pid)
+
+
 def wait_for(condition: Callable[[], object], timeout: float = 120, what: str = "") -> object:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -60,4 +69,3 @@ def wait_for(condition: Callable[[], object], timeout: float = 120, what: str = 
 
 def shm() -> set[str]:
     return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
-

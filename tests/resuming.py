@@ -4,7 +4,7 @@ its checkpoint (tests/test_checkpoint.py, tests/test_engines.py)."""
 from __future__ import annotations
 
 import signal
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 
@@ -23,6 +23,7 @@ def stop_after(reports: int) -> tuple[StopRequest, Callable[[dict], None]]:
         seen[0] += 1
         if seen[0] == reports:
             request.signum = signal.SIGINT
+
     return request, progress
 
 
@@ -31,15 +32,25 @@ def interrupted(spec, engine: str, directory, reports: int, workers: int = 2) ->
     checkpoints.prepare(resuming=False)
     request, progress = stop_after(reports)
     with pytest.raises(Stopped) as stop:
-        run(spec, engine=engine, workers=workers, progress=progress, control=Control(stop=request, checkpoints=checkpoints))
+        run(
+            spec,
+            engine=engine,
+            workers=workers,
+            progress=progress,
+            control=Control(stop=request, checkpoints=checkpoints),
+        )
     return stop.value
 
 
 def resume(config: dict, engine: str, directory, workers: int = 1):
     checkpoints = Checkpoints(directory, every_s=0)
     checkpoints.prepare(resuming=True)
-    return run(load({k: v for k, v in config.items() if v is not None}), engine=engine, workers=workers,
-               control=Control(checkpoints=checkpoints, resume=True))
+    return run(
+        load({k: v for k, v in config.items() if v is not None}),
+        engine=engine,
+        workers=workers,
+        control=Control(checkpoints=checkpoints, resume=True),
+    )
 
 
 def stopped_and_resumed(spec, engine: str, directory, reports: int):
@@ -49,6 +60,8 @@ def stopped_and_resumed(spec, engine: str, directory, reports: int):
     checkpoints.prepare(resuming=False)
     request, progress = stop_after(reports)
     try:
-        return run(spec, engine=engine, workers=2, progress=progress, control=Control(stop=request, checkpoints=checkpoints))
+        return run(
+            spec, engine=engine, workers=2, progress=progress, control=Control(stop=request, checkpoints=checkpoints)
+        )
     except Stopped:
         return resume(spec.config, engine, directory, workers=1)

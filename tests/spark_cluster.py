@@ -10,9 +10,9 @@ import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from modelcheck.engine.spark_session import require_spark
 
@@ -31,18 +31,38 @@ def standalone_cluster(workdir: Path, cores: int = 2, memory: str = "2g", timeou
     port, ui, worker_ui = _free_ports(3)
     url = f"spark://127.0.0.1:{port}"
     spark_class = [str(home / "bin" / "spark-class")]
-    commands = {"master": ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-                           "--webui-port", str(ui)],
-                "worker": ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", str(cores),
-                           "--memory", memory, "--webui-port", str(worker_ui), "--work-dir",
-                           str(workdir / "work"), url]}
+    commands = {
+        "master": [
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--webui-port",
+            str(ui),
+        ],
+        "worker": [
+            "org.apache.spark.deploy.worker.Worker",
+            "--host",
+            "127.0.0.1",
+            "--cores",
+            str(cores),
+            "--memory",
+            memory,
+            "--webui-port",
+            str(worker_ui),
+            "--work-dir",
+            str(workdir / "work"),
+            url,
+        ],
+    }
     procs = []
     for name, args in commands.items():
         with open(workdir / f"{name}.log", "w") as log:
             procs.append(subprocess.Popen(spark_class + args, env=env, stdout=log, stderr=subprocess.STDOUT))
     try:
         deadline = time.monotonic() + timeout
-        while not _worker_alive(ui):        # the master's JSON status lists the worker once it registered
+        while not _worker_alive(ui):  # the master's JSON status lists the worker once it registered
             if time.monotonic() > deadline:
                 raise RuntimeError(f"no standalone worker registered in {timeout:.0f} s (logs in {workdir})")
             time.sleep(0.5)
@@ -70,5 +90,5 @@ def _worker_alive(ui_port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as r:
             return any(w["state"] == "ALIVE" for w in json.load(r)["workers"])
-    except (OSError, ValueError, KeyError):     # not up yet, or not yet serving its JSON status
+    except (OSError, ValueError, KeyError):  # not up yet, or not yet serving its JSON status
         return False

@@ -5,17 +5,19 @@ from hypothesis import strategies as st
 
 from specs.kafka_elr import VARIANTS
 
-SMALL = st.fixed_dictionaries({
-    "variant": st.sampled_from(sorted(VARIANTS)),
-    "min_isr": st.integers(1, 4),
-    "max_records": st.integers(0, 1),
-    "max_unclean_shutdowns": st.integers(0, 2),
-    "max_clean_shutdowns": st.integers(0, 1),
-    "max_fences": st.integers(0, 1),
-    "max_isr_shrinks": st.integers(0, 1),
-    "max_min_isr_changes": st.integers(0, 1),
-    "max_admin_elections": st.integers(0, 1),
-    "unclean_leader_election": st.booleans(),
-    "unclean_recovery_strategy": st.sampled_from(["none", "balanced", "aggressive"]),
-    "acks": st.sampled_from([["1"], ["all"], ["1", "all"]]),
-})
+SMALL = st.fixed_dictionaries(
+    {
+        "variant": st.sampled_from(sorted(VARIANTS)),
+        "min_isr": st.integers(1, 4),
+        "max_records": st.integers(0, 1),
+        "max_unclean_shutdowns": st.integers(0, 2),
+        "max_clean_shutdowns": st.integers(0, 1),
+        "max_fences": st.integers(0, 1),
+        "max_isr_shrinks": st.integers(0, 1),
+        "max_min_isr_changes": st.integers(0, 1),
+        "max_admin_elections": st.integers(0, 1),
+        "unclean_leader_election": st.booleans(),
+        "unclean_recovery_strategy": st.sampled_from(["none", "balanced", "aggressive"]),
+        "acks": st.sampled_from([["1"], ["all"], ["1", "all"]]),
+    }
+)

@@ -13,6 +13,8 @@ import subprocess
 from typing import Any
 
 import pytest
+from processes import ROOT
+from resuming import interrupted, resume, stop_after
 
 from modelcheck.engine import fast, run
 from modelcheck.engine.checkpoint import Checkpoints
@@ -20,9 +22,6 @@ from modelcheck.engine.control import Control
 from modelcheck.lifetime import Stopped
 from modelcheck.memory import anon_rss, parse_size
 from specs.kafka_elr import load
-
-from processes import ROOT
-from resuming import interrupted, resume, stop_after
 
 FIELDS = ("verdict", "invariant", "distinct_states", "generated_states", "depth", "coverage", "goals")
 
@@ -37,13 +36,19 @@ def uninterrupted(engine: str, config: str):
     return run(load(json.loads(config)), engine=engine, workers=2)
 
 
-CASES: list[tuple[str, dict[str, Any], int]] = [("fast", {"variant": "legacy"}, 2), ("fast", {"variant": "legacy"}, 5), ("fast", {}, 8),
-         ("bfs", {"variant": "legacy", "max_records": 1}, 2), ("bfs", {"variant": "legacy", "max_records": 1}, 5),
-         ("bfs", {"max_records": 1, "max_fences": 0}, 5)]
+CASES: list[tuple[str, dict[str, Any], int]] = [
+    ("fast", {"variant": "legacy"}, 2),
+    ("fast", {"variant": "legacy"}, 5),
+    ("fast", {}, 8),
+    ("bfs", {"variant": "legacy", "max_records": 1}, 2),
+    ("bfs", {"variant": "legacy", "max_records": 1}, 5),
+    ("bfs", {"max_records": 1, "max_fences": 0}, 5),
+]
 
 
-@pytest.mark.parametrize("engine,config,reports", CASES,
-                         ids=[f"{e}-{c.get('variant', 'kip966')}-{r}" for e, c, r in CASES])
+@pytest.mark.parametrize(
+    "engine,config,reports", CASES, ids=[f"{e}-{c.get('variant', 'kip966')}-{r}" for e, c, r in CASES]
+)
 @pytest.mark.slow
 def test_a_stopped_search_resumes_to_exactly_the_uninterrupted_result(tmp_path, engine, config, reports):
     """Stopped on two workers, resumed on one (the visited set is split anew)."""
@@ -87,7 +92,7 @@ def test_a_checkpoint_torn_half_way_leaves_the_previous_one_usable(tmp_path):
     checkpoints.prepare(resuming=False)
     with pytest.raises(Torn):
         run(spec, engine="fast", workers=2, control=Control(checkpoints=checkpoints))
-    assert json.loads((tmp_path / "manifest.json").read_text())["state"]["depth"] == 3     # the third
+    assert json.loads((tmp_path / "manifest.json").read_text())["state"]["depth"] == 3  # the third
     same(resume(spec.config, "fast", tmp_path), whole)
 
 
@@ -96,11 +101,12 @@ def test_short_of_memory_the_fast_engine_spills_and_splits_levels_to_the_same_an
     spec = load({})
     whole = uninterrupted("fast", "{}")
     # what the process holds now, plus a few MB: the visited set fits, a whole level's candidates do not
-    r = run(spec, engine="fast", workers=2, control=Control(max_memory=anon_rss() + (24 << 20),
-                                                             spill_dir=str(tmp_path)))
+    r = run(
+        spec, engine="fast", workers=2, control=Control(max_memory=anon_rss() + (24 << 20), spill_dir=str(tmp_path))
+    )
     same(r, whole)
     assert r.run_info["spilled"] is True and r.run_info["segments"] > r.depth
-    assert list(tmp_path.iterdir()) == []           # spilled files have no name: nothing is left
+    assert list(tmp_path.iterdir()) == []  # spilled files have no name: nothing is left
 
 
 @pytest.mark.slow
@@ -122,13 +128,23 @@ def test_a_visited_set_moved_to_disk_gives_the_same_answer_and_resumes_from_disk
     checkpoints.prepare(resuming=False)
     request, progress = stop_after(r.depth - 6)
     with pytest.raises(Stopped):
-        run(spec, engine="fast", workers=2, progress=progress, control=Control(
-            stop=request, checkpoints=checkpoints, max_memory=anon_rss() + (24 << 20), spill_dir=str(spill)))
+        run(
+            spec,
+            engine="fast",
+            workers=2,
+            progress=progress,
+            control=Control(
+                stop=request, checkpoints=checkpoints, max_memory=anon_rss() + (24 << 20), spill_dir=str(spill)
+            ),
+        )
     checkpoints = Checkpoints(tmp_path / "ck", every_s=0)
     checkpoints.prepare(resuming=True)
-    resumed = run(spec, engine="fast", workers=1, control=Control(checkpoints=checkpoints, resume=True,
-                                                                  max_memory=anon_rss() + (24 << 20),
-                                                                  spill_dir=str(spill)))
+    resumed = run(
+        spec,
+        engine="fast",
+        workers=1,
+        control=Control(checkpoints=checkpoints, resume=True, max_memory=anon_rss() + (24 << 20), spill_dir=str(spill)),
+    )
     same(resumed, whole)
     assert resumed.memory["visited_disk_bytes"] > 0
 
@@ -141,8 +157,12 @@ def test_a_violation_found_with_the_visited_set_on_disk_has_the_exact_counts_and
     monkeypatch.setattr(fast, "VISITED_SHARE", 0.0)
     config = {"brokers": 4, "min_isr": 3, "max_unclean_shutdowns": 3, "max_records": 1, "max_fences": 0}
     whole = uninterrupted("fast", json.dumps(config))
-    r = run(load(config), engine="fast", workers=2, control=Control(max_memory=anon_rss() + (24 << 20),
-                                                                     spill_dir=str(tmp_path)))
+    r = run(
+        load(config),
+        engine="fast",
+        workers=2,
+        control=Control(max_memory=anon_rss() + (24 << 20), spill_dir=str(tmp_path)),
+    )
     assert not whole.holds and r.run_info["visited_flushes"] > 0
     same(r, whole)
 
@@ -179,13 +199,16 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["modelcheck", *args], cwd=ROOT, capture_output=True, text=True)
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--max-memory", "lots"], "--max-memory 'lots': expected a size such as 512M, 8G or 1.5GiB"),
-    (["--max-memory", "0"], "--max-memory '0': expected a size such as 512M, 8G or 1.5GiB"),
-    (["--engine", "spark", "--checkpoint", "DIR"], "--checkpoint applies to the local engines (fast, bfs)"),
-    (["--engine", "spark", "--max-memory", "1G"], "--max-memory applies to the local engines (fast, bfs)"),
-    (["--resume", "{tmp}/nothing"], "--resume '{tmp}/nothing': no checkpoint there (no manifest.json)"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--max-memory", "lots"], "--max-memory 'lots': expected a size such as 512M, 8G or 1.5GiB"),
+        (["--max-memory", "0"], "--max-memory '0': expected a size such as 512M, 8G or 1.5GiB"),
+        (["--engine", "spark", "--checkpoint", "DIR"], "--checkpoint applies to the local engines (fast, bfs)"),
+        (["--engine", "spark", "--max-memory", "1G"], "--max-memory applies to the local engines (fast, bfs)"),
+        (["--resume", "{tmp}/nothing"], "--resume '{tmp}/nothing': no checkpoint there (no manifest.json)"),
+    ],
+)
 def test_bad_checkpoint_and_memory_options_are_one_line_exit_2(tmp_path, args, message):
     r = cli("check", *[a.format(tmp=tmp_path) for a in args])
     assert r.returncode == 2 and r.stdout == ""
@@ -197,13 +220,18 @@ def stopped_checkpoint(directory, *config: str) -> None:
     assert r.returncode == 2, r.stderr
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--set", "max_records=2"], "the checkpoint's max_records is 1, not 2 (leave out the config to take the "
-                                 "checkpoint's)"),
-    (["--engine", "bfs"], "the checkpoint was written with --engine fast, not bfs"),
-    (["--symmetry"], "the checkpoint was written without --symmetry"),
-    (["--checkpoint", "{ck}"], "--checkpoint '{ck}' already holds a checkpoint: continue it with --resume {ck}"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["--set", "max_records=2"],
+            "the checkpoint's max_records is 1, not 2 (leave out the config to take the checkpoint's)",
+        ),
+        (["--engine", "bfs"], "the checkpoint was written with --engine fast, not bfs"),
+        (["--symmetry"], "the checkpoint was written without --symmetry"),
+        (["--checkpoint", "{ck}"], "--checkpoint '{ck}' already holds a checkpoint: continue it with --resume {ck}"),
+    ],
+)
 @pytest.mark.slow
 def test_a_resume_that_does_not_match_its_checkpoint_is_refused(tmp_path, args, message):
     ck = tmp_path / "ck"
@@ -222,13 +250,14 @@ def test_a_checkpoint_whose_files_were_damaged_is_refused(tmp_path):
     victim = next(p for p in ck.iterdir() if p.name.startswith("frontier."))
     victim.write_bytes(victim.read_bytes()[:-8])
     r = cli("check", "--resume", str(ck))
-    assert r.returncode == 2 and r.stderr == f"error: --resume {str(ck)!r}: {victim.name} is not the size its " \
-                                             f"manifest gives\n"
+    assert (
+        r.returncode == 2
+        and r.stderr == f"error: --resume {str(ck)!r}: {victim.name} is not the size its manifest gives\n"
+    )
     (ck / "manifest.json").write_text("{")
     r = cli("check", "--resume", str(ck))
     assert r.returncode == 2 and r.stderr.startswith(f"error: --resume {str(ck)!r}: cannot read manifest.json")
 
 
 def test_sizes_read_as_binary_units():
-    assert [parse_size(s) for s in ("512M", "8G", "1.5GiB", "100", "2k")] == [
-        512 << 20, 8 << 30, 3 << 29, 100, 2048]
+    assert [parse_size(s) for s in ("512M", "8G", "1.5GiB", "100", "2k")] == [512 << 20, 8 << 30, 3 << 29, 100, 2048]

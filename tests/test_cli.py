@@ -40,8 +40,13 @@ def test_a_new_users_first_small_check_answers_interpreted_without_a_warning(tmp
     compile races the interpreted engine, which answers first; that is not
     a failure to report (nor a crash), and no compile is left running."""
     env = {k: v for k, v in os.environ.items() if k != "MODELCHECK_KERNEL"} | {"MODELCHECK_CACHE": str(tmp_path)}
-    r = subprocess.run([sys.executable, "-c", "import cli; cli.main()", "check", *SMALL],
-                       capture_output=True, text=True, env=env, cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-c", "import cli; cli.main()", "check", *SMALL],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     assert r.returncode == 0, r.stderr
     assert "holds: 15 invariants hold" in r.stdout and "distinct states: 8,302" in r.stdout
     assert "warning" not in r.stderr and "Traceback" not in r.stderr
@@ -91,26 +96,43 @@ def test_check_reads_a_config_file_with_its_expected_verdict(tmp_path):
     assert r.exit_code == 1 and out["expected"] == "violated: NoAckedLoss" and out["as_expected"] is True
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--set", "colour=3"], "error: config key 'colour' does not exist"),
-    (["--set", "min_isr=0"], "error: config key 'min_isr': 0 is not allowed (allowed: an integer >= 1)"),
-    (["--set", "max_fences=-1"], "error: config key 'max_fences': -1 is not allowed (allowed: an integer >= 0)"),
-    (["--set", "brokers=0"], "error: config key 'brokers': 0 is not allowed"),
-    (["--set", "variant=kip999"], "error: config key 'variant': \"kip999\" is not allowed (allowed: kip966 | legacy | kip966-elr-only | kafka-4"),
-    (["--set", "unclean_recovery_strategy=fast"], "error: config key 'unclean_recovery_strategy'"),
-    (["--set", 'acks=["2"]'], "error: config key 'acks'"),
-    (["--set", 'invariants=["Nope"]'], "error: config key 'invariants': 'Nope' is not an invariant"),
-    (["--set", 'variant=legacy', "--set", 'invariants=["ElrDisjointIsr"]'],
-     "error: config key 'invariants': 'ElrDisjointIsr' is not an invariant of variant 'legacy'"),
-    (["--set", "novalue"], "error: --set 'novalue': expected KEY=VALUE"),
-    (["missing.toml"], "error: missing.toml: no such file"),
-    (["--set", "max_records=8"],
-     "error: config key 'max_records': 8 is not allowed (allowed: an integer from 0 to 7)"),
-    (["--set", 'invariants=["TypeOK", "TypeOK"]'], "error: config key 'invariants': [\"TypeOK\", \"TypeOK\"] is not "
-     "allowed (allowed: a non-empty list of distinct invariant names of the variant)"),
-    (["--engine", "bfs", "--fingerprint-bits", "128"],
-     "error: --fingerprint-bits applies to the compiled engines (fast, spark); the reference engine keeps 64-bit"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--set", "colour=3"], "error: config key 'colour' does not exist"),
+        (["--set", "min_isr=0"], "error: config key 'min_isr': 0 is not allowed (allowed: an integer >= 1)"),
+        (["--set", "max_fences=-1"], "error: config key 'max_fences': -1 is not allowed (allowed: an integer >= 0)"),
+        (["--set", "brokers=0"], "error: config key 'brokers': 0 is not allowed"),
+        (
+            ["--set", "variant=kip999"],
+            "error: config key 'variant': \"kip999\" is not allowed "
+            "(allowed: kip966 | legacy | kip966-elr-only | kafka-4",
+        ),
+        (["--set", "unclean_recovery_strategy=fast"], "error: config key 'unclean_recovery_strategy'"),
+        (["--set", 'acks=["2"]'], "error: config key 'acks'"),
+        (["--set", 'invariants=["Nope"]'], "error: config key 'invariants': 'Nope' is not an invariant"),
+        (
+            ["--set", "variant=legacy", "--set", 'invariants=["ElrDisjointIsr"]'],
+            "error: config key 'invariants': 'ElrDisjointIsr' is not an invariant of variant 'legacy'",
+        ),
+        (["--set", "novalue"], "error: --set 'novalue': expected KEY=VALUE"),
+        (["missing.toml"], "error: missing.toml: no such file"),
+        (
+            ["--set", "max_records=8"],
+            "error: config key 'max_records': 8 is not allowed (allowed: an integer from 0 to 7)",
+        ),
+        (
+            ["--set", 'invariants=["TypeOK", "TypeOK"]'],
+            'error: config key \'invariants\': ["TypeOK", "TypeOK"] is not '
+            "allowed (allowed: a non-empty list of distinct invariant names of the variant)",
+        ),
+        (
+            ["--engine", "bfs", "--fingerprint-bits", "128"],
+            "error: --fingerprint-bits applies to the compiled engines (fast, spark); "
+            "the reference engine keeps 64-bit",
+        ),
+    ],
+)
 def test_bad_input_exits_2_with_one_line(args, message):
     r = invoke("check", *args)
     assert r.exit_code == 2
@@ -119,14 +141,23 @@ def test_bad_input_exits_2_with_one_line(args, message):
     assert len(lines) == 1 and lines[0].startswith(message), r.stderr
 
 
-@pytest.mark.parametrize("config, message", [
-    ('variant = "legacy"\n[expected]\nverdict = "violated: NoAckedLos"\n',
-     "[expected] verdict: 'NoAckedLos' is not an invariant this config checks (ConsistentRead, "),
-    ('variant = "legacy"\ninvariants = ["ConsistentRead"]\n[expected]\nverdict = "violated: NoAckedLoss"\n',
-     "[expected] verdict: 'NoAckedLoss' is not an invariant this config checks (ConsistentRead)"),
-    ('[expected]\nverdict = "violated"\n',
-     "[expected] verdict is 'violated'; allowed: \"holds\" or \"violated: NAME\""),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (
+            'variant = "legacy"\n[expected]\nverdict = "violated: NoAckedLos"\n',
+            "[expected] verdict: 'NoAckedLos' is not an invariant this config checks (ConsistentRead, ",
+        ),
+        (
+            'variant = "legacy"\ninvariants = ["ConsistentRead"]\n[expected]\nverdict = "violated: NoAckedLoss"\n',
+            "[expected] verdict: 'NoAckedLoss' is not an invariant this config checks (ConsistentRead)",
+        ),
+        (
+            '[expected]\nverdict = "violated"\n',
+            '[expected] verdict is \'violated\'; allowed: "holds" or "violated: NAME"',
+        ),
+    ],
+)
 def test_an_expected_verdict_that_can_never_come_out_exits_2(tmp_path, config, message):
     """Refused before the check runs, not reported as DIFFERS after it."""
     cfg = tmp_path / "c.toml"
@@ -160,9 +191,17 @@ def test_replay_json_reports_every_step():
 
 def test_replay_of_a_failing_json_scenario_exits_1(tmp_path):
     scen = tmp_path / "s.json"
-    scen.write_text(json.dumps({"config": {}, "steps": [
-        {"action": "ShrinkIsr", "brokers": [2]},
-        {"action": "CommitAlterPartition", "expect": {"isr": [0, 1, 2]}}]}))
+    scen.write_text(
+        json.dumps(
+            {
+                "config": {},
+                "steps": [
+                    {"action": "ShrinkIsr", "brokers": [2]},
+                    {"action": "CommitAlterPartition", "expect": {"isr": [0, 1, 2]}},
+                ],
+            }
+        )
+    )
     r = invoke("replay", str(scen))
     assert r.exit_code == 1
     assert "isr: expected {0,1,2}, got {0,1}" in r.stdout and "FAILED" in r.stdout
@@ -188,8 +227,9 @@ def test_replay_bad_scenario_exits_2(tmp_path):
 @pytest.mark.skipif(shutil.which("modelcheck") is None, reason="the package is not installed")
 @pytest.mark.slow
 def test_the_installed_command_runs():
-    p = subprocess.run(["modelcheck", "check", "--set", "variant=legacy", "--json"],
-                       capture_output=True, text=True, check=False)
+    p = subprocess.run(
+        ["modelcheck", "check", "--set", "variant=legacy", "--json"], capture_output=True, text=True, check=False
+    )
     assert p.returncode == 1 and json.loads(p.stdout)["invariant"] == "NoAckedLoss"
 
 
@@ -200,8 +240,10 @@ def test_help_teaches_the_config_keys():
 
 def test_an_engine_failure_is_exit_3_never_a_verdict(monkeypatch):
     """Exit 1 means "violated": an exception without a verdict must not look like one."""
+
     def broken(spec, **kw):
         raise RuntimeError("replay: step 3 Fetch{'broker': 1} is not enabled")
+
     monkeypatch.setattr(check_run, "run_engine", broken)
     r = CliRunner().invoke(main, ["check", "-q"])
     assert r.exit_code == 3

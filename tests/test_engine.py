@@ -36,6 +36,7 @@ class XYZ(NamedTuple):
 
 class Counters(Spec):
     """x and y in 0..limit; x can also double (a shortcut)."""
+
     abstract = False
     state_type = XY
 
@@ -72,6 +73,7 @@ class Cube(Spec):
     """x, y, z in 0..limit, each step adds 1 to one of them: (limit+1)^3
     states in only 3*limit+1 levels (a wide space; tests/test_kernel.py
     races its compile against the interpreted engine)."""
+
     abstract = False
     state_type = XYZ
 
@@ -135,7 +137,7 @@ def test_validation_rejects_a_trace_that_is_not_a_counterexample():
     good = [Step(None, {}, XY(0, 0)), Step("IncX", {}, XY(1, 0)), Step("IncX", {}, XY(2, 0))]
     validate(spec, good, "NotBad")
     with pytest.raises(TraceError, match="not enabled"):
-        validate(spec, [good[0], Step("Double", {"by": 2}, XY(2, 0))], "NotBad")   # Double needs x > 0
+        validate(spec, [good[0], Step("Double", {"by": 2}, XY(2, 0))], "NotBad")  # Double needs x > 0
     with pytest.raises(TraceError, match="does not violate"):
         validate(spec, good[:2], "NotBad")
     with pytest.raises(TraceError, match="not initial"):
@@ -144,22 +146,31 @@ def test_validation_rejects_a_trace_that_is_not_a_counterexample():
 
 def test_definition_errors_surface_when_the_class_is_defined():
     with pytest.raises(SpecDefinitionError, match="defines no actions"):
+
         class Empty(Spec):
             abstract = False
+
     with pytest.raises(SpecDefinitionError, match="omit names nothing"):
+
         class Typo(Counters):
             omit = frozenset({"IncZ"})
+
     with pytest.raises(SpecDefinitionError, match="two methods declare 'IncX'"):
+
         class Twice(Counters):
             @action("IncX")
             def again(self, s):
                 return None
+
     with pytest.raises(SpecDefinitionError, match="declares 1 argument.*takes 0"):
+
         class Arity(Counters):
             @action("Double", by=Param(lambda spec: [2]))
             def double(self, s):
                 return None
+
     with pytest.raises(SpecDefinitionError, match="'by' is not a Param"):
+
         class NotAParam(Counters):
             @action("Double", by=[2])
             def double(self, s, by):
@@ -170,8 +181,9 @@ def test_a_variant_redefines_an_action_without_remarking_it_and_omits_another():
     class OnlyX(Counters):
         omit = frozenset({"IncY"})
 
-        def double(self, s, by):   # same Python name: still the action "Double", its arguments kept
+        def double(self, s, by):  # same Python name: still the action "Double", its arguments kept
             return None
+
     assert list(OnlyX.actions) == ["Double", "IncX"]
     assert check(OnlyX(limit=3)).distinct_states == 4
 
@@ -180,9 +192,18 @@ def test_a_variant_redefines_an_action_without_remarking_it_and_omits_another():
 def test_the_kernel_compiles_a_spec_it_was_not_written_for(bad):
     """The same answers from the compiled toy spec: the kernel knows only
     the Spec interface."""
+
     def summary(r):
-        return (r.verdict, r.invariant, r.distinct_states, r.generated_states, r.depth, r.coverage,
-                [(x.action, x.args, x.state) for x in r.trace])
+        return (
+            r.verdict,
+            r.invariant,
+            r.distinct_states,
+            r.generated_states,
+            r.depth,
+            r.coverage,
+            [(x.action, x.args, x.state) for x in r.trace],
+        )
+
     reference = check(Counters(limit=4, bad=bad))
     for workers in (1, 2):
         got = run(Counters(limit=4, bad=bad), engine="fast", workers=workers)
@@ -194,8 +215,12 @@ def test_the_kernel_compiles_a_spec_it_was_not_written_for(bad):
 # the XXH3 specification's own test vector (empty input). Fingerprints
 # identify states across processes and runs, so a changed hash function,
 # seed or variant fails here, not as silently different counts.
-XXH3_64 = {b"": 0x2D06800538D394C2, b"(0, 0)": 0xA763754B4D813419, b"(0, 1)": 0x6ECAE31C3F292CC7,
-           bytes(range(256)): 0x9408A4433B952D71}
+XXH3_64 = {
+    b"": 0x2D06800538D394C2,
+    b"(0, 0)": 0xA763754B4D813419,
+    b"(0, 1)": 0x6ECAE31C3F292CC7,
+    bytes(range(256)): 0x9408A4433B952D71,
+}
 
 # fingerprints of the states two steps from the Kafka spec's initial state,
 # computed the same way in this process and in another one
@@ -218,12 +243,20 @@ def test_fingerprints_are_the_same_in_a_process_with_another_hash_seed():
     """Python's hash() is salted per process (PYTHONHASHSEED); state
     fingerprints, and the encodings they hash, must not be."""
     seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"
-    child = subprocess.run([sys.executable, "-c", STATE_FINGERPRINTS + "import json\n"
-                            "print(json.dumps([hash('modelcheck'), fingerprints]))"],
-                           capture_output=True, text=True, check=True, cwd=ROOT,
-                           env={**os.environ, "PYTHONHASHSEED": seed})
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            STATE_FINGERPRINTS + "import json\nprint(json.dumps([hash('modelcheck'), fingerprints]))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONHASHSEED": seed},
+    )
     child_hash, theirs = json.loads(child.stdout)
     here: dict = {}
     exec(STATE_FINGERPRINTS, here)
-    assert child_hash != hash("modelcheck")                 # the processes do salt hash() differently
+    assert child_hash != hash("modelcheck")  # the processes do salt hash() differently
     assert len(set(here["fingerprints"])) > 20 and theirs == here["fingerprints"]

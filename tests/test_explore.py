@@ -14,17 +14,17 @@ import urllib.error
 import urllib.request
 
 import pytest
-from click.testing import CliRunner
-
 from browser import Browser
+from click.testing import CliRunner
+from processes import start, wait_for
+from tools import need
+
 from cli import main
 from modelcheck.engine.reach import index
 from modelcheck.lifetime import Stopped, stop_on_signals
 from modelcheck.views.explorer import Explorer, address, server
 from modelcheck.views.tracefile import open_trace
-from processes import start, wait_for
 from specs import kafka_elr
-from tools import need
 
 
 def invoke(*args: str):
@@ -65,16 +65,31 @@ def get(url: str, method: str = "GET") -> tuple[int, str]:
 
 def test_the_path_of_the_legacy_counterexample(legacy):
     _path, steps, path = legacy
-    assert [s.action for s in steps[1:]] == ["FenceBroker", "Produce", "Fetch", "AdvanceHwm", "ShrinkIsr",
-                                            "CommitAlterPartition", "UncleanShutdown"]
+    assert [s.action for s in steps[1:]] == [
+        "FenceBroker",
+        "Produce",
+        "Fetch",
+        "AdvanceHwm",
+        "ShrinkIsr",
+        "CommitAlterPartition",
+        "UncleanShutdown",
+    ]
     assert path == (0, 1, 0, 0, 3, 0, 4)
 
 
 def test_bad_urls_are_4xx_pages_never_tracebacks(served, legacy):
     base, _ = served
     path = "/".join(map(str, legacy[2]))
-    cases = {"0/0/999": 404, "0/x": 404, "-1": 404, "0?then=1&x=2": 400, "0?then=a": 404,
-             "/".join(["0"] * 1001): 414, "scenario.toml": 404, f"{path}/99": 404}
+    cases = {
+        "0/0/999": 404,
+        "0/x": 404,
+        "-1": 404,
+        "0?then=1&x=2": 400,
+        "0?then=a": 404,
+        "/".join(["0"] * 1001): 414,
+        "scenario.toml": 404,
+        f"{path}/99": 404,
+    }
     for target, status in cases.items():
         code, body = get(base + target)
         assert code == status, (target, code)
@@ -108,17 +123,19 @@ def test_click_through_the_legacy_counterexample_in_chromium(served, legacy, tmp
     try:
         browser.open(base)
         assert browser.js("document.body.dataset.step") == "0"
-        assert browser.js("performance.getEntriesByType('resource').map(e => e.name)") == []     # nothing fetched
+        assert browser.js("performance.getEntriesByType('resource').map(e => e.name)") == []  # nothing fetched
         assert browser.js("Array.from(document.querySelectorAll('th.lane')).map(e => e.textContent)") == [
-            "b0", "b1", "b2"]
+            "b0",
+            "b1",
+            "b2",
+        ]
         for k, i in enumerate(path):
             choice = f'li.action[data-index="{i}"]'
             assert browser.js(f"document.querySelector('{choice}').dataset.action") == steps[k + 1].action
             last = k == len(path) - 1
             # only the last step breaks an invariant; every state of a shortest counterexample
             # is seen by the checker at its depth
-            assert browser.js(f"document.querySelector('{choice}').dataset.violates") == (
-                "NoAckedLoss" if last else "")
+            assert browser.js(f"document.querySelector('{choice}').dataset.violates") == ("NoAckedLoss" if last else "")
             assert browser.js(f"document.querySelector('{choice}').dataset.seen") == str(k + 1)
             browser.click(f"{choice} > a")
             browser.wait(f"document.body.dataset.step === '{k + 1}'")
@@ -130,8 +147,11 @@ def test_click_through_the_legacy_counterexample_in_chromium(served, legacy, tmp
         assert browser.js("document.querySelectorAll('tr.step').length") == 8
         assert browser.js("document.querySelector('tr.current').id") == "step-7"
         # the invariant marks of the next choices: the state after the loss breaks it still
-        assert browser.js("document.querySelectorAll('li.action.bad').length") == browser.js(
-            "document.querySelectorAll('li.action').length") > 0
+        assert (
+            browser.js("document.querySelectorAll('li.action.bad').length")
+            == browser.js("document.querySelectorAll('li.action').length")
+            > 0
+        )
 
         browser.key("ArrowLeft", 37)
         browser.wait("document.body.dataset.step === '6'")
@@ -193,7 +213,7 @@ def test_a_ctrl_c_while_a_request_is_dispatched_stops_serving(capfd):
     answer cut short is no traceback on the terminal."""
     httpd = server(Explorer(kafka_elr.load({})), "127.0.0.1", 0)
 
-    def ask(url: str) -> None:      # its answer may be cut short by the stop
+    def ask(url: str) -> None:  # its answer may be cut short by the stop
         try:
             get(url)
         except (OSError, http.client.HTTPException):
@@ -207,7 +227,7 @@ def test_a_ctrl_c_while_a_request_is_dispatched_stops_serving(capfd):
 
     httpd.process_request = dispatch_then_ctrl_c
     before = set(threading.enumerate())
-    give_up = threading.Timer(20, httpd.shutdown)       # a failure, not a hang
+    give_up = threading.Timer(20, httpd.shutdown)  # a failure, not a hang
     give_up.start()
     try:
         with stop_on_signals():
@@ -228,11 +248,14 @@ def refused(r, message: str) -> None:
     assert r.stdout == "" and len(r.stderr.splitlines()) == 1 and message in r.stderr, r.stderr
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--step", "2"], "--step applies to --trace only"),
-    (["--set", "brokers=0"], "brokers"),
-    (["--port", "1", "--host", "203.0.113.7"], "--host 203.0.113.7 --port 1: cannot serve there"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--step", "2"], "--step applies to --trace only"),
+        (["--set", "brokers=0"], "brokers"),
+        (["--port", "1", "--host", "203.0.113.7"], "--host 203.0.113.7 --port 1: cannot serve there"),
+    ],
+)
 def test_explore_bad_input_is_one_line(args, message):
     refused(invoke("explore", "--seen-states", "0", *args), message)
 

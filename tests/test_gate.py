@@ -56,7 +56,10 @@ def test_a_gate_whose_expectations_hold_exits_0(tmp_path):
     assert r.exit_code == 0, r.output
     rows = json.loads(r.stdout)
     assert [(x["name"], x["status"], x["distinct_states"]) for x in rows] == [
-        ("kip966", "passed", 8302), ("legacy", "passed", 16590), ("no HWM rule", "passed", 218)]
+        ("kip966", "passed", 8302),
+        ("legacy", "passed", 16590),
+        ("no HWM rule", "passed", 218),
+    ]
     suite = ET.parse(junit).getroot()
     assert suite.get("tests") == "3" and suite.get("failures") == "0"
 
@@ -73,7 +76,9 @@ def test_one_changed_expectation_fails_one_testcase_with_the_trace(tmp_path):
     assert [c.get("name") for c in failed] == ["legacy"]
     failure = failed[0].find("failure")
     assert failure.get("message") == "verdict: expected holds, got violated: NoAckedLoss"
-    assert "1. FenceBroker(broker=0, leader=1)" in failure.text and "7. UncleanShutdown(broker=1, keep=0)" in failure.text
+    assert (
+        "1. FenceBroker(broker=0, leader=1)" in failure.text and "7. UncleanShutdown(broker=1, keep=0)" in failure.text
+    )
     saved = json.loads((tmp_path / "traces" / "legacy.json").read_text())
     assert saved["invariant"] == "NoAckedLoss" and len(saved["trace"]) == 8
 
@@ -103,26 +108,45 @@ def test_fail_fast_skips_the_rest(tmp_path):
     assert [x["status"] for x in json.loads(r.stdout)] == ["failed", "skipped", "skipped"]
 
 
-@pytest.mark.parametrize("change, message", [
-    (('variant = "legacy"', 'variant = "nope"'), "entry 2 (legacy): config key 'variant': \"nope\" is not allowed"),
-    (('expect = "holds"', 'expect = "fine"'), "entry 1 (kip966): expect is 'fine'; allowed: \"holds\" or "),
-    (('expect = "holds"\n', ''), "entry 1 (kip966): expect is required"),
-    (("states = 8302", "states = -1"), "entry 1 (kip966): states is -1; allowed: a positive integer"),
-    (("budget_s = 600", "budget_s = \"soon\""), "entry 2 (legacy): budget_s is 'soon'"),
-    (("[[entry]]\nname = \"kip966\"", "[[entry]]\nnme = \"kip966\""), "entry 1: needs name"),
-    (('expect = "violated: NoAckedLoss"', 'expect = "violated: NoAckedLos"'),
-     "entry 2 (legacy): expect: 'NoAckedLos' is not an invariant this config checks (ConsistentRead, "),
-    (('max_fences = 1 }', 'max_fences = 1, invariants = ["ConsistentRead", "LeaderInIsr"] }'),
-     "entry 2 (legacy): expect: 'NoAckedLoss' is not an invariant this config checks (ConsistentRead, LeaderInIsr)"),
-    (('max_fences = 1 }', 'max_fences = 1, invariants = ["NoAckedLoss", "NoAckedLoss"] }'),
-     "entry 2 (legacy): config key 'invariants': [\"NoAckedLoss\", \"NoAckedLoss\"] is not allowed (allowed: "
-     "a non-empty list of distinct invariant names of the variant)"),
-    (("budget_s = 600", "budget_s = nan"), "entry 2 (legacy): budget_s is nan; allowed: a positive number of seconds"),
-    (("budget_s = 600", "budget_s = inf"), "entry 2 (legacy): budget_s is inf; allowed: a positive number of seconds"),
-    (("budget_s = 600", "budget_s = 600\nnote = 5"), "entry 2 (legacy): note is 5; allowed: text"),
-    (('name = "kip966"', 'name = "kip\\n966"'), 'entry 1: name is "kip\\n966"; allowed: non-empty text on one line'),
-    (('name = "kip966"', 'name = " "'), 'entry 1: name is " "; allowed: non-empty text on one line'),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (('variant = "legacy"', 'variant = "nope"'), "entry 2 (legacy): config key 'variant': \"nope\" is not allowed"),
+        (('expect = "holds"', 'expect = "fine"'), "entry 1 (kip966): expect is 'fine'; allowed: \"holds\" or "),
+        (('expect = "holds"\n', ""), "entry 1 (kip966): expect is required"),
+        (("states = 8302", "states = -1"), "entry 1 (kip966): states is -1; allowed: a positive integer"),
+        (("budget_s = 600", 'budget_s = "soon"'), "entry 2 (legacy): budget_s is 'soon'"),
+        (('[[entry]]\nname = "kip966"', '[[entry]]\nnme = "kip966"'), "entry 1: needs name"),
+        (
+            ('expect = "violated: NoAckedLoss"', 'expect = "violated: NoAckedLos"'),
+            "entry 2 (legacy): expect: 'NoAckedLos' is not an invariant this config checks (ConsistentRead, ",
+        ),
+        (
+            ("max_fences = 1 }", 'max_fences = 1, invariants = ["ConsistentRead", "LeaderInIsr"] }'),
+            "entry 2 (legacy): expect: 'NoAckedLoss' is not an invariant this config checks "
+            "(ConsistentRead, LeaderInIsr)",
+        ),
+        (
+            ("max_fences = 1 }", 'max_fences = 1, invariants = ["NoAckedLoss", "NoAckedLoss"] }'),
+            'entry 2 (legacy): config key \'invariants\': ["NoAckedLoss", "NoAckedLoss"] is not allowed (allowed: '
+            "a non-empty list of distinct invariant names of the variant)",
+        ),
+        (
+            ("budget_s = 600", "budget_s = nan"),
+            "entry 2 (legacy): budget_s is nan; allowed: a positive number of seconds",
+        ),
+        (
+            ("budget_s = 600", "budget_s = inf"),
+            "entry 2 (legacy): budget_s is inf; allowed: a positive number of seconds",
+        ),
+        (("budget_s = 600", "budget_s = 600\nnote = 5"), "entry 2 (legacy): note is 5; allowed: text"),
+        (
+            ('name = "kip966"', 'name = "kip\\n966"'),
+            'entry 1: name is "kip\\n966"; allowed: non-empty text on one line',
+        ),
+        (('name = "kip966"', 'name = " "'), 'entry 1: name is " "; allowed: non-empty text on one line'),
+    ],
+)
 def test_bad_gate_files_exit_2_with_one_line(tmp_path, change, message):
     text = GATE.replace(*change)
     assert text != GATE
@@ -132,8 +156,10 @@ def test_bad_gate_files_exit_2_with_one_line(tmp_path, change, message):
 
 
 def test_a_vacuous_holds_fails_its_entry(tmp_path):
-    text = GATE.replace('states = 8302', 'states = 8302\nexercises = ["UncleanRecovery", "Fetch"]\n'
-                                         'goals = ["ElrMemberElected", "RecoveryCompletes"]')
+    text = GATE.replace(
+        "states = 8302",
+        'states = 8302\nexercises = ["UncleanRecovery", "Fetch"]\ngoals = ["ElrMemberElected", "RecoveryCompletes"]',
+    )
     _path, r = gate(tmp_path, text, "--json")
     assert r.exit_code == 1
     failures = {x["name"]: x["failures"] for x in json.loads(r.stdout)}
@@ -143,17 +169,17 @@ def test_a_vacuous_holds_fails_its_entry(tmp_path):
 # ---- --update-baseline on the files people write; --trace-dir names ----------------------
 
 TINY_ENTRY = 'config = { variant = "legacy", max_records = 1, max_fences = 0 }\nexpect = "violated: NoAckedLoss"\n'
-LAYOUTS = {      # entries "a" and "b"; set_states must pin both and change nothing else
+LAYOUTS = {  # entries "a" and "b"; set_states must pin both and change nothing else
     "indented, comment after the name": '[[entry]]\n  name = "a"\n  config = {}\n\n[[entry]]\nname = "b"  # why\n'
-                                        'config = {}\n',
+    "config = {}\n",
     "single quotes, quoted key, spaced header": "[[ entry ]]  # first\n'name' = 'a'\n[[entry]]\nname='b'#x\n",
-    "multi-line names": '[[entry]]\nname = """\na"""\nconfig = {}\n[[entry]]\nname = \'\'\'\nb\'\'\'\n',
+    "multi-line names": "[[entry]]\nname = \"\"\"\na\"\"\"\nconfig = {}\n[[entry]]\nname = '''\nb'''\n",
     "states pinned, with a comment, before the name": '[[entry]]\nstates = 5  # by hand\nname = "a"\n'
-                                                      '[[entry]]\nname = "b"\nstates = 1_000 # old\n',
+    '[[entry]]\nname = "b"\nstates = 1_000 # old\n',
     "a note that looks like entries": '[[entry]]\nname = "a"\nnote = """\n[[entry]]\nname = "b"\nstates = 3\n"""\n'
-                                      '[[entry]]\nname = "b"\n',
+    '[[entry]]\nname = "b"\n',
     "sub-tables and defaults after": '[[entry]]\nname = "a"\n[entry.config]\nvariant = "legacy"\n[[entry]]\n'
-                                     'name = "b"\nexercises = [\n  "Fetch",\n]\n[defaults]\nbrokers = 3\n',
+    'name = "b"\nexercises = [\n  "Fetch",\n]\n[defaults]\nbrokers = 3\n',
     "CRLF, no newline at the end": '[[entry]]\r\nname = "a"\r\n[[entry]]\r\nname = "b"',
 }
 
@@ -171,6 +197,7 @@ def test_set_states_edits_every_toml_layout_and_only_the_counts(tmp_path, layout
 
     def others(text: str) -> list[str]:
         return [line for line in text.splitlines() if not re.match(r"\s*'?states'?\s*=", line)]
+
     assert others(new) == others(LAYOUTS[layout])
     assert new.count("\n") == new.count("\r\n") if "\r" in LAYOUTS[layout] else "\r" not in new
 
@@ -179,23 +206,35 @@ def test_a_layout_set_states_cannot_edit_is_refused_before_running(tmp_path, mon
     monkeypatch.setattr("modelcheck.runs.gate.run_gate", lambda *a: pytest.fail("the gate ran"))
     text = 'entry = [{ name = "a", config = { max_records = 1 }, expect = "holds" }]\n'
     path, r = gate(tmp_path, text, "--update-baseline")
-    assert r.exit_code == 2 and r.stderr == f"error: {path}: cannot locate each [[entry]]'s name to update its " \
-                                            "states = N; set them by hand (or write entries as [[entry]] tables)\n"
+    assert (
+        r.exit_code == 2
+        and r.stderr
+        == f"error: {path}: cannot locate each [[entry]]'s name to update its "
+        "states = N; set them by hand (or write entries as [[entry]] tables)\n"
+    )
     assert path.read_text() == text
 
 
 def test_update_baseline_rewrites_a_json_gate_file_keeping_key_order(tmp_path):
     """It crashed after running every entry, losing --junit."""
-    doc = {"defaults": {"max_records": 1, "max_fences": 0},
-           "entry": [{"name": "kip966", "config": {"variant": "kip966"}, "expect": "holds", "states": 7700},
-                     {"name": "legacy", "config": {"variant": "legacy"}, "expect": "violated: NoAckedLoss"}]}
+    doc = {
+        "defaults": {"max_records": 1, "max_fences": 0},
+        "entry": [
+            {"name": "kip966", "config": {"variant": "kip966"}, "expect": "holds", "states": 7700},
+            {"name": "legacy", "config": {"variant": "legacy"}, "expect": "violated: NoAckedLoss"},
+        ],
+    }
     path = tmp_path / "gate.json"
     path.write_text(json.dumps(doc))
-    r = CliRunner().invoke(main, ["gate", str(path), "-j", "1", "--update-baseline", "--junit", str(tmp_path / "j.xml")])
+    r = CliRunner().invoke(
+        main, ["gate", str(path), "-j", "1", "--update-baseline", "--junit", str(tmp_path / "j.xml")]
+    )
     assert r.exit_code == 0, r.output
     new = json.loads(path.read_text())
-    assert [list(e) for e in new["entry"]] == [["name", "config", "expect", "states"],
-                                               ["name", "states", "config", "expect"]]
+    assert [list(e) for e in new["entry"]] == [
+        ["name", "config", "expect", "states"],
+        ["name", "states", "config", "expect"],
+    ]
     assert [e["states"] for e in new["entry"]] == [8302, 1939] and (tmp_path / "j.xml").exists()
 
 
@@ -234,10 +273,12 @@ def test_the_reports_are_written_when_the_baseline_cannot_be(tmp_path, monkeypat
         if str(dst).endswith("gate.toml"):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         replace(src, dst)
+
     monkeypatch.setattr("modelcheck.output.os.replace", full_for_the_gate_file)
     text = f'[[entry]]\nname = "legacy"\n{TINY_ENTRY.replace("violated: NoAckedLoss", "holds")}'
-    path, r = gate(tmp_path, text, "--update-baseline", "--junit", str(tmp_path / "j.xml"),
-                   "--trace-dir", str(tmp_path / "traces"))
+    path, r = gate(
+        tmp_path, text, "--update-baseline", "--junit", str(tmp_path / "j.xml"), "--trace-dir", str(tmp_path / "traces")
+    )
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert r.stderr.splitlines()[-1] == f"error: --update-baseline {path}: cannot write: No space left on device"
     assert path.read_text() == text and (tmp_path / "traces" / "legacy.json").exists()
@@ -249,13 +290,14 @@ def test_trace_file_names_are_unique_visible_and_stable():
     files = gt.trace_file_names(names)
     assert files == gt.trace_file_names(names) and len({f.lower() for f in files}) == len(names)
     assert files[3] == "kip966.json" and all(re.fullmatch(r"\w[\w-]*\.json", f) for f in files)
-    assert re.fullmatch(r"legacy-3-brokers-[0-9a-f]{8}\.json", files[0]) and re.fullmatch(r"entry-[0-9a-f]{8}\.json",
-                                                                                          files[2])
+    assert re.fullmatch(r"legacy-3-brokers-[0-9a-f]{8}\.json", files[0]) and re.fullmatch(
+        r"entry-[0-9a-f]{8}\.json", files[2]
+    )
 
 
 @pytest.mark.slow
 def test_trace_dir_gives_each_failing_entry_its_own_file(tmp_path):
-    """"legacy, 3 brokers" and "legacy; 3 brokers" shared a file, "!!!" wrote a hidden ".json"."""
+    """ "legacy, 3 brokers" and "legacy; 3 brokers" shared a file, "!!!" wrote a hidden ".json"."""
     names = ["legacy, 3 brokers", "legacy; 3 brokers", "!!!"]
     text = "".join(f'[[entry]]\nname = "{n}"\n{TINY_ENTRY.replace("violated: NoAckedLoss", "holds")}' for n in names)
     _path, r = gate(tmp_path, text, "--trace-dir", str(tmp_path / "traces"))
@@ -270,10 +312,12 @@ def test_a_gate_file_changed_during_the_run_is_not_updated_wrong(tmp_path, monke
         outcomes = run_gate(*args)
         path.write_text(path.read_text().replace('name = "legacy"', 'name = "renamed"'))
         return outcomes
+
     monkeypatch.setattr("modelcheck.runs.gate.run_gate", renaming_meanwhile)
     path = tmp_path / "gate.toml"
     path.write_text(f'[[entry]]\nname = "legacy"\n{TINY_ENTRY}')
     r = CliRunner().invoke(main, ["gate", str(path), "-j", "1", "--update-baseline"])
     assert r.exit_code == 2 and r.stderr.splitlines()[-1] == (
-        f"error: {path}: cannot read its entries back to update them (KeyError: 'legacy')")
+        f"error: {path}: cannot read its entries back to update them (KeyError: 'legacy')"
+    )
     assert "states" not in path.read_text()

@@ -14,8 +14,8 @@ from modelcheck.engine.bfs import check
 from modelcheck.views.terminal import format_action
 from specs.kafka_elr import load
 
-TINY = ["--set", "brokers=2", "--set", "max_records=1", "--set", "max_fences=0"]   # 635 states, holds
-TINY_LEGACY = [*TINY, "--set", "variant=legacy"]                                     # NoAckedLoss in 6 steps
+TINY = ["--set", "brokers=2", "--set", "max_records=1", "--set", "max_fences=0"]  # 635 states, holds
+TINY_LEGACY = [*TINY, "--set", "variant=legacy"]  # NoAckedLoss in 6 steps
 # every state TINY_LEGACY reaches, past the violation too: the reference
 # engine's count with only TypeOK checked (it holds), 1,498 generated
 TINY_LEGACY_STATES = 839
@@ -33,7 +33,7 @@ def test_graphml_has_a_node_per_distinct_state_and_an_edge_per_transition(tmp_pa
     assert r.exit_code == 0, r.output
     g = nx.read_graphml(out, force_multigraph=True)
     assert g.number_of_nodes() == checked["distinct_states"] == 635
-    assert g.number_of_edges() == checked["generated_states"] - 1      # every successor but the initial state
+    assert g.number_of_edges() == checked["generated_states"] - 1  # every successor but the initial state
     assert f"{g.number_of_nodes():,} states" in r.stdout
     first = g.nodes["0"]
     assert first["initial"] and first["isr"] == "[0,1]" and first["leader"] == 0
@@ -52,7 +52,8 @@ def test_the_counterexample_path_is_marked(tmp_path):
     assert "NoAckedLoss" in g.nodes[path[-1][1]]["violated"]
     marked = {(a, b): d["label"] for a, b, d in g.edges(data=True) if d["counterexample"]}
     assert [marked[(path[k - 1][1], path[k][1])] for k in range(1, len(path))] == [
-        format_action(s["action"], s["args"]) for s in trace[1:]]
+        format_action(s["action"], s["args"]) for s in trace[1:]
+    ]
 
 
 def test_the_graph_count_is_the_reference_engines():
@@ -67,18 +68,23 @@ def test_dot_is_written_without_pydot(tmp_path):
     text = out.read_text()
     assert text.startswith("digraph states {") and text.endswith("}\n")
     nodes = re.findall(r"^  (\d+) \[", text, re.M)
-    assert len(nodes) == len(set(nodes)) == TINY_LEGACY_STATES           # the whole graph, past the violation
-    assert len(re.findall(r"^  \d+ -> \d+ ", text, re.M)) == 1498 - 1    # every transition
-    assert len(re.findall(r'counterexample="true"', text)) == 7 + 6        # 7 states, 6 transitions
+    assert len(nodes) == len(set(nodes)) == TINY_LEGACY_STATES  # the whole graph, past the violation
+    assert len(re.findall(r"^  \d+ -> \d+ ", text, re.M)) == 1498 - 1  # every transition
+    assert len(re.findall(r'counterexample="true"', text)) == 7 + 6  # 7 states, 6 transitions
     assert re.search(r'^  0 -> \d+ \[.*label="Produce\(acks=1\)"', text, re.M)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--max-states", "100", "-o", "g.dot"],
-     "error: the reachable state graph has more than 100 states; use a smaller config or raise --max-states"),
-    (["-o", "g.png"], "error: -o g.png: the name must end in .graphml or .dot"),
-    (["--set", "brokers=0", "-o", "g.dot"], "error: config key 'brokers'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--max-states", "100", "-o", "g.dot"],
+            "error: the reachable state graph has more than 100 states; use a smaller config or raise --max-states",
+        ),
+        (["-o", "g.png"], "error: -o g.png: the name must end in .graphml or .dot"),
+        (["--set", "brokers=0", "-o", "g.dot"], "error: config key 'brokers'"),
+    ],
+)
 def test_refusals_exit_2_with_one_line(tmp_path, args, message):
     r = invoke("graph", *[str(tmp_path / a) if a.startswith("g.") else a for a in args])
     assert r.exit_code == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1

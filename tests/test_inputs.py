@@ -14,22 +14,24 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rich.console import Console
 
 from cli import main
 from modelcheck.config import ConfigError, parse_override, read_file
 from modelcheck.engine import run
+from modelcheck.result import parse_expectation
+from modelcheck.runs.gate import read_gate  # the commands import gate and matrix lazily: here, before
 from modelcheck.runs.inputs import load_check_config
-from modelcheck.runs.gate import read_gate     # the commands import gate and matrix lazily: here, before
 from modelcheck.runs.matrix import read_matrix  # as_nobody's child, which cannot read the interpreter's files
 from modelcheck.runs.replay import parse_steps, replay, split_scenario
-from modelcheck.result import parse_expectation
 from modelcheck.trace import described
 from modelcheck.views.html import render as render_html
 from modelcheck.views.itf import to_itf
@@ -49,8 +51,8 @@ def legacy_counterexample() -> dict[str, Any]:
     return TraceFile(spec.config, "NoAckedLoss", described(spec, run(spec, engine="bfs").trace)).to_json()
 
 
-TRACE = legacy_counterexample()     # as check --trace-out writes it
-ITF = to_itf(TRACE["config"], TRACE["invariant"], TRACE["trace"], load({}).itf_types)    # as trace export does
+TRACE = legacy_counterexample()  # as check --trace-out writes it
+ITF = to_itf(TRACE["config"], TRACE["invariant"], TRACE["trace"], load({}).itf_types)  # as trace export does
 
 
 def invoke(*args: str):
@@ -71,7 +73,7 @@ def as_nobody(*args: str) -> tuple[int, str, str]:
     live where that user cannot run it): (exit code, stdout, stderr)."""
     read, write = os.pipe()
     pid = os.fork()
-    if pid == 0:        # the child: never returns into pytest
+    if pid == 0:  # the child: never returns into pytest
         try:
             os.close(read)
             if os.geteuid() == 0:
@@ -98,7 +100,7 @@ def shared_dir():
     shutil.rmtree(path)
 
 
-FILES = {   # command -> (the file it reads, its content)
+FILES = {  # command -> (the file it reads, its content)
     "check": ("c.toml", "brokers = 3\n"),
     "replay": ("s.toml", SCENARIO),
     "trace show": ("t.json", "{}"),
@@ -126,8 +128,9 @@ def test_a_directory_or_a_missing_file_is_refused_with_one_line(tmp_path, comman
 DEEP = 100_000
 
 
-@pytest.mark.parametrize("command, suffix", [(c, s) for c in FILES for s in (".toml", ".json")
-                                             if (c, s) != ("trace show", ".toml")])    # a trace is JSON
+@pytest.mark.parametrize(
+    "command, suffix", [(c, s) for c in FILES for s in (".toml", ".json") if (c, s) != ("trace show", ".toml")]
+)  # a trace is JSON
 def test_deeply_nested_input_is_refused_with_one_line(tmp_path, command, suffix):
     path = tmp_path / Path(FILES[command][0]).with_suffix(suffix).name
     nested = "[" * DEEP + "]" * DEEP
@@ -142,12 +145,15 @@ def test_nesting_within_the_parsers_limits_is_refused_too(tmp_path):
     refused(invoke("replay", str(path)), "nested more than 64 levels deep")
 
 
-@pytest.mark.parametrize("command, text, key", [
-    ("check", '{"brokers": 1, "brokers": 1}', "brokers"),
-    ("replay", '{"config": {}, "steps": [{"action": "Fetch", "broker": 1, "broker": 2}]}', "broker"),
-    ("gate", '{"entry": [{"name": "a", "name": "b", "config": {}, "expect": "holds"}]}', "name"),
-    ("matrix", '{"cell": [{"name": "a", "config": {"variant": "legacy", "variant": "kip966"}}]}', "variant"),
-])
+@pytest.mark.parametrize(
+    "command, text, key",
+    [
+        ("check", '{"brokers": 1, "brokers": 1}', "brokers"),
+        ("replay", '{"config": {}, "steps": [{"action": "Fetch", "broker": 1, "broker": 2}]}', "broker"),
+        ("gate", '{"entry": [{"name": "a", "name": "b", "config": {}, "expect": "holds"}]}', "name"),
+        ("matrix", '{"cell": [{"name": "a", "config": {"variant": "legacy", "variant": "kip966"}}]}', "variant"),
+    ],
+)
 def test_duplicate_json_keys_are_refused_naming_the_key(tmp_path, command, text, key):
     path = tmp_path / "f.json"
     path.write_text(text)
@@ -156,37 +162,47 @@ def test_duplicate_json_keys_are_refused_naming_the_key(tmp_path, command, text,
 
 def test_a_duplicate_key_in_a_trace_is_refused(tmp_path):
     dup = tmp_path / "dup.json"
-    dup.write_text(json.dumps(TRACE).replace('"invariant": "NoAckedLoss"',
-                                             '"invariant": "NoAckedLoss", "invariant": null'))
+    dup.write_text(
+        json.dumps(TRACE).replace('"invariant": "NoAckedLoss"', '"invariant": "NoAckedLoss", "invariant": null')
+    )
     refused(invoke("trace", "show", str(dup)), f"error: {dup}: duplicate key 'invariant'")
 
 
-@pytest.mark.parametrize("text, message", [
-    ('{"brokers": NaN}', "NaN is not a JSON number"),
-    ('{"brokers": ' + "1" * 5000 + "}", "a number has more than 4300 digits"),
-    ('{"brokers": "\\ud800"}', "brokers: a string with an unpaired surrogate"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('{"brokers": NaN}', "NaN is not a JSON number"),
+        ('{"brokers": ' + "1" * 5000 + "}", "a number has more than 4300 digits"),
+        ('{"brokers": "\\ud800"}', "brokers: a string with an unpaired surrogate"),
+    ],
+)
 def test_json_that_python_reads_but_is_not_text_or_json_is_refused(tmp_path, text, message):
     path = tmp_path / "c.json"
     path.write_text(text)
     refused(invoke("check", str(path)), f"error: {path}: ", message)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("brokers = " + "1" * 5000, "a number has more than 4300 digits"),
-    ("brokers = 1979-05-27", "brokers: a date or time (1979-05-27)"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("brokers = " + "1" * 5000, "a number has more than 4300 digits"),
+        ("brokers = 1979-05-27", "brokers: a date or time (1979-05-27)"),
+    ],
+)
 def test_toml_values_no_modelcheck_file_holds_are_refused(tmp_path, text, message):
     path = tmp_path / "c.toml"
     path.write_text(text)
     refused(invoke("check", str(path)), f"error: {path}: ", message)
 
 
-@pytest.mark.parametrize("value, message", [
-    ("[" * DEEP + "]" * DEEP, "nested too deeply"),
-    ("1" * 5000, "a number has more than 4300 digits"),
-    ("1979-05-27", "a date or time (1979-05-27)"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("[" * DEEP + "]" * DEEP, "nested too deeply"),
+        ("1" * 5000, "a number has more than 4300 digits"),
+        ("1979-05-27", "a date or time (1979-05-27)"),
+    ],
+)
 def test_set_values_are_parsed_as_files_are(value, message):
     refused(invoke("check", "--set", f"brokers={value}"), "error: --set 'brokers=", message)
 
@@ -196,19 +212,65 @@ def test_set_values_are_parsed_as_files_are(value, message):
 # or raise ConfigError with a one-line message, never anything else.
 
 SPEC = load({})
-VOCAB = sorted({*SPEC.actions, *SPEC.invariants, *SPEC.goals, *SPEC.describe(SPEC.init_states()[0]),
-                *(k.name for k in schema()), *(a for ps in SPEC.params.values() for a in ps), *VARIANTS,
-                "all", "1", "holds", "violated: NoAckedLoss", "violated: ", "name", "config", "expect", "steps",
-                "action", "violates", "entry", "cell", "defaults", "states", "budget_s", "symmetry", "trace",
-                "invariant", "args", "state", "#meta", "#bigint", "#set", "#tup", "#map", "tag", "value", "vars"})
+VOCAB = sorted(
+    {
+        *SPEC.actions,
+        *SPEC.invariants,
+        *SPEC.goals,
+        *SPEC.describe(SPEC.init_states()[0]),
+        *(k.name for k in schema()),
+        *(a for ps in SPEC.params.values() for a in ps),
+        *VARIANTS,
+        "all",
+        "1",
+        "holds",
+        "violated: NoAckedLoss",
+        "violated: ",
+        "name",
+        "config",
+        "expect",
+        "steps",
+        "action",
+        "violates",
+        "entry",
+        "cell",
+        "defaults",
+        "states",
+        "budget_s",
+        "symmetry",
+        "trace",
+        "invariant",
+        "args",
+        "state",
+        "#meta",
+        "#bigint",
+        "#set",
+        "#tup",
+        "#map",
+        "tag",
+        "value",
+        "vars",
+    }
+)
 ODD = ["", " ", "\n", "[/]", "[bold]x", "\ud800", "é", "２", "²", "-1", "1e400", "NaN", "🙂", "a\x00b"]
 SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(-2, 9), st.integers(),
-    st.sampled_from([2 ** 63, -2 ** 64, 10 ** 40]), st.floats(), st.sampled_from(VOCAB), st.sampled_from(ODD),
-    st.text(max_size=6))
-VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3)
-                      | st.dictionaries(st.sampled_from(VOCAB) | st.text(max_size=4), inner, max_size=3),
-                      max_leaves=6)
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 9),
+    st.integers(),
+    st.sampled_from([2**63, -(2**64), 10**40]),
+    st.floats(),
+    st.sampled_from(VOCAB),
+    st.sampled_from(ODD),
+    st.text(max_size=6),
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(VOCAB) | st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
 
 
 def paths(doc: Any, at: tuple = ()) -> list[tuple]:
@@ -233,7 +295,7 @@ def mutated(draw: Any, base: Any) -> Any:
     or an integer nudged; near-valid, so the fuzz gets past the first check."""
     doc = copy.deepcopy(base)
     for _ in range(draw(st.integers(1, 4))):
-        where = draw(st.sampled_from(paths(doc)[1:] or [()]))     # the root itself: rarely worth it
+        where = draw(st.sampled_from(paths(doc)[1:] or [()]))  # the root itself: rarely worth it
         old = node(doc, where)
         edit = draw(st.sampled_from(["value", "copy", "delete", "add", "wrap", "nudge"]))
         if edit == "value":
@@ -243,7 +305,7 @@ def mutated(draw: Any, base: Any) -> Any:
         elif edit == "wrap":
             new = draw(st.sampled_from([[old], {draw(st.sampled_from(VOCAB)): old}]))
         elif edit == "nudge" and isinstance(old, int) and not isinstance(old, bool):
-            new = old + draw(st.sampled_from([-1, 1, 2 ** 64]))
+            new = old + draw(st.sampled_from([-1, 1, 2**64]))
         elif edit == "add" and isinstance(old, dict):
             new = {**old, draw(st.sampled_from(VOCAB)): draw(VALUES)}
         elif edit == "add" and isinstance(old, list):
@@ -272,7 +334,7 @@ def toml_value(v: Any) -> str:
         return "[" + ", ".join(toml_value(x) for x in v) + "]"
     if isinstance(v, dict):
         return "{" + ", ".join(f"{json.dumps(k)} = {toml_value(x)}" for k, x in v.items()) + "}"
-    return json.dumps("" if v is None else v)        # TOML has no null
+    return json.dumps("" if v is None else v)  # TOML has no null
 
 
 @st.composite
@@ -286,7 +348,7 @@ def written(draw: Any, base: Any, formats: tuple[str, ...] = ("toml", "json")) -
         text = json.dumps(doc)
     damage = draw(st.sampled_from(["none"] * 6 + ["cut", "duplicate"]))
     if damage == "cut":
-        text = text[:draw(st.integers(0, len(text)))]
+        text = text[: draw(st.integers(0, len(text)))]
     elif damage == "duplicate" and fmt == "json" and text.startswith("{") and len(text) > 2:
         text = text[:-1] + (", " if len(text) > 2 else "") + text[1:]
     return f".{fmt}", text
@@ -333,14 +395,26 @@ def read_trace(path: str) -> None:
     render_html(spec, steps, tf.config, tf.invariant)
 
 
-CONFIG = {"variant": "legacy", "brokers": 3, "min_isr": 2, "max_records": 1, "acks": ["all"],
-          "invariants": ["NoAckedLoss", "TypeOK"], "expected": {"verdict": "violated: NoAckedLoss"}}
+CONFIG = {
+    "variant": "legacy",
+    "brokers": 3,
+    "min_isr": 2,
+    "max_records": 1,
+    "acks": ["all"],
+    "invariants": ["NoAckedLoss", "TypeOK"],
+    "expected": {"verdict": "violated: NoAckedLoss"},
+}
 SCENARIOS = [tomllib.loads(p.read_text()) for p in sorted((ROOT / "specs/scenarios").glob("*.toml"))]
 GATE_DOC = tomllib.loads((ROOT / "specs/gate.toml").read_text())
 MATRIX_DOC = tomllib.loads((ROOT / "specs/matrix.toml").read_text())
 MATRIX_DOC["cell"] = MATRIX_DOC["cell"][:6]
-FUZZ = settings(max_examples=150, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @FUZZ
@@ -361,8 +435,7 @@ def test_fuzz_scenarios(fuzz_dir, data):
 @given(st.data())
 @pytest.mark.slow
 def test_fuzz_traces_json_and_itf(fuzz_dir, data):
-    answers_or_refuses(fuzz_dir, *data.draw(written(data.draw(st.sampled_from([TRACE, ITF])), ("json",))),
-                       read_trace)
+    answers_or_refuses(fuzz_dir, *data.draw(written(data.draw(st.sampled_from([TRACE, ITF])), ("json",))), read_trace)
 
 
 @FUZZ
@@ -389,26 +462,41 @@ def test_fuzz_set_overrides(text):
         assert str(e) and "\n" not in str(e), repr(str(e))
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(st.data())
 def test_fuzz_the_commands_exit_0_1_or_2(fuzz_dir, data):
     """The real commands (those that run no search on what they read):
     exit 0, 1 or 2, never an exception, and a refusal is one line."""
-    command, base = data.draw(st.sampled_from([
-        (["replay"], data.draw(st.sampled_from(SCENARIOS))), (["trace", "show"], TRACE),
-        (["trace", "export"], ITF), (["trace", "show", "--diff"], ITF)]))
+    command, base = data.draw(
+        st.sampled_from(
+            [
+                (["replay"], data.draw(st.sampled_from(SCENARIOS))),
+                (["trace", "show"], TRACE),
+                (["trace", "export"], ITF),
+                (["trace", "show", "--diff"], ITF),
+            ]
+        )
+    )
     suffix, text = data.draw(written(base, ("json",) if command[0] == "trace" else ("toml", "json")))
     path = fuzz_dir / f"cli{suffix}"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     r = invoke(*command[:2], str(path), *command[2:])
     assert r.exit_code in (0, 1, 2) and (r.exception is None or isinstance(r.exception, SystemExit)), (
-        r.exit_code, r.output, r.exception)
+        r.exit_code,
+        r.output,
+        r.exception,
+    )
     if r.exit_code == 2:
         assert r.stdout == "" and len(r.stderr.splitlines()) == 1 and r.stderr.startswith("error: "), r.stderr
 
 
-@pytest.mark.parametrize("value", [2 ** 63, 2 ** 64, 10 ** 40])
+@pytest.mark.parametrize("value", [2**63, 2**64, 10**40])
 def test_a_huge_but_allowed_config_value_gets_a_verdict(value):
     """min_isr = 2^64 (effectively N, as min_isr = 3) packs into a field of
     64 bits, which the kernel's int64 words cannot hold: the kernel declines
@@ -419,11 +507,15 @@ def test_a_huge_but_allowed_config_value_gets_a_verdict(value):
     assert "warning: no compiled kernel (" in r.stderr and "Traceback" not in r.output
 
 
-REAL = {    # command -> a file it must refuse, as the fuzz found them
+REAL = {  # command -> a file it must refuse, as the fuzz found them
     "check": ("c.toml", "brokers = " + "[" * DEEP + "]" * DEEP),
     "replay": ("s.toml", '[config]\n[[steps]]\naction = ["Produce"]\n'),
-    "trace show": ("t.json", json.dumps({**ITF, "#meta": {**ITF["#meta"], "config": {}},
-                                         "states": [{"#meta": {}, "leader": {"#bigint": "abc"}}]})),
+    "trace show": (
+        "t.json",
+        json.dumps(
+            {**ITF, "#meta": {**ITF["#meta"], "config": {}}, "states": [{"#meta": {}, "leader": {"#bigint": "abc"}}]}
+        ),
+    ),
     "gate": ("g.toml", GATE + "budget_s = nan\n"),
     "matrix": ("m.toml", MATRIX + 'expect = "violated: NoAckedLos"\n'),
 }
@@ -433,7 +525,12 @@ REAL = {    # command -> a file it must refuse, as the fuzz found them
 def test_the_real_command_refuses_with_one_line_and_no_traceback(tmp_path, command):
     name, text = REAL[command]
     (tmp_path / name).write_text(text)
-    p = subprocess.run([sys.executable, "-c", "import cli; cli.main()", *command.split(), str(tmp_path / name)],
-                       capture_output=True, text=True, cwd=ROOT, env={**os.environ, "MODELCHECK_KERNEL": "interpreted"})
+    p = subprocess.run(
+        [sys.executable, "-c", "import cli; cli.main()", *command.split(), str(tmp_path / name)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "MODELCHECK_KERNEL": "interpreted"},
+    )
     assert (p.returncode, p.stdout) == (2, ""), p.stderr
     assert len(p.stderr.splitlines()) == 1 and p.stderr.startswith(f"error: {tmp_path / name}: "), p.stderr

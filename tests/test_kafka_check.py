@@ -36,11 +36,21 @@ def test_default_kip966_holds(default_kip966):
     assert spec.config["variant"] == "kip966"
     assert r.verdict == "holds" and r.invariant is None
     assert r.distinct_states > 1000
-    assert (r.distinct_states, r.generated_states, r.depth) == (1_800_802, 5_433_771, 26)   # TLC agrees (docs/tla.md)
+    assert (r.distinct_states, r.generated_states, r.depth) == (1_800_802, 5_433_771, 26)  # TLC agrees (docs/tla.md)
     assert r.generated_states > r.distinct_states
     fired = {name for name, count in r.coverage.items() if count}
-    assert {"Produce", "Fetch", "AdvanceHwm", "ShrinkIsr", "ExpandIsr", "CommitAlterPartition", "FenceBroker",
-            "UnfenceBroker", "UncleanShutdown", "StartBroker"} <= fired
+    assert {
+        "Produce",
+        "Fetch",
+        "AdvanceHwm",
+        "ShrinkIsr",
+        "ExpandIsr",
+        "CommitAlterPartition",
+        "FenceBroker",
+        "UnfenceBroker",
+        "UncleanShutdown",
+        "StartBroker",
+    } <= fired
     # bounds that default to 0 keep their actions disabled
     assert r.coverage["AlterMinIsr"] == r.coverage["CleanShutdown"] == 0
     assert [n for label, n in r.coverage.items() if label.startswith("AdminElectLeaders(")] == [0] * 5
@@ -51,31 +61,34 @@ def test_legacy_loses_an_acked_record_as_the_last_replica_standing(default_legac
     assert r.verdict == "violated" and r.invariant == "NoAckedLoss"
     assert [(s.action, s.args) for s in r.trace] == [
         (None, {}),
-        ("FenceBroker", {"broker": 0, "leader": 1}),        # T0: broker 0 leaves; 1 leads
+        ("FenceBroker", {"broker": 0, "leader": 1}),  # T0: broker 0 leaves; 1 leads
         ("Produce", {"acks": "all"}),
         ("Fetch", {"broker": 2}),
-        ("AdvanceHwm", {}),                                 # r1 acknowledged on ISR {1, 2}
-        ("ShrinkIsr", {"brokers": [2]}),                    # T1: broker 2 leaves too
+        ("AdvanceHwm", {}),  # r1 acknowledged on ISR {1, 2}
+        ("ShrinkIsr", {"brokers": [2]}),  # T1: broker 2 leaves too
         ("CommitAlterPartition", {}),
-        ("UncleanShutdown", {"broker": 1, "keep": 0}),      # T2: the last ISR member loses it
+        ("UncleanShutdown", {"broker": 1, "keep": 0}),  # T2: the last ISR member loses it
     ]
     last = spec.describe(r.trace[-1].state)
     assert last["isr"] == [1] and last["acked"] == [1] and last["log"] == [[], [], [[1, 1]]]
 
 
 def test_kip966_tolerates_min_isr_minus_one_unclean_shutdowns_but_not_min_isr(default_kip966):
-    assert default_kip966[1].holds      # 1 = min_isr - 1 unclean shutdown
+    assert default_kip966[1].holds  # 1 = min_isr - 1 unclean shutdown
     r = check(load({"max_unclean_shutdowns": 2}))
     assert r.invariant == "NoAckedLoss"
     assert len(r.trace) - 1 == 6
     assert [s.action for s in r.trace[-2:]] == ["UncleanShutdown", "UncleanShutdown"]
 
 
-@pytest.mark.parametrize("config", [
-    {"max_records": 1, "max_fences": 0},
-    {"brokers": 2, "min_isr": 2},
-    {"variant": "legacy", "max_records": 1, "max_unclean_shutdowns": 0},
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"max_records": 1, "max_fences": 0},
+        {"brokers": 2, "min_isr": 2},
+        {"variant": "legacy", "max_records": 1, "max_unclean_shutdowns": 0},
+    ],
+)
 @pytest.mark.slow
 def test_distinct_states_match_an_independent_search(config):
     spec = load(config)
@@ -86,10 +99,13 @@ def test_distinct_states_match_an_independent_search(config):
     assert r.generated_states == 1 + sum(r.coverage.values())
 
 
-@pytest.mark.parametrize("config", [
-    {"variant": "legacy", "max_records": 1},
-    {"max_records": 1, "max_unclean_shutdowns": 2, "max_fences": 0},      # 106,529 states, 7 steps
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"variant": "legacy", "max_records": 1},
+        {"max_records": 1, "max_unclean_shutdowns": 2, "max_fences": 0},  # 106,529 states, 7 steps
+    ],
+)
 @pytest.mark.slow
 def test_counterexamples_are_as_short_as_networkx_finds(config):
     spec = load(config)

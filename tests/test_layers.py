@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ("core", "engine", "views", "runs", "cli")     # lowest first
+LAYERS = ("core", "engine", "views", "runs", "cli")  # lowest first
 
 
 def module_name(path: Path) -> str:
@@ -39,7 +39,7 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 source = ".".join(base + ([node.module] if node.module else []))
             else:
                 source = node.module or ""
@@ -129,18 +129,23 @@ def test_the_walk_sees_the_imports_it_judges():
     edges = graph()
     assert "modelcheck.runs.check" in edges["cli"]
     assert "modelcheck.views.report" in edges["modelcheck.runs.check"]
-    assert "modelcheck.engine.kernel" in edges["modelcheck.engine.reach"]       # a lazy import, in a function
-    assert "modelcheck.engine.batch" in edges["modelcheck.engine.fast"]         # from . import batch
+    assert "modelcheck.engine.kernel" in edges["modelcheck.engine.reach"]  # a lazy import, in a function
+    assert "modelcheck.engine.batch" in edges["modelcheck.engine.fast"]  # from . import batch
     assert "modelcheck.scenario" in edges["modelcheck.views.explorer"]
     assert "specs.kafka_elr" in edges["cli"] or "specs" in edges["cli"]
 
 
 def test_a_crossed_layer_or_a_cycle_is_found():
     assert layering_violations({"modelcheck.views.explorer": {"modelcheck.runs.replay"}}) == [
-        "modelcheck.views.explorer (views) -> modelcheck.runs.replay (runs): imports a layer above its own"]
+        "modelcheck.views.explorer (views) -> modelcheck.runs.replay (runs): imports a layer above its own"
+    ]
     assert layering_violations({"modelcheck.engine.fast": {"specs.kafka_elr"}}) == [
-        "modelcheck.engine.fast -> specs.kafka_elr: only cli.py picks the protocol"]
+        "modelcheck.engine.fast -> specs.kafka_elr: only cli.py picks the protocol"
+    ]
     assert layering_violations({"modelcheck.trace": {"modelcheck.engine.bfs"}}) != []
-    assert cycles({"modelcheck.engine.simulate": {"modelcheck.engine.simulate_spark"},
-                   "modelcheck.engine.simulate_spark": {"modelcheck.engine.simulate"}}) == [
-        ["modelcheck.engine.simulate", "modelcheck.engine.simulate_spark"]]
+    assert cycles(
+        {
+            "modelcheck.engine.simulate": {"modelcheck.engine.simulate_spark"},
+            "modelcheck.engine.simulate_spark": {"modelcheck.engine.simulate"},
+        }
+    ) == [["modelcheck.engine.simulate", "modelcheck.engine.simulate_spark"]]

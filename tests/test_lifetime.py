@@ -11,10 +11,10 @@ import re
 import signal
 import subprocess
 import xml.etree.ElementTree as ET
+from functools import partial
 
 import pytest
-
-from processes import ROOT, alive, descendants, shm, start, wait_for
+from processes import ROOT, alive, descendants, gone, shm, start, wait_for
 
 # 850,000 states over 24 levels in a second or two: long enough to stop half-way
 CONFIG = ["--set", "max_records=3", "--set", "max_fences=0"]
@@ -43,7 +43,9 @@ def uninterrupted() -> dict:
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 @pytest.mark.slow
-def test_a_signal_stops_at_a_safe_point_and_the_resumed_check_ends_as_an_uninterrupted_one(tmp_path, sig, uninterrupted):
+def test_a_signal_stops_at_a_safe_point_and_the_resumed_check_ends_as_an_uninterrupted_one(
+    tmp_path, sig, uninterrupted
+):
     ck = tmp_path / "ck"
     p = start("check", *CONFIG, "--checkpoint", str(ck), "--checkpoint-every", "0", "-w", "2")
     wait_for(lambda: checkpoint_depth(ck) >= 8, what="a checkpoint at depth 8")
@@ -51,15 +53,22 @@ def test_a_signal_stops_at_a_safe_point_and_the_resumed_check_ends_as_an_uninter
     out, err = (x.decode() for x in p.communicate(timeout=120))
     assert p.returncode == 128 + sig
     assert "Traceback" not in err and out == ""
-    stats = re.search(rf"^stopped by {signal.Signals(sig).name} after [\d.]+ s, no verdict: ([\d,]+) distinct states, "
-                      r"([\d,]+) generated, (\d+) levels complete$", err, re.M)
+    stats = re.search(
+        rf"^stopped by {signal.Signals(sig).name} after [\d.]+ s, no verdict: ([\d,]+) distinct states, "
+        r"([\d,]+) generated, (\d+) levels complete$",
+        err,
+        re.M,
+    )
     assert stats, err
     assert f"checkpoint in {ck}; resume with: modelcheck check --resume {ck}" in err
     state = json.loads((ck / "manifest.json").read_text())["state"]
     assert (state["distinct"], state["generated"], state["depth"]) == (
-        int(stats[1].replace(",", "")), int(stats[2].replace(",", "")), int(stats[3]))
+        int(stats[1].replace(",", "")),
+        int(stats[2].replace(",", "")),
+        int(stats[3]),
+    )
     assert 8 <= state["depth"] < uninterrupted["depth"]
-    resumed = check_json("--resume", str(ck), "-w", "1")        # another number of workers: the same answer
+    resumed = check_json("--resume", str(ck), "-w", "1")  # another number of workers: the same answer
     assert {k: resumed[k] for k in SAME} == {k: uninterrupted[k] for k in SAME}
 
 
@@ -92,8 +101,13 @@ def test_a_compile_racing_the_check_dies_with_it(tmp_path, sig):
     """The first check of a variant compiles its kernel in a child while the
     interpreted engine runs: however the check ends, the child ends too."""
     p = start("check", env={"MODELCHECK_CACHE": str(tmp_path / "cache"), "MODELCHECK_KERNEL": ""})
-    child = wait_for(lambda: next((c for c in descendants(p.pid) if b"modelcheck.engine.kernel" in
-                                   open(f"/proc/{c}/cmdline", "rb").read()), None), what="the compile child")
+    child = wait_for(
+        lambda: next(
+            (c for c in descendants(p.pid) if b"modelcheck.engine.kernel" in open(f"/proc/{c}/cmdline", "rb").read()),
+            None,
+        ),
+        what="the compile child",
+    )
     p.send_signal(sig)
     p.communicate(timeout=60)
     assert p.returncode == (-9 if sig == signal.SIGKILL else 143)
@@ -114,14 +128,19 @@ def workers_running(p: subprocess.Popen, n: int) -> list[int]:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
 def test_a_stopped_matrix_leaves_no_process_and_nothing_in_dev_shm(tmp_path, sig):
     before = shm()
-    p = subprocess.Popen(["modelcheck", "matrix", str(matrix_file(tmp_path)), "-j", "2"], cwd=ROOT,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    p = subprocess.Popen(
+        ["modelcheck", "matrix", str(matrix_file(tmp_path)), "-j", "2"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     kids = wait_for(lambda: workers_running(p, 2), what="two cells running")
     # Ctrl-C reaches the whole process group; SIGTERM and SIGKILL the coordinator only
     (os.killpg if sig == signal.SIGINT else os.kill)(p.pid, sig)
     out, err = (x.decode() for x in p.communicate(timeout=60))
     for kid in kids:
-        wait_for(lambda: not alive(kid), timeout=10, what=f"cell process {kid} to end")
+        wait_for(partial(gone, kid), timeout=10, what=f"cell process {kid} to end")
     assert shm() == before
     if sig != signal.SIGKILL:
         assert p.returncode == 128 + sig
@@ -132,12 +151,18 @@ def test_a_stopped_matrix_leaves_no_process_and_nothing_in_dev_shm(tmp_path, sig
 @pytest.mark.slow
 def test_a_stopped_gate_still_writes_its_junit_with_what_did_not_run_skipped(tmp_path):
     gate = tmp_path / "g.toml"
-    gate.write_text('[[entry]]\nname = "fast"\nconfig = { max_records = 1, max_fences = 0 }\nexpect = "holds"\n\n'
-                    + "".join(f'[[entry]]\nname = "slow {i}"\n{SLOW}\n' for i in range(3)))
+    gate.write_text(
+        '[[entry]]\nname = "fast"\nconfig = { max_records = 1, max_fences = 0 }\nexpect = "holds"\n\n'
+        + "".join(f'[[entry]]\nname = "slow {i}"\n{SLOW}\n' for i in range(3))
+    )
     junit, log = tmp_path / "gate.xml", tmp_path / "stderr"
     with open(log, "wb") as stderr:
-        p = subprocess.Popen(["modelcheck", "gate", str(gate), "-j", "2", "--junit", str(junit)], cwd=ROOT,
-                             stdout=subprocess.PIPE, stderr=stderr)
+        p = subprocess.Popen(
+            ["modelcheck", "gate", str(gate), "-j", "2", "--junit", str(junit)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+        )
         wait_for(lambda: "passed: fast" in log.read_text(), what="the first entry to pass")
         kids = wait_for(lambda: workers_running(p, 2), what="two slow entries running")
         p.send_signal(signal.SIGTERM)
@@ -150,4 +175,4 @@ def test_a_stopped_gate_still_writes_its_junit_with_what_did_not_run_skipped(tmp
     for i in range(3):
         assert cases[f"slow {i}"].find("skipped").get("message") == "not run: the gate was stopped by SIGTERM"
     for kid in kids:
-        wait_for(lambda: not alive(kid), timeout=10, what="the entry's process to end")
+        wait_for(partial(gone, kid), timeout=10, what="the entry's process to end")

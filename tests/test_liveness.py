@@ -20,6 +20,8 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from liveness_specs import Arbiter, ArbiterState
+from resuming import stopped_and_resumed
 
 from cli import main
 from modelcheck.config import ConfigError
@@ -30,8 +32,6 @@ from modelcheck.result import Step
 from modelcheck.trace import TraceError, validate_lasso
 from modelcheck.views.itf import from_itf, to_itf
 from specs.kafka_elr import load
-from liveness_specs import Arbiter, ArbiterState
-from resuming import stopped_and_resumed
 
 HOLDS = {"RequestGranted", "GrantedOften"}
 
@@ -47,8 +47,13 @@ def test_toy_verdicts_and_engines_agree(prop):
     assert reference.verdict == ("holds" if prop in HOLDS else "violated")
     assert reference.distinct_states == 6 and reference.triggers[prop] > 0
     for r in results[1:]:
-        assert (r.verdict, r.invariant, r.loop, lasso(r), r.triggers) == \
-               (reference.verdict, reference.invariant, reference.loop, lasso(reference), reference.triggers)
+        assert (r.verdict, r.invariant, r.loop, lasso(r), r.triggers) == (
+            reference.verdict,
+            reference.invariant,
+            reference.loop,
+            lasso(reference),
+            reference.triggers,
+        )
     if prop not in HOLDS:
         assert reference.invariant == prop
         validate_lasso(Arbiter((prop,)), reference.trace, reference.loop, prop)
@@ -56,33 +61,48 @@ def test_toy_verdicts_and_engines_agree(prop):
 
 def test_toy_lassos_are_the_expected_behaviours():
     unfair = run(Arbiter(("RequestGrantedUnfairly",)), engine="bfs")
-    assert (lasso(unfair), unfair.loop) == ([(None, (0, 0, 0)), ("Request", (0, 1, 0))], 1)     # stops there
+    assert (lasso(unfair), unfair.loop) == ([(None, (0, 0, 0)), ("Request", (0, 1, 0))], 1)  # stops there
     weak = run(Arbiter(("RequestGrantedWeakly",)), engine="bfs")
     assert lasso(weak) == [(None, (0, 0, 0)), ("Request", (0, 1, 0)), ("Tick", (1, 1, 0)), ("Tick", (0, 1, 0))]
-    assert weak.loop == 1                       # ticks for ever, Grant enabled only every other state
+    assert weak.loop == 1  # ticks for ever, Grant enabled only every other state
     idle = run(Arbiter(("EventuallyIdle",)), engine="bfs")
-    looped = idle.trace[idle.loop:]
+    looped = idle.trace[idle.loop :]
     assert looped[0].state == looped[-1].state and any(s.state.requested for s in looped)
-    assert {s.action for s in looped[1:]} == {"Tick", "Request", "Grant", "Release"}      # fair to every action
+    assert {s.action for s in looped[1:]} == {"Tick", "Request", "Grant", "Release"}  # fair to every action
 
 
 def steps(*states: tuple[str | None, tuple]) -> list[Step]:
     return [Step(a, {}, ArbiterState(*s)) for a, s in states]
 
 
-@pytest.mark.parametrize("prop, trace, loop, why", [
-    # stopping after a request is unfair to Tick, enabled there for ever
-    ("RequestGrantedWeakly", steps((None, (0, 0, 0)), ("Request", (0, 1, 0))), 1, "not fair to WF(Tick)"),
-    # ticking for ever with the request pending is unfair to the strongly fair Grant
-    ("RequestGranted", steps((None, (0, 0, 0)), ("Request", (0, 1, 0)), ("Tick", (1, 1, 0)), ("Tick", (0, 1, 0))),
-     1, "not fair to SF(Grant)"),
-    # the request is granted inside the loop
-    ("RequestGrantedUnfairly", steps((None, (0, 0, 0)), ("Request", (0, 1, 0)), ("Tick", (1, 1, 0)),
-                                     ("Grant", (1, 0, 1))), 3, "does not violate"),
-    ("RequestGrantedWeakly", steps((None, (0, 0, 0)), ("Request", (0, 1, 0)), ("Tick", (1, 1, 0))), 1,
-     "does not return to step 1"),
-    ("RequestGrantedUnfairly", steps((None, (0, 0, 0)), ("Grant", (1, 0, 1))), 1, "step 1 Grant{} is not enabled"),
-])
+@pytest.mark.parametrize(
+    "prop, trace, loop, why",
+    [
+        # stopping after a request is unfair to Tick, enabled there for ever
+        ("RequestGrantedWeakly", steps((None, (0, 0, 0)), ("Request", (0, 1, 0))), 1, "not fair to WF(Tick)"),
+        # ticking for ever with the request pending is unfair to the strongly fair Grant
+        (
+            "RequestGranted",
+            steps((None, (0, 0, 0)), ("Request", (0, 1, 0)), ("Tick", (1, 1, 0)), ("Tick", (0, 1, 0))),
+            1,
+            "not fair to SF(Grant)",
+        ),
+        # the request is granted inside the loop
+        (
+            "RequestGrantedUnfairly",
+            steps((None, (0, 0, 0)), ("Request", (0, 1, 0)), ("Tick", (1, 1, 0)), ("Grant", (1, 0, 1))),
+            3,
+            "does not violate",
+        ),
+        (
+            "RequestGrantedWeakly",
+            steps((None, (0, 0, 0)), ("Request", (0, 1, 0)), ("Tick", (1, 1, 0))),
+            1,
+            "does not return to step 1",
+        ),
+        ("RequestGrantedUnfairly", steps((None, (0, 0, 0)), ("Grant", (1, 0, 1))), 1, "step 1 Grant{} is not enabled"),
+    ],
+)
 def test_a_lasso_that_is_not_a_fair_violation_is_refused(prop, trace, loop, why):
     with pytest.raises(TraceError, match=why.replace("(", r"\(").replace(")", r"\)")):
         validate_lasso(Arbiter((prop,)), trace, loop, prop)
@@ -90,8 +110,16 @@ def test_a_lasso_that_is_not_a_fair_violation_is_refused(prop, trace, loop, why)
 
 # ---- the KIP's availability claims, on configs small enough for every engine ----
 
-SMALL = dict(brokers=2, min_isr=1, max_records=1, max_unclean_shutdowns=2, max_fences=0, max_isr_shrinks=0,
-             acks=["all"], invariants=["TypeOK"])
+SMALL = dict(
+    brokers=2,
+    min_isr=1,
+    max_records=1,
+    max_unclean_shutdowns=2,
+    max_fences=0,
+    max_isr_shrinks=0,
+    acks=["all"],
+    invariants=["TypeOK"],
+)
 
 
 def kafka(engine: str, workers: int = 1, **config):
@@ -106,42 +134,71 @@ def test_none_stops_the_partition_until_an_operator_acts():
     r = kafka("bfs", **config)
     assert (r.verdict, r.invariant, r.loop) == ("violated", "LeaderlessGetsLeaderOnceBrokersRestart", 8)
     assert [(s.action, s.args) for s in r.trace[1:]] == [
-        ("UncleanShutdown", {"broker": 0, "keep": 0}), ("FenceBroker", {"broker": 0, "leader": 1}),
-        ("StartBroker", {"broker": 0}), ("UncleanShutdown", {"broker": 1, "keep": 0}),
-        ("FenceBroker", {"broker": 1}), ("StartBroker", {"broker": 1}),
-        ("UnfenceBroker", {"broker": 0}), ("UnfenceBroker", {"broker": 1})]
+        ("UncleanShutdown", {"broker": 0, "keep": 0}),
+        ("FenceBroker", {"broker": 0, "leader": 1}),
+        ("StartBroker", {"broker": 0}),
+        ("UncleanShutdown", {"broker": 1, "keep": 0}),
+        ("FenceBroker", {"broker": 1}),
+        ("StartBroker", {"broker": 1}),
+        ("UnfenceBroker", {"broker": 0}),
+        ("UnfenceBroker", {"broker": 1}),
+    ]
     fast = kafka("fast", workers=2, **config)
-    assert (fast.verdict, fast.loop, fast.trace, fast.distinct_states, fast.triggers) == \
-           (r.verdict, r.loop, r.trace, r.distinct_states, r.triggers)
+    assert (fast.verdict, fast.loop, fast.trace, fast.distinct_states, fast.triggers) == (
+        r.verdict,
+        r.loop,
+        r.trace,
+        r.distinct_states,
+        r.triggers,
+    )
 
 
-@pytest.mark.parametrize("config, verdict, length", [
-    # Balanced elects once every LastKnownELR member is back (and so once every broker is)
-    (dict(properties=["BalancedElectsOnceLastKnownElrIsBack", "LeaderlessGetsLeaderOnceBrokersRestart"]), "holds", None),
-    # ... but not while the brokers it waits for stay down
-    (dict(properties=["LeaderlessGetsLeader"]), "violated", 4),
-    # before KIP-966 too the last ISR member had to come back
-    (dict(variant="legacy", properties=["LeaderlessGetsLeader"]), "violated", 4),
-    (dict(variant="legacy", properties=["LeaderlessGetsLeaderOnceBrokersRestart"]), "holds", None),
-    (dict(properties=["HwmAdvancesAtMinIsr"]), "holds", None),
-])
+@pytest.mark.parametrize(
+    "config, verdict, length",
+    [
+        # Balanced elects once every LastKnownELR member is back (and so once every broker is)
+        (
+            dict(properties=["BalancedElectsOnceLastKnownElrIsBack", "LeaderlessGetsLeaderOnceBrokersRestart"]),
+            "holds",
+            None,
+        ),
+        # ... but not while the brokers it waits for stay down
+        (dict(properties=["LeaderlessGetsLeader"]), "violated", 4),
+        # before KIP-966 too the last ISR member had to come back
+        (dict(variant="legacy", properties=["LeaderlessGetsLeader"]), "violated", 4),
+        (dict(variant="legacy", properties=["LeaderlessGetsLeaderOnceBrokersRestart"]), "holds", None),
+        (dict(properties=["HwmAdvancesAtMinIsr"]), "holds", None),
+    ],
+)
 def test_kafka_property_verdicts_agree_across_engines(config, verdict, length):
     r = kafka("bfs", **config)
-    assert r.verdict == verdict and all(n > 0 for n in r.triggers.values())      # none held vacuously
+    assert r.verdict == verdict and all(n > 0 for n in r.triggers.values())  # none held vacuously
     assert (len(r.trace) - 1 if r.trace else None) == length
     fast = kafka("fast", workers=2, **config)
-    assert (fast.verdict, fast.invariant, fast.loop, fast.trace, fast.triggers) == \
-           (r.verdict, r.invariant, r.loop, r.trace, r.triggers)
+    assert (fast.verdict, fast.invariant, fast.loop, fast.trace, fast.triggers) == (
+        r.verdict,
+        r.invariant,
+        r.loop,
+        r.trace,
+        r.triggers,
+    )
 
 
 @pytest.mark.slow
 def test_a_checkpointed_search_resumes_to_the_same_lasso(tmp_path):
-    spec = load({**SMALL, "unclean_recovery_strategy": "none", "properties": ["LeaderlessGetsLeaderOnceBrokersRestart"]})
+    spec = load(
+        {**SMALL, "unclean_recovery_strategy": "none", "properties": ["LeaderlessGetsLeaderOnceBrokersRestart"]}
+    )
     whole = run(spec, engine="fast", workers=1)
     for engine in ("fast", "bfs"):
         resumed = stopped_and_resumed(spec, engine, tmp_path / engine, reports=3)
-        assert (resumed.verdict, resumed.loop, resumed.trace, resumed.distinct_states, resumed.triggers) == \
-               (whole.verdict, whole.loop, whole.trace, whole.distinct_states, whole.triggers)
+        assert (resumed.verdict, resumed.loop, resumed.trace, resumed.distinct_states, resumed.triggers) == (
+            whole.verdict,
+            whole.loop,
+            whole.trace,
+            whole.distinct_states,
+            whole.triggers,
+        )
 
 
 def test_properties_refuse_symmetry_and_spark():
@@ -156,7 +213,9 @@ def test_properties_refuse_symmetry_and_spark():
 # ---- the command line ---------------------------------------------------------------
 
 ARGS = [f"--set={k}={json.dumps(v)}" for k, v in SMALL.items()] + [
-    "--set=unclean_recovery_strategy=none", '--set=properties=["LeaderlessGetsLeaderOnceBrokersRestart"]']
+    "--set=unclean_recovery_strategy=none",
+    '--set=properties=["LeaderlessGetsLeaderOnceBrokersRestart"]',
+]
 
 
 def invoke(*args: str):
@@ -217,19 +276,27 @@ def test_a_tampered_loop_is_refused(tmp_path):
     src = tmp_path / "lasso.json"
     assert invoke("check", *ARGS, "--trace-out", str(src), "-q").exit_code == 1
     doc = json.loads(src.read_text())
-    for loop, why in ((7, "the last step does not return to step 7"), (9, "loop is 9; allowed"),
-                      (None, "is a temporal property: its counterexample needs a loop")):
+    for loop, why in (
+        (7, "the last step does not return to step 7"),
+        (9, "loop is 9; allowed"),
+        (None, "is a temporal property: its counterexample needs a loop"),
+    ):
         src.write_text(json.dumps({**doc, "loop": loop}))
         bad = invoke("trace", "show", str(src))
         assert bad.exit_code == 2 and why in bad.stderr, bad.output
 
 
-@pytest.mark.parametrize("args, message", [
-    (['--set=properties=["LeaderlessGetsLeaderr"]'],
-     "config key 'properties': 'LeaderlessGetsLeaderr' is not a temporal property of variant 'kip966'"),
-    (['--set=properties=["LeaderlessGetsLeader"]', "--symmetry"], "leave out --symmetry"),
-    (['--set=properties=["LeaderlessGetsLeader"]', "--engine", "spark"], "--engine spark does not check temporal"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ['--set=properties=["LeaderlessGetsLeaderr"]'],
+            "config key 'properties': 'LeaderlessGetsLeaderr' is not a temporal property of variant 'kip966'",
+        ),
+        (['--set=properties=["LeaderlessGetsLeader"]', "--symmetry"], "leave out --symmetry"),
+        (['--set=properties=["LeaderlessGetsLeader"]', "--engine", "spark"], "--engine spark does not check temporal"),
+    ],
+)
 def test_bad_property_input_is_one_line_exit_2(args, message):
     r = invoke("check", *[a for a in ARGS if "properties" not in a], *args, "-q")
     assert r.exit_code == 2, r.output
@@ -243,9 +310,12 @@ def test_a_graph_too_big_for_the_memory_limit_stops_the_search_as_it_grows():
     roomy = Recorder(1, max_memory=anon_rss() + (200 << 20))
     roomy.add_states(np.arange(n, dtype=np.uint64).reshape(-1, 1), np.zeros(n, np.uint64))
     edges = (np.arange(n), np.arange(n, dtype=np.uint64).reshape(-1, 1), np.zeros(n, np.uint16))
-    roomy.add_transitions(*edges)           # about 110 MiB to search: room left
-    with pytest.raises(ConfigError, match=r"the behaviour graph of 1,048,576 states and [0-9,]+ transitions so far "
-                                          r"needs about [0-9.]+ MiB .* more than is left of --max-memory"):
-        for _ in range(8):                  # each adds 22 MiB to the search
+    roomy.add_transitions(*edges)  # about 110 MiB to search: room left
+    with pytest.raises(
+        ConfigError,
+        match=r"the behaviour graph of 1,048,576 states and [0-9,]+ transitions so far "
+        r"needs about [0-9.]+ MiB .* more than is left of --max-memory",
+    ):
+        for _ in range(8):  # each adds 22 MiB to the search
             roomy.add_transitions(*edges)
     assert roomy.transitions < 8 * n

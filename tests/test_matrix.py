@@ -40,7 +40,9 @@ def test_cells_as_pinned_exit_0_with_rows_and_stories(tmp_path):
     assert r.exit_code == 0, r.stderr
     rows = json.loads(r.stdout)
     assert [(x["name"], x["verdict"], x["invariant"], x["trace_length"], x["as_expected"]) for x in rows] == [
-        ("legacy", "violated", "NoAckedLoss", 7, True), ("no HWM rule", "violated", "ElrHasDataToHwm", 4, True)]
+        ("legacy", "violated", "NoAckedLoss", 7, True),
+        ("no HWM rule", "violated", "ElrHasDataToHwm", 4, True),
+    ]
     assert rows[0]["config"]["max_records"] == 1 and "r1" in rows[0]["story"]
     page = out.read_text()
     assert "| [legacy](#legacy) | violated: NoAckedLoss | 7 |" in page
@@ -54,23 +56,36 @@ def test_a_verdict_that_differs_from_its_pin_exits_1(tmp_path):
     assert "DIFFERS (holds)" in r.stdout
 
 
-@pytest.mark.parametrize("change, message", [
-    (('variant = "legacy"', 'variant = "nope"'), "cell 1 (legacy): config key 'variant'"),
-    (('expect = "violated: NoAckedLoss"', 'expect = "fails"'),
-     "cell 1 (legacy): expect is 'fails'; allowed: \"holds\" or \"violated: NAME\""),
-    (('claim = "the last', 'colour = "red"\nclaim = "the last'), "cell 1 (legacy): unknown key 'colour'"),
-    (('[[cell]]\nname = "no HWM rule"', '[[cell]]\nname = "legacy"'), "cell 2: duplicate name 'legacy'"),
-    (('claim = "the last', 'symmetry = "yes"\nclaim = "the last'),
-     "cell 1 (legacy): symmetry is 'yes'; allowed: true or false"),
-    (('variant = "legacy" }', 'variant = "kafka-4" }\nsymmetry = true'),
-     "cell 1 (legacy): --symmetry: kafka-4 elects the first valid replica in assignment order"),
-    (('expect = "violated: NoAckedLoss"', 'expect = "violated: NoAckedLos"'),
-     "cell 1 (legacy): expect: 'NoAckedLos' is not an invariant this config checks (ConsistentRead, "),
-    (('variant = "legacy" }', 'variant = "legacy", invariants = ["ConsistentRead"] }'),
-     "cell 1 (legacy): expect: 'NoAckedLoss' is not an invariant this config checks (ConsistentRead)"),
-    (('claim = "the last replica standing"', 'claim = 7'), "cell 1 (legacy): claim is 7; allowed: text"),
-    (('title = "t"', 'title = ["t"]'), 'title is ["t"]; allowed: text'),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (('variant = "legacy"', 'variant = "nope"'), "cell 1 (legacy): config key 'variant'"),
+        (
+            ('expect = "violated: NoAckedLoss"', 'expect = "fails"'),
+            'cell 1 (legacy): expect is \'fails\'; allowed: "holds" or "violated: NAME"',
+        ),
+        (('claim = "the last', 'colour = "red"\nclaim = "the last'), "cell 1 (legacy): unknown key 'colour'"),
+        (('[[cell]]\nname = "no HWM rule"', '[[cell]]\nname = "legacy"'), "cell 2: duplicate name 'legacy'"),
+        (
+            ('claim = "the last', 'symmetry = "yes"\nclaim = "the last'),
+            "cell 1 (legacy): symmetry is 'yes'; allowed: true or false",
+        ),
+        (
+            ('variant = "legacy" }', 'variant = "kafka-4" }\nsymmetry = true'),
+            "cell 1 (legacy): --symmetry: kafka-4 elects the first valid replica in assignment order",
+        ),
+        (
+            ('expect = "violated: NoAckedLoss"', 'expect = "violated: NoAckedLos"'),
+            "cell 1 (legacy): expect: 'NoAckedLos' is not an invariant this config checks (ConsistentRead, ",
+        ),
+        (
+            ('variant = "legacy" }', 'variant = "legacy", invariants = ["ConsistentRead"] }'),
+            "cell 1 (legacy): expect: 'NoAckedLoss' is not an invariant this config checks (ConsistentRead)",
+        ),
+        (('claim = "the last replica standing"', "claim = 7"), "cell 1 (legacy): claim is 7; allowed: text"),
+        (('title = "t"', 'title = ["t"]'), 'title is ["t"]; allowed: text'),
+    ],
+)
 def test_bad_matrix_files_exit_2_with_one_line(tmp_path, change, message):
     text = CELLS.replace(*change)
     assert text != CELLS
@@ -83,8 +98,13 @@ def test_bad_matrix_files_exit_2_with_one_line(tmp_path, change, message):
 @pytest.mark.slow
 def test_a_cell_may_explore_one_state_of_each_symmetry_class(tmp_path):
     text = CELLS.replace('claim = "the last', 'symmetry = true\nclaim = "the last')
-    r = run(tmp_path, text + CELLS.split("[[cell]]")[1].replace('"legacy"', '"legacy, all states"', 1).join(
-        ["[[cell]]", ""]), "--json", "--out", str(tmp_path / "v.md"))
+    r = run(
+        tmp_path,
+        text + CELLS.split("[[cell]]")[1].replace('"legacy"', '"legacy, all states"', 1).join(["[[cell]]", ""]),
+        "--json",
+        "--out",
+        str(tmp_path / "v.md"),
+    )
     rows = {x["name"]: x for x in json.loads(r.stdout)}
     reduced, full = rows["legacy"], rows["legacy, all states"]
     assert reduced["symmetry"] and not full["symmetry"]
@@ -100,8 +120,11 @@ def test_only_names_a_cell_that_exists(tmp_path):
 
 def test_the_shipped_matrix_covers_every_variant_with_one_and_two_unclean_shutdowns():
     _meta, cells = read_matrix(str(DEFAULT_MATRIX), load)
-    at = {(c.config["variant"], c.config.get("max_unclean_shutdowns", 1)) for c in cells
-          if c.config["brokers"] == 3 and c.config["min_isr"] == 2}
+    at = {
+        (c.config["variant"], c.config.get("max_unclean_shutdowns", 1))
+        for c in cells
+        if c.config["brokers"] == 3 and c.config["min_isr"] == 2
+    }
     assert {(v, k) for v in VARIANTS for k in (1, 2)} <= at
 
 
@@ -120,8 +143,8 @@ goals = ["RecoveryElects", "ElrMemberElected"]
 """
     out = tmp_path / "v.md"
     r = run(tmp_path, text, "--json", "--out", str(out))
-    assert r.exit_code == 0, r.stderr     # a report, not a gate: it marks, the gate fails
-    row, = json.loads(r.stdout)
+    assert r.exit_code == 0, r.stderr  # a report, not a gate: it marks, the gate fails
+    (row,) = json.loads(r.stdout)
     assert row["vacuous"] == ["UncleanRecovery never fired", "goal RecoveryElects not reached"]
     assert "UncleanRecovery" in row["never_fired"] and "UncleanShutdown" not in row["never_fired"]
     assert row["goals"]["ElrMemberElected"] is True
@@ -130,11 +153,14 @@ goals = ["RecoveryElects", "ElrMemberElected"]
     assert "goals RecoveryElects NOT reached, ElrMemberElected reached" in page
 
 
-@pytest.mark.parametrize("line, message", [
-    ('exercises = ["Teleport"]', "exercises: 'Teleport' is not an action of this variant"),
-    ('goals = ["Nirvana"]', "goals: 'Nirvana' is not a goal of this variant"),
-    ('goals = "RecoveryElects"', "goals is 'RecoveryElects'; allowed: a list of names"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('exercises = ["Teleport"]', "exercises: 'Teleport' is not an action of this variant"),
+        ('goals = ["Nirvana"]', "goals: 'Nirvana' is not a goal of this variant"),
+        ('goals = "RecoveryElects"', "goals is 'RecoveryElects'; allowed: a list of names"),
+    ],
+)
 def test_exercises_and_goals_must_name_what_the_variant_has(tmp_path, line, message):
     r = run(tmp_path, CELLS.replace('claim = "the last', line + '\nclaim = "the last'))
     assert r.exit_code == 2 and message in r.stderr, r.stderr

@@ -25,7 +25,7 @@ from modelcheck.config import ConfigError
 
 ROOT = Path(__file__).parent.parent
 TINY = ["--set", "max_records=1", "--set", "max_fences=0"]
-LEGACY = ["check", "--engine", "bfs", "-q", "--set", "variant=legacy", *TINY]     # NoAckedLoss, 1,939 states
+LEGACY = ["check", "--engine", "bfs", "-q", "--set", "variant=legacy", *TINY]  # NoAckedLoss, 1,939 states
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="mknod needs root")
 
 
@@ -42,23 +42,35 @@ def trace(tmp_path_factory) -> Path:
 
 def commands(tmp: Path, trace: Path, out: str) -> dict[str, list[str]]:
     """Each command that writes a file, writing `out` (relative to tmp)."""
-    (tmp / "m.toml").write_text('[[cell]]\nname = "legacy"\n'
-                                'config = { variant = "legacy", max_records = 1, max_fences = 0 }\n')
-    (tmp / "g.toml").write_text('[[entry]]\nname = "legacy"\n'
-                                'config = { variant = "legacy", max_records = 1, max_fences = 0 }\n'
-                                'expect = "holds"\n')
+    (tmp / "m.toml").write_text(
+        '[[cell]]\nname = "legacy"\nconfig = { variant = "legacy", max_records = 1, max_fences = 0 }\n'
+    )
+    (tmp / "g.toml").write_text(
+        '[[entry]]\nname = "legacy"\n'
+        'config = { variant = "legacy", max_records = 1, max_fences = 0 }\n'
+        'expect = "holds"\n'
+    )
     o = str(tmp / out)
-    return {"check --trace-out": [*LEGACY, "--trace-out", o],
-            "matrix --out": ["matrix", str(tmp / "m.toml"), "-j", "1", "--out", o],
-            "gate --junit": ["gate", str(tmp / "g.toml"), "-j", "1", "--junit", o],
-            "spark-env --out": ["spark-env", "--out", o],
-            "trace html -o": ["trace", "html", str(trace), "-o", o],
-            "trace export -o": ["trace", "export", str(trace), "-o", o],
-            "graph -o": ["graph", *TINY, "--set", "brokers=2", "--set", "variant=legacy", "-o", o]}
+    return {
+        "check --trace-out": [*LEGACY, "--trace-out", o],
+        "matrix --out": ["matrix", str(tmp / "m.toml"), "-j", "1", "--out", o],
+        "gate --junit": ["gate", str(tmp / "g.toml"), "-j", "1", "--junit", o],
+        "spark-env --out": ["spark-env", "--out", o],
+        "trace html -o": ["trace", "html", str(trace), "-o", o],
+        "trace export -o": ["trace", "export", str(trace), "-o", o],
+        "graph -o": ["graph", *TINY, "--set", "brokers=2", "--set", "variant=legacy", "-o", o],
+    }
 
 
-COMMANDS = ["check --trace-out", "matrix --out", "gate --junit", "spark-env --out", "trace html -o",
-            "trace export -o", "graph -o"]
+COMMANDS = [
+    "check --trace-out",
+    "matrix --out",
+    "gate --junit",
+    "spark-env --out",
+    "trace html -o",
+    "trace export -o",
+    "graph -o",
+]
 
 
 @ROOT_ONLY
@@ -89,8 +101,13 @@ def test_stdout_full_is_one_line_exit_2(trace):
     """`trace export` writes to stdout (-o -, the default) directly."""
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full")
-    p = subprocess.run(f"{sys.executable} -c 'import cli; cli.main()' trace export {trace} > /dev/full",
-                       shell=True, capture_output=True, text=True, cwd=ROOT)
+    p = subprocess.run(
+        f"{sys.executable} -c 'import cli; cli.main()' trace export {trace} > /dev/full",
+        shell=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert p.returncode == 2 and p.stderr == "error: -o -: cannot write: No space left on device\n"
 
 
@@ -117,11 +134,18 @@ def test_a_dangling_symlink_creates_the_file_it_names(tmp_path, trace):
 @pytest.mark.parametrize("where", ["missing directory", "a directory", "read-only file"])
 def test_an_output_that_cannot_be_written_is_refused_before_the_run(tmp_path, trace, monkeypatch, command, where):
     """Found after the whole run, with a traceback and no verdict, before."""
+
     def ran(*args, **kwargs):
         raise AssertionError("the run started")
-    for work in ("modelcheck.runs.check.run_engine", "modelcheck.runs.graph.state_graph",
-                 "modelcheck.runs.trace.render_html", "modelcheck.runs.matrix.run",
-                 "modelcheck.runs.gate.run_gate", "modelcheck.engine.spark_session.package_archive"):
+
+    for work in (
+        "modelcheck.runs.check.run_engine",
+        "modelcheck.runs.graph.state_graph",
+        "modelcheck.runs.trace.render_html",
+        "modelcheck.runs.matrix.run",
+        "modelcheck.runs.gate.run_gate",
+        "modelcheck.engine.spark_session.package_archive",
+    ):
         monkeypatch.setattr(work, ran)
     out = {"missing directory": "no/x.dot", "a directory": "d.dot", "read-only file": "ro.dot"}[where]
     args = commands(tmp_path, trace, out)[command]
@@ -132,8 +156,11 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_run(tmp_path, tr
     r = invoke(*args)
     assert r.exit_code == 2 and r.stdout == "", r.output
     option, shown = command.split()[-1], tmp_path / out
-    why = {"missing directory": f"no such directory '{tmp_path / 'no'}'", "a directory": "is a directory",
-           "read-only file": "is read-only"}[where]
+    why = {
+        "missing directory": f"no such directory '{tmp_path / 'no'}'",
+        "a directory": "is a directory",
+        "read-only file": "is read-only",
+    }[where]
     assert r.stderr == f"error: {option} {shown}: {why}\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == before and (tmp_path / "ro.dot").read_text() == "keep"
 
@@ -149,6 +176,7 @@ def test_a_failed_write_keeps_the_existing_file_and_leaves_no_temporary(tmp_path
 
     def no_space(fd):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
     monkeypatch.setattr(output.os, "fsync", no_space)
     with pytest.raises(ConfigError, match=r"^--trace-out .*t.json: cannot write: No space left on device$"):
         output.write_text(str(path), "--trace-out", "new and longer")
@@ -179,8 +207,14 @@ NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 def python_for_nobody() -> str | None:
     """An interpreter user 65534 can run with this one's packages (a venv's
     may live under /root, mode 0700)."""
-    for exe in dict.fromkeys([sys.executable, getattr(sys, "_base_executable", ""), shutil.which("python3") or "",
-                              f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}"]):
+    for exe in dict.fromkeys(
+        [
+            sys.executable,
+            getattr(sys, "_base_executable", ""),
+            shutil.which("python3") or "",
+            f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}",
+        ]
+    ):
         probe = f"import sys; assert sys.version_info[:2] == {tuple(sys.version_info[:2])}"
         if exe and subprocess.run([*NOBODY, exe, "-c", probe], capture_output=True).returncode == 0:
             return exe
@@ -197,27 +231,50 @@ def shared_dir():
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
-@pytest.mark.parametrize("args, message", [
-    (["check", "-q", "--set", "variant=legacy", "--trace-out", "DIR/t.json"],
-     "error: --trace-out DIR/t.json: cannot write in directory 'DIR'"),
-    (["check", "-q", "--set", "variant=legacy", "--trace-out", "DIR/root.json"],
-     "error: --trace-out DIR/root.json: cannot write in directory 'DIR'"),
-    (["gate", "DIR/g.toml", "--trace-dir", "DIR/traces"], "error: --trace-dir DIR/traces: cannot write in directory 'DIR'"),
-    (["gate", "DIR/g.toml", "--update-baseline"], "error: --update-baseline DIR/g.toml: cannot write in directory 'DIR'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["check", "-q", "--set", "variant=legacy", "--trace-out", "DIR/t.json"],
+            "error: --trace-out DIR/t.json: cannot write in directory 'DIR'",
+        ),
+        (
+            ["check", "-q", "--set", "variant=legacy", "--trace-out", "DIR/root.json"],
+            "error: --trace-out DIR/root.json: cannot write in directory 'DIR'",
+        ),
+        (
+            ["gate", "DIR/g.toml", "--trace-dir", "DIR/traces"],
+            "error: --trace-dir DIR/traces: cannot write in directory 'DIR'",
+        ),
+        (
+            ["gate", "DIR/g.toml", "--update-baseline"],
+            "error: --update-baseline DIR/g.toml: cannot write in directory 'DIR'",
+        ),
+    ],
+)
 def test_permission_denied_as_an_ordinary_user_is_one_line_before_the_run(shared_dir, args, message):
     exe = python_for_nobody()
     if exe is None:
         pytest.skip("no interpreter user 65534 can run")
     (shared_dir / "root.json").write_text("keep")
-    (shared_dir / "g.toml").write_text('[[entry]]\nname = "legacy"\nconfig = { variant = "legacy" }\n'
-                                       'expect = "holds"\n')
+    (shared_dir / "g.toml").write_text(
+        '[[entry]]\nname = "legacy"\nconfig = { variant = "legacy" }\nexpect = "holds"\n'
+    )
     before = sorted(p.name for p in shared_dir.iterdir())
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(shared_dir), "MODELCHECK_KERNEL": "interpreted",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), *site.getsitepackages()])}
-    p = subprocess.run([*NOBODY, exe, "-c", "import cli; cli.main()", *[a.replace("DIR", str(shared_dir))
-                                                                        for a in args]],
-                       capture_output=True, text=True, env=env, cwd=shared_dir, timeout=60)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(shared_dir),
+        "MODELCHECK_KERNEL": "interpreted",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), *site.getsitepackages()]),
+    }
+    p = subprocess.run(
+        [*NOBODY, exe, "-c", "import cli; cli.main()", *[a.replace("DIR", str(shared_dir)) for a in args]],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=shared_dir,
+        timeout=60,
+    )
     assert p.returncode == 2 and p.stdout == "", p.stderr
     assert p.stderr == message.replace("DIR", str(shared_dir)) + "\n"
     assert sorted(p.name for p in shared_dir.iterdir()) == before

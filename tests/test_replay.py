@@ -28,18 +28,18 @@ def test_the_kip966_four_broker_example_replays_t0_to_t7():
     reports = run_file("kip966-elr-example.toml")
     assert len(reports) == 19 and all(r.ok for r in reports)
     after = {r.index: r.state for r in reports}
-    assert (after[2]["isr"], after[2]["elr"]) == ([0, 1], [2, 3])          # T1
-    assert (after[4]["isr"], after[4]["elr"]) == ([0, 1, 2], [])           # T2
-    assert (after[6]["isr"], after[6]["elr"]) == ([0], [1, 2])             # T3
-    assert (after[10]["isr"], after[10]["elr"]) == ([], [0, 1, 2, 3])      # T5
-    assert (after[15]["leader"], after[15]["elr"]) == (1, [3])             # T6: b2 elected from ELR
-    assert (after[19]["isr"], after[19]["elr"]) == ([0, 1, 2], [])         # T7
+    assert (after[2]["isr"], after[2]["elr"]) == ([0, 1], [2, 3])  # T1
+    assert (after[4]["isr"], after[4]["elr"]) == ([0, 1, 2], [])  # T2
+    assert (after[6]["isr"], after[6]["elr"]) == ([0], [1, 2])  # T3
+    assert (after[10]["isr"], after[10]["elr"]) == ([], [0, 1, 2, 3])  # T5
+    assert (after[15]["leader"], after[15]["elr"]) == (1, [3])  # T6: b2 elected from ELR
+    assert (after[19]["isr"], after[19]["elr"]) == ([0, 1, 2], [])  # T7
 
 
 def test_motivation_legacy_reaches_global_data_loss():
     reports = run_file("motivation-legacy.toml")
     assert all(r.ok for r in reports)
-    assert reports[6].violated == ["NoAckedLoss"]                          # T2
+    assert reports[6].violated == ["NoAckedLoss"]  # T2
     final = reports[-1].state
     assert final["acked"] == [1] and final["log"] == [[], [], []]
 
@@ -53,24 +53,39 @@ def test_motivation_kip966_elects_broker_1_from_the_elr():
 
 
 def test_a_wrong_expectation_fails_that_step():
-    reports = run({"config": {}, "steps": [
-        {"action": "ShrinkIsr", "brokers": [2]},
-        {"action": "CommitAlterPartition", "expect": {"isr": [0, 1], "elr": [1]}}]})
+    reports = run(
+        {
+            "config": {},
+            "steps": [
+                {"action": "ShrinkIsr", "brokers": [2]},
+                {"action": "CommitAlterPartition", "expect": {"isr": [0, 1], "elr": [1]}},
+            ],
+        }
+    )
     assert reports[0].ok and not reports[1].ok
     assert reports[1].mismatches == [("elr", [1], [])]
 
 
 def test_replay_stops_at_a_step_that_is_not_enabled():
-    reports = run({"config": {}, "steps": [
-        {"action": "CommitAlterPartition"}, {"action": "Produce", "acks": "all"}]})
+    reports = run({"config": {}, "steps": [{"action": "CommitAlterPartition"}, {"action": "Produce", "acks": "all"}]})
     assert len(reports) == 1 and not reports[0].enabled and reports[0].error == "not enabled"
 
 
 def test_an_unexpected_violation_fails_the_step():
-    reports = run({"config": {"variant": "legacy", "max_records": 1}, "steps": [
-        {"action": "Produce", "acks": "all"}, {"action": "Fetch", "broker": 1}, {"action": "Fetch", "broker": 2},
-        {"action": "AdvanceHwm"}, {"action": "ShrinkIsr", "brokers": [1, 2]}, {"action": "CommitAlterPartition"},
-        {"action": "UncleanShutdown", "broker": 0, "keep": 0}]})
+    reports = run(
+        {
+            "config": {"variant": "legacy", "max_records": 1},
+            "steps": [
+                {"action": "Produce", "acks": "all"},
+                {"action": "Fetch", "broker": 1},
+                {"action": "Fetch", "broker": 2},
+                {"action": "AdvanceHwm"},
+                {"action": "ShrinkIsr", "brokers": [1, 2]},
+                {"action": "CommitAlterPartition"},
+                {"action": "UncleanShutdown", "broker": 0, "keep": 0},
+            ],
+        }
+    )
     assert reports[-1].violated == ["NoAckedLoss"] and not reports[-1].ok
 
 
@@ -79,22 +94,31 @@ def test_an_underspecified_step_is_ambiguous():
     assert reports[0].error.startswith("ambiguous: 2 instances match")
 
 
-@pytest.mark.parametrize("steps, message", [
-    ([{"action": "Explode"}], "step 1: action 'Explode' does not exist"),
-    ([{"acks": "all"}], "step 1: needs action = \"NAME\""),
-    ([{"action": ["Produce"]}], "step 1: action ['Produce'] does not exist"),
-    ([{"action": {"name": "Produce"}}], "step 1: action {'name': 'Produce'} does not exist"),
-    ([{"action": "Produce", "expect": {"colour": 1}}], "'colour' is not a state variable"),
-    ([{"action": "Produce", "expect": []}], "step 1: 'expect' must be a table of state variables"),
-    ([{"action": "Produce", "violates": ["Nope"]}],
-     "step 1: violates: 'Nope' is not an invariant this config checks (ConsistentRead, "),
-    ([{"action": "Produce", "violates": [["NoAckedLoss"]]}],
-     "step 1: violates: ['NoAckedLoss'] is not an invariant this config checks"),
-    ([{"action": "Produce", "violates": {"NoAckedLoss": True}}], "step 1: 'violates' must be a list of invariants"),
-    ([{"action": "Produce", "violates": "NoAckedLoss"}], "step 1: 'violates' must be a list of invariants"),
-    ([{"action": "Produce", "violates": ["NoAckedLoss", "NoAckedLoss"]}],
-     "step 1: violates: 'NoAckedLoss' is listed twice"),
-])
+@pytest.mark.parametrize(
+    "steps, message",
+    [
+        ([{"action": "Explode"}], "step 1: action 'Explode' does not exist"),
+        ([{"acks": "all"}], 'step 1: needs action = "NAME"'),
+        ([{"action": ["Produce"]}], "step 1: action ['Produce'] does not exist"),
+        ([{"action": {"name": "Produce"}}], "step 1: action {'name': 'Produce'} does not exist"),
+        ([{"action": "Produce", "expect": {"colour": 1}}], "'colour' is not a state variable"),
+        ([{"action": "Produce", "expect": []}], "step 1: 'expect' must be a table of state variables"),
+        (
+            [{"action": "Produce", "violates": ["Nope"]}],
+            "step 1: violates: 'Nope' is not an invariant this config checks (ConsistentRead, ",
+        ),
+        (
+            [{"action": "Produce", "violates": [["NoAckedLoss"]]}],
+            "step 1: violates: ['NoAckedLoss'] is not an invariant this config checks",
+        ),
+        ([{"action": "Produce", "violates": {"NoAckedLoss": True}}], "step 1: 'violates' must be a list of invariants"),
+        ([{"action": "Produce", "violates": "NoAckedLoss"}], "step 1: 'violates' must be a list of invariants"),
+        (
+            [{"action": "Produce", "violates": ["NoAckedLoss", "NoAckedLoss"]}],
+            "step 1: violates: 'NoAckedLoss' is listed twice",
+        ),
+    ],
+)
 def test_bad_steps_are_rejected_before_running(steps, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         run({"config": {}, "steps": steps})
@@ -104,32 +128,54 @@ def test_a_step_cannot_violate_a_temporal_property():
     """A step's `violates` is about its state: a property the config checks
     is refused there (it reached the invariants' table before, a KeyError)."""
     with pytest.raises(ConfigError, match=re.escape("step 1: violates: 'LeaderlessGetsLeader' is not an invariant")):
-        run({"config": {"properties": ["LeaderlessGetsLeader"]},
-             "steps": [{"action": "Produce", "violates": ["LeaderlessGetsLeader"]}]})
+        run(
+            {
+                "config": {"properties": ["LeaderlessGetsLeader"]},
+                "steps": [{"action": "Produce", "violates": ["LeaderlessGetsLeader"]}],
+            }
+        )
 
 
-@pytest.mark.parametrize("step, message", [
-    ({"action": "Fetch", "brokr": 1}, "step 1: Fetch has no argument 'brokr' (its arguments: broker)"),
-    ({"action": "CommitAlterPartition", "broker": 1}, "step 1: CommitAlterPartition has no argument 'broker' "
-                                                       "(its arguments: none)"),
-    ({"action": "Fetch", "broker": 3}, "step 1: Fetch: broker = 3 is not a value it takes here (allowed: 0, 1, 2)"),
-    ({"action": "Fetch", "broker": True}, "step 1: Fetch: broker = true is not a value it takes here"),
-    ({"action": "Fetch", "broker": 1.0}, "step 1: Fetch: broker = 1.0 is not a value it takes here"),
-    ({"action": "Fetch", "broker": [1]}, "step 1: Fetch: broker = [1] is not a value it takes here"),
-    ({"action": "Produce", "acks": "most"}, 'step 1: Produce: acks = "most" is not a value it takes here '
-                                            '(allowed: "1", "all")'),
-    ({"action": "FenceBroker", "broker": 0, "leader": -1}, "FenceBroker: leader = -1 is not a value"),
-    ({"action": "ShrinkIsr", "brokers": [2, 1]}, "ShrinkIsr: brokers = [2, 1] is not a value it takes here "
-                                                 "(allowed: [0], [1], [2], [0, 1], [0, 2], [1, 2], [0, 1, 2])"),
-    ({"action": "Produce", "acks": "all", "expect": {"leader": "0"}},
-     "step 1: expect leader = \"0\" is not a value of leader (Int)"),
-    ({"action": "Produce", "acks": "all", "expect": {"isr": {"a": 1}}},
-     "step 1: expect isr = {\"a\": 1} is not a value of isr (Set(Int))"),
-    ({"action": "Produce", "acks": "all", "expect": {"log": [[1], [], []]}},
-     "step 1: expect log = [[1], [], []] is not a value of log (Int -> Seq(<<Int, Int>>))"),
-    ({"action": "Produce", "acks": "all", "expect": {"pending_stale": 0}},
-     "step 1: expect pending_stale = 0 is not a value of pending_stale (a boolean)"),
-])
+@pytest.mark.parametrize(
+    "step, message",
+    [
+        ({"action": "Fetch", "brokr": 1}, "step 1: Fetch has no argument 'brokr' (its arguments: broker)"),
+        (
+            {"action": "CommitAlterPartition", "broker": 1},
+            "step 1: CommitAlterPartition has no argument 'broker' (its arguments: none)",
+        ),
+        ({"action": "Fetch", "broker": 3}, "step 1: Fetch: broker = 3 is not a value it takes here (allowed: 0, 1, 2)"),
+        ({"action": "Fetch", "broker": True}, "step 1: Fetch: broker = true is not a value it takes here"),
+        ({"action": "Fetch", "broker": 1.0}, "step 1: Fetch: broker = 1.0 is not a value it takes here"),
+        ({"action": "Fetch", "broker": [1]}, "step 1: Fetch: broker = [1] is not a value it takes here"),
+        (
+            {"action": "Produce", "acks": "most"},
+            'step 1: Produce: acks = "most" is not a value it takes here (allowed: "1", "all")',
+        ),
+        ({"action": "FenceBroker", "broker": 0, "leader": -1}, "FenceBroker: leader = -1 is not a value"),
+        (
+            {"action": "ShrinkIsr", "brokers": [2, 1]},
+            "ShrinkIsr: brokers = [2, 1] is not a value it takes here "
+            "(allowed: [0], [1], [2], [0, 1], [0, 2], [1, 2], [0, 1, 2])",
+        ),
+        (
+            {"action": "Produce", "acks": "all", "expect": {"leader": "0"}},
+            'step 1: expect leader = "0" is not a value of leader (Int)',
+        ),
+        (
+            {"action": "Produce", "acks": "all", "expect": {"isr": {"a": 1}}},
+            'step 1: expect isr = {"a": 1} is not a value of isr (Set(Int))',
+        ),
+        (
+            {"action": "Produce", "acks": "all", "expect": {"log": [[1], [], []]}},
+            "step 1: expect log = [[1], [], []] is not a value of log (Int -> Seq(<<Int, Int>>))",
+        ),
+        (
+            {"action": "Produce", "acks": "all", "expect": {"pending_stale": 0}},
+            "step 1: expect pending_stale = 0 is not a value of pending_stale (a boolean)",
+        ),
+    ],
+)
 def test_an_argument_or_expectation_no_step_can_meet_is_bad_input(step, message):
     """Not "not enabled" (exit 1): no state of this config has such a step."""
     with pytest.raises(ConfigError, match=re.escape(message)):
@@ -137,14 +183,17 @@ def test_an_argument_or_expectation_no_step_can_meet_is_bad_input(step, message)
 
 
 def test_an_argument_the_config_has_no_value_for_is_bad_input():
-    with pytest.raises(ConfigError, match=re.escape("MetadataUpdate: broker = 0 is not a value it takes here "
-                                                    "(allowed: none in this config)")):
+    with pytest.raises(
+        ConfigError,
+        match=re.escape("MetadataUpdate: broker = 0 is not a value it takes here (allowed: none in this config)"),
+    ):
         run({"config": {}, "steps": [{"action": "MetadataUpdate", "broker": 0}]})
 
 
 def test_a_violation_the_config_does_not_check_cannot_be_expected():
-    with pytest.raises(ConfigError, match=re.escape("step 1: violates: 'NoAckedLoss' is not an invariant "
-                                                    "this config checks (TypeOK)")):
+    with pytest.raises(
+        ConfigError, match=re.escape("step 1: violates: 'NoAckedLoss' is not an invariant this config checks (TypeOK)")
+    ):
         run({"config": {"invariants": ["TypeOK"]}, "steps": [{"action": "Produce", "violates": ["NoAckedLoss"]}]})
 
 

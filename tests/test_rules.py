@@ -69,11 +69,12 @@ def test_a_packed_log_behaves_as_its_list_of_entries():
     assert logs.is_prefix(logs.prefix(packed, 1), packed) and not logs.is_prefix(packed, logs.prefix(packed, 1))
     assert logs.last_epoch(packed, -1) == 31 and logs.last_epoch(log([]), -1) == -1
     assert logs.records(packed) == m([1, 2, 7])
-    full = log([(1, r) for r in range(1, 8)])           # MAX_RECORDS entries fill 56 bits
+    full = log([(1, r) for r in range(1, 8)])  # MAX_RECORDS entries fill 56 bits
     assert logs.length(full) == 7 and full < 1 << 56
 
 
 def test_a_log_entry_refuses_an_epoch_it_cannot_hold():
     import pytest
+
     with pytest.raises(OverflowError, match="exceeds 31"):
         logs.entry(32, 1)

@@ -12,6 +12,7 @@ import signal
 
 import pytest
 from click.testing import CliRunner
+from processes import alive, descendants, start, wait_for
 
 from cli import main
 from modelcheck.engine.kernel import kernel_for
@@ -19,12 +20,21 @@ from modelcheck.engine.simulate import simulate
 from modelcheck.engine.walks import PICKS, Stream, pick, plan, swarm_weights
 from modelcheck.trace import validate
 from modelcheck.views.tracefile import open_trace
-from processes import alive, descendants, start, wait_for
 from specs.kafka_elr import load
 
-TWO_UNCLEAN = {"max_unclean_shutdowns": 2}      # check: NoAckedLoss in 6 steps (docs/verdicts.md)
-ISSUE_29 = ["--set", "brokers=5", "--set", "min_isr=3", "--set", "max_unclean_shutdowns=3",
-            "--walks", "20000", "--depth", "60"]        # uniform picks found nothing here (seeds 0 and 7)
+TWO_UNCLEAN = {"max_unclean_shutdowns": 2}  # check: NoAckedLoss in 6 steps (docs/verdicts.md)
+ISSUE_29 = [
+    "--set",
+    "brokers=5",
+    "--set",
+    "min_isr=3",
+    "--set",
+    "max_unclean_shutdowns=3",
+    "--walks",
+    "20000",
+    "--depth",
+    "60",
+]  # uniform picks found nothing here (seeds 0 and 7)
 
 
 def invoke(*args: str):
@@ -32,13 +42,22 @@ def invoke(*args: str):
 
 
 def summary(r):
-    return (r.verdict, r.invariant, r.walks, r.states_visited, r.distinct_seen, r.coverage,
-            [(s.action, s.args) for s in r.trace], r.shrink.get("walk"), r.shrink.get("walk_steps"))
+    return (
+        r.verdict,
+        r.invariant,
+        r.walks,
+        r.states_visited,
+        r.distinct_seen,
+        r.coverage,
+        [(s.action, s.args) for s in r.trace],
+        r.shrink.get("walk"),
+        r.shrink.get("walk_steps"),
+    )
 
 
 def test_the_stream_is_splitmix64():
     s = Stream(0, 0)
-    assert [s.next() for _ in range(2)] == [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4]   # splitmix64 from 0
+    assert [s.next() for _ in range(2)] == [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4]  # splitmix64 from 0
     assert 0 <= Stream(7, 3).uniform() < 1
 
 
@@ -47,7 +66,7 @@ def test_pick_by_weight():
     fetch = p.label_action.index(list(load({}).actions).index("Fetch"))
     produce = p.label_action.index(list(load({}).actions).index("Produce"))
     assert [pick(u, [fetch, produce, fetch], p) for u in (0.0, 0.5, 0.999)] == [1, 1, 1]
-    p = plan(load({}), 1, 1, 0, {}, "action")       # Produce's one instance weighs as Fetch's two together
+    p = plan(load({}), 1, 1, 0, {}, "action")  # Produce's one instance weighs as Fetch's two together
     assert [pick(u, [fetch, produce, fetch], p) for u in (0.2, 0.3, 0.6, 0.8)] == [0, 1, 1, 2]
 
 
@@ -57,9 +76,20 @@ def test_a_swarm_walk_keeps_about_half_the_actions_at_its_own_weights():
     fetch, fence, produce = (labels.index(a) for a in ("Fetch", "FenceBroker", "Produce"))
     plain = plan(spec, 1, 1, 0, {}, "swarm")
     kept = [[labels[i] for i, w in enumerate(swarm_weights(Stream(0, walk), plain)) if w > 0] for walk in range(3)]
-    assert kept[0] == ["AdvanceHwm", "AlterMinIsr", "CancelReassignment", "CleanShutdown", "CommitAlterPartition",
-                       "ElectLeader", "ExpandIsr", "Produce", "StartBroker", "UncleanShutdown", "UnfenceBroker"]
-    assert "Fetch" not in kept[0] and "Fetch" in kept[1] and kept[1] != kept[2]      # each walk its own mix
+    assert kept[0] == [
+        "AdvanceHwm",
+        "AlterMinIsr",
+        "CancelReassignment",
+        "CleanShutdown",
+        "CommitAlterPartition",
+        "ElectLeader",
+        "ExpandIsr",
+        "Produce",
+        "StartBroker",
+        "UncleanShutdown",
+        "UnfenceBroker",
+    ]
+    assert "Fetch" not in kept[0] and "Fetch" in kept[1] and kept[1] != kept[2]  # each walk its own mix
     assert all(0 < w < 1 for w in swarm_weights(Stream(0, 0), plain) if w > 0)
     # --weight multiplies a walk's own weight; 0 leaves the action out of every walk
     weighted = plan(spec, 1, 1, 0, {"Fetch": 2, "FenceBroker": 0}, "swarm")
@@ -77,14 +107,22 @@ def test_a_swarm_step_takes_a_kept_action_else_any():
     p = plan(spec, 1, 1, 0, {}, "swarm")
     fetch, produce = (spec.coverage_labels.index(a) for a in ("Fetch", "Produce"))
     walk = [0.0] * len(p.label_weight)
-    walk[produce] = 0.3                     # this walk kept Produce only
+    walk[produce] = 0.3  # this walk kept Produce only
     assert [pick(u, [fetch, produce, fetch], p, tuple(walk)) for u in (0.0, 0.5, 0.999)] == [1, 1, 1]
-    walk[produce] = 0.0                     # nothing kept is enabled: as --pick action
+    walk[produce] = 0.0  # nothing kept is enabled: as --pick action
     assert [pick(u, [fetch, produce, fetch], p, tuple(walk)) for u in (0.2, 0.3, 0.6, 0.8)] == [0, 1, 1, 2]
 
 
-@pytest.mark.parametrize("by, weights", [("instance", {}), ("action", {}), ("instance", {"Fetch": 0.5}),
-                                         ("swarm", {}), ("swarm", {"Fetch": 2, "FenceBroker": 0})])
+@pytest.mark.parametrize(
+    "by, weights",
+    [
+        ("instance", {}),
+        ("action", {}),
+        ("instance", {"Fetch": 0.5}),
+        ("swarm", {}),
+        ("swarm", {"Fetch": 2, "FenceBroker": 0}),
+    ],
+)
 @pytest.mark.slow
 def test_compiled_and_interpreted_walks_agree_exactly(by, weights):
     spec = load(TWO_UNCLEAN)
@@ -98,12 +136,23 @@ def test_a_violation_is_shrunk_to_checks_shortest_and_revalidated():
     spec = load(TWO_UNCLEAN)
     r = simulate(spec, plan(spec, 300, 40, 3, {}, "action"), kernel=kernel_for(spec))
     assert (r.verdict, r.invariant, r.walks, r.states_visited, r.distinct_seen) == (
-        "violated", "NoAckedLoss", 95, 2506, 2188)
+        "violated",
+        "NoAckedLoss",
+        95,
+        2506,
+        2188,
+    )
     assert r.shrink["walk"] == 94 and r.shrink["walk_steps"] == 14 and len(r.walk_trace) == 15
-    assert len(r.trace) - 1 == 6 == r.shrink["steps"]           # check's shortest at N=3 is 6 steps
+    assert len(r.trace) - 1 == 6 == r.shrink["steps"]  # check's shortest at N=3 is 6 steps
     validate(spec, r.trace, "NoAckedLoss")
-    assert [s.action for s in r.trace[1:]] == ["FenceBroker", "Produce", "Fetch", "AdvanceHwm",
-                                              "UncleanShutdown", "UncleanShutdown"]
+    assert [s.action for s in r.trace[1:]] == [
+        "FenceBroker",
+        "Produce",
+        "Fetch",
+        "AdvanceHwm",
+        "UncleanShutdown",
+        "UncleanShutdown",
+    ]
 
 
 @pytest.mark.parametrize("by", ["action", "swarm"])
@@ -121,19 +170,59 @@ def test_swarm_walks_are_the_same_every_run():
     first = simulate(spec, p, kernel=kernel)
     assert summary(first) == summary(simulate(spec, p, kernel=kernel)) == summary(simulate(spec, p, kernel=kernel))
     assert (first.invariant, first.walks, first.states_visited, first.distinct_seen, first.shrink["walk"]) == (
-        "NoAckedLoss", 65, 1797, 1622, 64)
+        "NoAckedLoss",
+        65,
+        1797,
+        1622,
+        64,
+    )
 
 
 def test_swarm_is_the_default_pick():
     assert PICKS[0] == "swarm" and plan(load({}), 1, 1, 0).by == "swarm"
 
 
-@pytest.mark.parametrize("seed, walk, actions", [
-    (0, 2718, ["Produce", "Fetch", "Fetch", "Fetch", "Fetch", "AdvanceHwm", "FenceBroker", "ShrinkIsr",
-               "CommitAlterPartition", "UncleanShutdown", "UncleanShutdown", "UncleanShutdown"]),
-    (7, 644, ["Produce", "Fetch", "Fetch", "Fetch", "Fetch", "AdvanceHwm", "ShrinkIsr", "CommitAlterPartition",
-              "FenceBroker", "UncleanShutdown", "UncleanShutdown", "UncleanShutdown"]),
-])
+@pytest.mark.parametrize(
+    "seed, walk, actions",
+    [
+        (
+            0,
+            2718,
+            [
+                "Produce",
+                "Fetch",
+                "Fetch",
+                "Fetch",
+                "Fetch",
+                "AdvanceHwm",
+                "FenceBroker",
+                "ShrinkIsr",
+                "CommitAlterPartition",
+                "UncleanShutdown",
+                "UncleanShutdown",
+                "UncleanShutdown",
+            ],
+        ),
+        (
+            7,
+            644,
+            [
+                "Produce",
+                "Fetch",
+                "Fetch",
+                "Fetch",
+                "Fetch",
+                "AdvanceHwm",
+                "ShrinkIsr",
+                "CommitAlterPartition",
+                "FenceBroker",
+                "UncleanShutdown",
+                "UncleanShutdown",
+                "UncleanShutdown",
+            ],
+        ),
+    ],
+)
 @pytest.mark.slow
 def test_the_default_pick_finds_the_n5_data_loss(seed, walk, actions):
     """Issue 29: with 5 brokers, min ISR 3 and three unclean shutdowns the
@@ -142,22 +231,59 @@ def test_the_default_pick_finds_the_n5_data_loss(seed, walk, actions):
     assert r.exit_code == 1, r.output
     d = json.loads(r.stdout)
     assert (d["pick"], d["verdict"], d["invariant"], d["walks"], d["shrink"]["walk"]) == (
-        "swarm", "violated", "NoAckedLoss", walk + 1, walk)
+        "swarm",
+        "violated",
+        "NoAckedLoss",
+        walk + 1,
+        walk,
+    )
     assert [s["action"] for s in d["trace"][1:]] == actions
 
 
 def test_cli_json_and_the_trace_it_writes(tmp_path):
     out = tmp_path / "t.json"
-    r = invoke("simulate", "--set", "max_unclean_shutdowns=2", "--walks", "300", "--depth", "40", "--seed", "3",
-               "--pick", "action", "--json", "--trace-out", str(out))
+    r = invoke(
+        "simulate",
+        "--set",
+        "max_unclean_shutdowns=2",
+        "--walks",
+        "300",
+        "--depth",
+        "40",
+        "--seed",
+        "3",
+        "--pick",
+        "action",
+        "--json",
+        "--trace-out",
+        str(out),
+    )
     assert r.exit_code == 1, r.output
     d = json.loads(r.stdout)
-    assert {k: d[k] for k in ("verdict", "invariant", "walks", "states_visited", "distinct_seen", "seed",
-                              "exhaustive", "walk_steps")} == {
-        "verdict": "violated", "invariant": "NoAckedLoss", "walks": 95, "states_visited": 2506,
-        "distinct_seen": 2188, "seed": 3, "exhaustive": False, "walk_steps": 14}
+    assert {
+        k: d[k]
+        for k in (
+            "verdict",
+            "invariant",
+            "walks",
+            "states_visited",
+            "distinct_seen",
+            "seed",
+            "exhaustive",
+            "walk_steps",
+        )
+    } == {
+        "verdict": "violated",
+        "invariant": "NoAckedLoss",
+        "walks": 95,
+        "states_visited": 2506,
+        "distinct_seen": 2188,
+        "seed": 3,
+        "exhaustive": False,
+        "walk_steps": 14,
+    }
     assert len(d["trace"]) == 7 and d["trace"][0]["action"] is None and d["coverage"]["UncleanShutdown"] == 190
-    _spec, tf, steps = open_trace(str(out), load)         # replayed through the spec as it is read
+    _spec, tf, steps = open_trace(str(out), load)  # replayed through the spec as it is read
     assert tf.invariant == "NoAckedLoss" and [s.action for s in steps] == [s["action"] for s in d["trace"]]
     assert invoke("trace", "show", str(out)).exit_code == 0
 
@@ -171,15 +297,18 @@ def test_nothing_found_is_never_holds():
     assert d["verdict"] == "nothing found" and d["invariant"] is None and d["trace"] == [] and d["walks"] == 50
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--weight", "Bogus=1"], "--weight Bogus: no such action"),
-    (["--weight", "Fetch=-1"], "--weight Fetch=-1.0: a weight is a finite number >= 0"),
-    (["--weight", "Fetch"], "--weight 'Fetch': expected ACTION=W"),
-    (["--master", "local[2]"], "--master applies to --engine spark only"),
-    (["--engine", "spark", "--workers", "2"], "--workers applies to --engine local"),
-    (["--set", "brokers=9"], "brokers"),
-    (["--trace-out", "/nonexistent/dir/t.json"], "--trace-out"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--weight", "Bogus=1"], "--weight Bogus: no such action"),
+        (["--weight", "Fetch=-1"], "--weight Fetch=-1.0: a weight is a finite number >= 0"),
+        (["--weight", "Fetch"], "--weight 'Fetch': expected ACTION=W"),
+        (["--master", "local[2]"], "--master applies to --engine spark only"),
+        (["--engine", "spark", "--workers", "2"], "--workers applies to --engine local"),
+        (["--set", "brokers=9"], "brokers"),
+        (["--trace-out", "/nonexistent/dir/t.json"], "--trace-out"),
+    ],
+)
 def test_bad_input_is_one_line(args, message):
     r = invoke("simulate", *args)
     assert r.exit_code == 2, (r.exit_code, r.output)
@@ -204,12 +333,13 @@ def test_ctrl_c_stops_the_walks_and_their_workers():
             proc.wait()
 
 
-
 def test_simulate_refuses_temporal_properties_in_one_line():
     """A walk is finite: it cannot show a fair cycle, so a config asking
     for properties is refused rather than reported as nothing found."""
     from click.testing import CliRunner
+
     from cli import main
+
     r = CliRunner().invoke(main, ["simulate", "--set", 'properties=["LeaderlessGetsLeader"]', "--walks", "10"])
     assert r.exit_code == 2 and r.stdout == ""
     assert r.stderr.startswith("error: properties: random walks check invariants only") and r.stderr.count("\n") == 1

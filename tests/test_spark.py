@@ -14,45 +14,55 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from derived_specs import LeaderlessKip966
 from hypothesis import HealthCheck, given, settings
+from spark_cluster import standalone_cluster
+from strategies import SMALL
+from tools import need
 
 from cli import main
-from modelcheck.engine import run
-from modelcheck.engine import spark_session
-from spark_cluster import standalone_cluster
-from derived_specs import LeaderlessKip966
-from strategies import SMALL
+from modelcheck.engine import run, spark_session
 from specs.kafka_elr import load
-from tools import need
 
 need("pyspark", "the spark extra is not installed")
 
 CONFIGS = [
-    {"max_records": 1, "max_fences": 0},                       # holds, 8,302 states, 17 levels
-    {"variant": "legacy"},                                      # NoAckedLoss, 7 steps
-    {"variant": "hwm-on-maximal-isr"},                          # ElrHasDataToHwm, 6 steps
+    {"max_records": 1, "max_fences": 0},  # holds, 8,302 states, 17 levels
+    {"variant": "legacy"},  # NoAckedLoss, 7 steps
+    {"variant": "hwm-on-maximal-isr"},  # ElrHasDataToHwm, 6 steps
 ]
 
 
-EXECUTORS = {"spark.modelcheck.driverStates": "0"}      # every level a Spark job
+EXECUTORS = {"spark.modelcheck.driverStates": "0"}  # every level a Spark job
 
 
 def summary(r):
-    return (r.verdict, r.invariant, r.distinct_states, r.generated_states, r.depth, r.coverage,
-            [(s.action, s.args) for s in r.trace], r.goals)
+    return (
+        r.verdict,
+        r.invariant,
+        r.distinct_states,
+        r.generated_states,
+        r.depth,
+        r.coverage,
+        [(s.action, s.args) for s in r.trace],
+        r.goals,
+    )
 
 
-@pytest.mark.parametrize("master,partitions,config",
-                         [(m, None, c) for m in ("local[1]", "local[2]") for c in CONFIGS]
-                         + [("local[2]", 3, CONFIGS[1])],     # shards need not match cores
-                         ids=lambda v: ",".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else f"{v}")
+@pytest.mark.parametrize(
+    "master,partitions,config",
+    [(m, None, c) for m in ("local[1]", "local[2]") for c in CONFIGS]
+    + [("local[2]", 3, CONFIGS[1])],  # shards need not match cores
+    ids=lambda v: ",".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else f"{v}",
+)
 @pytest.mark.slow
 def test_spark_reproduces_the_local_engine_exactly(master, partitions, config):
     """Every level on the executors (none on the driver while they start)."""
     spec = load(config)
     expected = summary(run(spec, engine="fast", workers=1))
-    assert summary(run(spec, engine="spark", master=master, partitions=partitions, spark_settings=EXECUTORS)) == \
-        expected
+    assert (
+        summary(run(spec, engine="spark", master=master, partitions=partitions, spark_settings=EXECUTORS)) == expected
+    )
 
 
 @pytest.mark.slow
@@ -98,20 +108,43 @@ def test_a_violating_initial_state_is_found_at_depth_1_on_spark():
 @pytest.mark.slow
 def test_the_cli_runs_spark_and_reports_the_legacy_counterexample(tmp_path):
     out = tmp_path / "trace.json"
-    p = subprocess.run(["modelcheck", "check", "--engine", "spark", "--master", "local[2]", "--partitions", "4",
-                        "--spark-conf", "spark.default.parallelism=3",
-                        "--set", "variant=legacy", "--json", "--trace-out", str(out)],
-                       capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [
+            "modelcheck",
+            "check",
+            "--engine",
+            "spark",
+            "--master",
+            "local[2]",
+            "--partitions",
+            "4",
+            "--spark-conf",
+            "spark.default.parallelism=3",
+            "--set",
+            "variant=legacy",
+            "--json",
+            "--trace-out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 1, p.stderr
     got = json.loads(p.stdout)
-    assert (got["verdict"], got["invariant"], got["distinct_states"], len(got["trace"]) - 1) == \
-        ("violated", "NoAckedLoss", 16590, 7)
+    assert (got["verdict"], got["invariant"], got["distinct_states"], len(got["trace"]) - 1) == (
+        "violated",
+        "NoAckedLoss",
+        16590,
+        7,
+    )
     assert (got["engine"], got["master"], got["partitions"]) == ("spark", "local[2]", 4)
     assert json.loads(out.read_text())["invariant"] == "NoAckedLoss"
-    assert p.stderr == ""           # Spark's JVM and log4j chatter stay out of the terminal
+    assert p.stderr == ""  # Spark's JVM and log4j chatter stay out of the terminal
 
 
 # ---- what is missing, in one line --------------------------------------------------
+
 
 def cli(*args):
     return CliRunner().invoke(main, list(args))
@@ -124,16 +157,21 @@ def test_spark_options_are_refused_for_other_engines():
     assert r.exit_code == 2 and r.output.strip() == "error: --partitions applies to --engine spark only"
     assert cli("check", "--engine", "spark", "--partitions", "0").exit_code == 2
     r = cli("check", "--engine", "spark", "--spark-conf", "spark.executor.memory")
-    assert r.exit_code == 2 and r.output.strip() == \
-        "error: --spark-conf 'spark.executor.memory': expected KEY=VALUE, e.g. spark.executor.memory=8g"
+    assert (
+        r.exit_code == 2
+        and r.output.strip()
+        == "error: --spark-conf 'spark.executor.memory': expected KEY=VALUE, e.g. spark.executor.memory=8g"
+    )
 
 
 def test_a_master_url_spark_would_refuse_is_refused_before_spark_starts():
     for bad in ("foo", "local[0]", "spark://"):
         r = cli("check", "--engine", "spark", "--master", bad)
         assert r.exit_code == 2
-        assert r.output == f"error: --master {bad!r}: expected local, local[N], local[*], spark://HOST:PORT, " \
-                           "yarn or k8s://https://HOST:PORT\n"
+        assert (
+            r.output == f"error: --master {bad!r}: expected local, local[N], local[*], spark://HOST:PORT, "
+            "yarn or k8s://https://HOST:PORT\n"
+        )
 
 
 def test_why_spark_failed_is_read_from_its_log(monkeypatch, tmp_path):
@@ -142,26 +180,38 @@ def test_why_spark_failed_is_read_from_its_log(monkeypatch, tmp_path):
     log = tmp_path / "jvm.log"
     log.write_text("")
     monkeypatch.setattr(spark_session, "_jvm_log", [open(log, "rb")])
-    log.write_text("WARNING: Using incubator modules: jdk.incubator.vector\n"
-                   "13:20:00 ERROR StandaloneSchedulerBackend: Application has been killed. "
-                   "Reason: All masters are unresponsive! Giving up.\n")
-    assert spark_session._reason(RuntimeError("An error occurred while calling o36.defaultParallelism.")) == \
-        "Application has been killed. Reason: All masters are unresponsive! Giving up."
-    log.write_text('Exception in thread "main" org.apache.spark.SparkException: Master must either be yarn '
-                   "or start with spark, k8s, or local\n\tat org.apache.spark.deploy.SparkSubmit.error\n")
-    assert spark_session._reason(RuntimeError("gateway exited")) == \
-        "SparkException: Master must either be yarn or start with spark, k8s, or local"
+    log.write_text(
+        "WARNING: Using incubator modules: jdk.incubator.vector\n"
+        "13:20:00 ERROR StandaloneSchedulerBackend: Application has been killed. "
+        "Reason: All masters are unresponsive! Giving up.\n"
+    )
+    assert (
+        spark_session._reason(RuntimeError("An error occurred while calling o36.defaultParallelism."))
+        == "Application has been killed. Reason: All masters are unresponsive! Giving up."
+    )
+    log.write_text(
+        'Exception in thread "main" org.apache.spark.SparkException: Master must either be yarn '
+        "or start with spark, k8s, or local\n\tat org.apache.spark.deploy.SparkSubmit.error\n"
+    )
+    assert (
+        spark_session._reason(RuntimeError("gateway exited"))
+        == "SparkException: Master must either be yarn or start with spark, k8s, or local"
+    )
     log.write_text("")
     assert spark_session._reason(RuntimeError("\nJava gateway process exited\nmore")) == "Java gateway process exited"
 
 
 def test_without_pyspark_the_spark_engine_says_how_to_install_it(monkeypatch):
     real = spark_session.importlib_util.find_spec
-    monkeypatch.setattr(spark_session.importlib_util, "find_spec", lambda name: None if name == "pyspark" else real(name))
+    monkeypatch.setattr(
+        spark_session.importlib_util, "find_spec", lambda name: None if name == "pyspark" else real(name)
+    )
     r = cli("check", "--engine", "spark", "-q")
     assert r.exit_code == 2
-    assert r.output == "error: --engine spark needs pyspark, which is not installed: " \
-                       "pip install '.[spark]' in a modelcheck checkout, or pip install pyspark\n"
+    assert (
+        r.output == "error: --engine spark needs pyspark, which is not installed: "
+        "pip install '.[spark]' in a modelcheck checkout, or pip install pyspark\n"
+    )
 
 
 def test_without_java_17_the_spark_engine_says_so(monkeypatch, tmp_path):
@@ -171,33 +221,44 @@ def test_without_java_17_the_spark_engine_says_so(monkeypatch, tmp_path):
     assert "needs Java 17 or newer, and no java was found (JAVA_HOME=" in r.output
     old = tmp_path / "jdk11" / "bin"
     old.mkdir(parents=True)
-    (old / "java").write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
+    (old / "java").write_text("#!/bin/sh\necho 'openjdk version \"11.0.2\" 2019-01-15' >&2\n")
     (old / "java").chmod(0o755)
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk11"))
     r = cli("check", "--engine", "spark", "-q")
     assert r.exit_code == 2
-    assert r.output == f"error: --engine spark needs Java 17 or newer; {old / 'java'} is Java 11: " \
-                       "set JAVA_HOME to a JDK 17+\n"
+    assert (
+        r.output == f"error: --engine spark needs Java 17 or newer; {old / 'java'} is Java 11: "
+        "set JAVA_HOME to a JDK 17+\n"
+    )
 
 
 # ---- what executors import --------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_spark_env_zips_what_executors_import(tmp_path):
     r = cli("spark-env", "-o", str(tmp_path / "mc.zip"))
     assert r.exit_code == 0, r.output
     probe = "import cli, modelcheck.engine.spark, specs.kafka_elr; print(modelcheck.__file__, specs.__file__)"
-    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,
-                       env={**os.environ, "PYTHONPATH": str(tmp_path / "mc.zip")})
+    p = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path / "mc.zip")},
+    )
     assert p.returncode == 0, p.stderr
-    assert p.stdout.split() == [str(tmp_path / "mc.zip" / "modelcheck" / "__init__.py"),
-                                str(tmp_path / "mc.zip" / "specs" / "__init__.py")]
+    assert p.stdout.split() == [
+        str(tmp_path / "mc.zip" / "modelcheck" / "__init__.py"),
+        str(tmp_path / "mc.zip" / "specs" / "__init__.py"),
+    ]
     assert cli("spark-env", "-o", str(tmp_path / "no" / "mc.zip")).exit_code == 2
     r = cli("spark-env", "-o", str(tmp_path))
     assert r.exit_code == 2 and r.output == f"error: --out {tmp_path}: is a directory\n"
 
 
 # ---- a real standalone cluster: a master and a worker JVM on loopback -------------------
+
 
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory):
@@ -226,13 +287,14 @@ def bare_executor_python(tmp_path_factory):
     deps = root / "deps"
     deps.mkdir()
     for package in (Path(numpy.__file__).parent, Path(numba.__file__).parent, Path(llvmlite.__file__).parent):
-        for path in package.parent.glob(package.name + "*"):    # the package, and numpy.libs where wheels put it
+        for path in package.parent.glob(package.name + "*"):  # the package, and numpy.libs where wheels put it
             (deps / path.name).symlink_to(path)
     python = root / "python"
     python.write_text(f'#!/bin/sh\nPYTHONPATH="$PYTHONPATH:{deps}" exec {sys.executable} -S "$@"\n')
     python.chmod(0o755)
-    probe = subprocess.run([str(python), "-c", "import numpy, numba\nimport modelcheck"], capture_output=True,
-                           text=True, cwd=root)
+    probe = subprocess.run(
+        [str(python), "-c", "import numpy, numba\nimport modelcheck"], capture_output=True, text=True, cwd=root
+    )
     assert "No module named 'modelcheck'" in probe.stderr
     return python
 
@@ -242,15 +304,22 @@ def test_a_standalone_cluster_checks_like_the_local_engine(standalone_master, ba
     """The legacy counterexample (a verdict, counts and a trace) on a real
     cluster; the lost-executor test below runs a holds on one."""
     config = ["--set", "variant=legacy"]
-    p = subprocess.run(["modelcheck", "check", "--engine", "spark", "--master", standalone_master, "--json", *config],
-                       capture_output=True, text=True, timeout=600,
-                       env={**os.environ, "PYSPARK_PYTHON": str(bare_executor_python)})
+    p = subprocess.run(
+        ["modelcheck", "check", "--engine", "spark", "--master", standalone_master, "--json", *config],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYSPARK_PYTHON": str(bare_executor_python)},
+    )
     got = json.loads(p.stdout)
-    local = json.loads(subprocess.run(["modelcheck", "check", "-w", "1", "--json", *config],
-                                      capture_output=True, text=True, timeout=600).stdout)
+    local = json.loads(
+        subprocess.run(
+            ["modelcheck", "check", "-w", "1", "--json", *config], capture_output=True, text=True, timeout=600
+        ).stdout
+    )
     keys = ("verdict", "invariant", "distinct_states", "generated_states", "depth", "coverage", "trace")
     assert {k: got[k] for k in keys} == {k: local[k] for k in keys}
-    assert (got["master"], got["partitions"]) == (standalone_master, 2)     # the worker's 2 cores
+    assert (got["master"], got["partitions"]) == (standalone_master, 2)  # the worker's 2 cores
     assert p.returncode == (0 if local["verdict"] == "holds" else 1) and p.stderr == ""
 
 
@@ -261,15 +330,31 @@ def test_a_lost_executor_is_replaced_and_the_check_completes(standalone, bare_ex
     instead, and the result is the local engine's."""
     url, apps = standalone
     before = set(apps.iterdir()) if apps.exists() else set()
-    check = subprocess.Popen(["modelcheck", "check", "--engine", "spark", "--master", url, "--json", "-q",
-                              "--set", "max_records=1", "--spark-conf", "spark.modelcheck.driverStates=0"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYSPARK_PYTHON": str(bare_executor_python)})
+    check = subprocess.Popen(
+        [
+            "modelcheck",
+            "check",
+            "--engine",
+            "spark",
+            "--master",
+            url,
+            "--json",
+            "-q",
+            "--set",
+            "max_records=1",
+            "--spark-conf",
+            "spark.modelcheck.driverStates=0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYSPARK_PYTHON": str(bare_executor_python)},
+    )
     pgrep = lambda *args: subprocess.run(["pgrep", *args], capture_output=True, text=True).stdout.split()  # noqa: E731
     killed = []
     while not killed and check.poll() is None:
         for executor in pgrep("-f", "CoarseGrainedExecutorBackend"):
-            if pgrep("-P", executor):       # its Python workers have started: the check is under way
+            if pgrep("-P", executor):  # its Python workers have started: the check is under way
                 time.sleep(4)
                 os.kill(int(executor), signal.SIGKILL)
                 killed.append(executor)
@@ -277,10 +362,14 @@ def test_a_lost_executor_is_replaced_and_the_check_completes(standalone, bare_ex
     out, err = check.communicate(timeout=600)
     assert killed and check.returncode == 0, err
     got = json.loads(out)
-    assert (got["verdict"], got["distinct_states"], got["generated_states"], got["depth"]) == \
-        ("holds", 108175, 303859, 21)
-    app, = set(apps.iterdir()) - before
-    assert len(list(app.iterdir())) == 2            # executor 0, killed, and executor 1 that finished the check
+    assert (got["verdict"], got["distinct_states"], got["generated_states"], got["depth"]) == (
+        "holds",
+        108175,
+        303859,
+        21,
+    )
+    (app,) = set(apps.iterdir()) - before
+    assert len(list(app.iterdir())) == 2  # executor 0, killed, and executor 1 that finished the check
 
 
 def test_with_a_checkpoint_dir_results_are_the_same_on_local_spark(tmp_path):
@@ -293,12 +382,17 @@ def test_with_a_checkpoint_dir_results_are_the_same_on_local_spark(tmp_path):
 
 @pytest.mark.slow
 def test_without_a_kernel_the_spark_engine_refuses_instead_of_running_on_one_thread():
-    p = subprocess.run(["modelcheck", "check", "--engine", "spark", "-q", "--set", "max_records=1"],
-                       capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "MODELCHECK_KERNEL": "interpreted"})
+    p = subprocess.run(
+        ["modelcheck", "check", "--engine", "spark", "-q", "--set", "max_records=1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "MODELCHECK_KERNEL": "interpreted"},
+    )
     assert p.returncode == 2 and p.stdout == ""
-    assert p.stderr == ("error: --engine spark runs the compiled kernel, and there is none here: "
-                        "MODELCHECK_KERNEL=interpreted\n")
+    assert p.stderr == (
+        "error: --engine spark runs the compiled kernel, and there is none here: MODELCHECK_KERNEL=interpreted\n"
+    )
 
 
 @pytest.mark.parametrize("by, expected", [("action", (95, 2506, 6)), ("swarm", (65, 1797, 6))])
@@ -310,13 +404,22 @@ def test_simulate_on_spark_gives_the_local_walks_exactly(by, expected):
     from modelcheck.engine.kernel import kernel_for
     from modelcheck.engine.simulate import simulate
     from modelcheck.engine.walks import plan
+
     spec = load({"max_unclean_shutdowns": 2})
     p = plan(spec, 300, 40, 3, {}, by)
     kernel = kernel_for(spec)
 
     def walks(r):
-        return (r.verdict, r.invariant, r.walks, r.states_visited, r.distinct_seen, r.coverage,
-                [(s.action, s.args) for s in r.trace], r.shrink.get("walk"))
+        return (
+            r.verdict,
+            r.invariant,
+            r.walks,
+            r.states_visited,
+            r.distinct_seen,
+            r.coverage,
+            [(s.action, s.args) for s in r.trace],
+            r.shrink.get("walk"),
+        )
 
     spark = simulate(spec, p, kernel=kernel, engine="spark", master="local[2]")
     assert walks(spark) == walks(simulate(spec, p, kernel=kernel))

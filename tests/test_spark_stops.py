@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
+from tools import need
 
 from modelcheck.engine.spark_session import job_failure, memory_defaults
-from tools import need
 
 need("pyspark", "the spark extra is not installed")
 
@@ -46,8 +46,14 @@ def start(tmp_path: Path, *args: str) -> subprocess.Popen:
     """A Spark check in a private temp dir, every level on the executors,
     once its Python workers run (a level is under way)."""
     (tmp_path / "tmp").mkdir()
-    p = subprocess.Popen([*CHECK, "-q", "--spark-conf", "spark.modelcheck.driverStates=0", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                         env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
+    p = subprocess.Popen(
+        [*CHECK, "-q", "--spark-conf", "spark.modelcheck.driverStates=0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+    )
     while p.poll() is None and not any("pyspark.daemon" in c for c in descendants(p.pid).values()):
         time.sleep(0.2)
     time.sleep(3)
@@ -86,7 +92,7 @@ def test_a_killed_spark_check_leaves_nothing_in_the_temp_dir(tmp_path):
     p.kill()
     p.communicate()
     assert leftovers(tmp_path) == []
-    for _ in range(100):            # the JVM ends when the driver's pipe to it closes, its workers with it
+    for _ in range(100):  # the JVM ends when the driver's pipe to it closes, its workers with it
         if not any(os.path.exists(f"/proc/{pid}") for pid in spark if "pyspark.daemon" in spark[pid]):
             break
         time.sleep(0.2)
@@ -98,64 +104,105 @@ def test_a_killed_spark_check_leaves_nothing_in_the_temp_dir(tmp_path):
 def test_a_killed_python_worker_is_named_in_one_line(tmp_path):
     p = start(tmp_path)
     assert p.poll() is None
-    while p.poll() is None:         # the workers Spark forked (an idle one's death fails no task: until one does)
+    while p.poll() is None:  # the workers Spark forked (an idle one's death fails no task: until one does)
         daemons = [pid for pid, cmd in descendants(p.pid).items() if "pyspark.daemon" in cmd]
         for worker in [pid for d in daemons for pid in descendants(d)]:
             os.kill(worker, signal.SIGKILL)
         time.sleep(0.5)
     out, err = p.communicate(timeout=120)
     assert p.returncode == 2 and out == ""
-    assert err.startswith("error: a Spark Python worker was killed (by a signal: most often the OS's "
-                          "out-of-memory killer, see dmesg); give the workers more memory: in local mode"), err
+    assert err.startswith(
+        "error: a Spark Python worker was killed (by a signal: most often the OS's "
+        "out-of-memory killer, see dmesg); give the workers more memory: in local mode"
+    ), err
     assert err.count("\n") == 1 and leftovers(tmp_path) == []
 
 
 @pytest.mark.slow
 def test_an_unreachable_master_fails_at_once_in_one_line(tmp_path):
-    with socket.socket() as s:          # a port nobody listens on
+    with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    p = subprocess.run([*CHECK[:-2], "--master", f"spark://127.0.0.1:{port}", "-q"], capture_output=True, text=True,
-                       cwd=ROOT, timeout=30)    # Spark itself gives up after about a minute
+    p = subprocess.run(
+        [*CHECK[:-2], "--master", f"spark://127.0.0.1:{port}", "-q"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=30,
+    )  # Spark itself gives up after about a minute
     assert p.returncode == 2 and p.stdout == ""
-    assert p.stderr == f"error: no Spark master at spark://127.0.0.1:{port}: cannot connect to " \
-                       f"127.0.0.1:{port} (Connection refused)\n"
+    assert (
+        p.stderr == f"error: no Spark master at spark://127.0.0.1:{port}: cannot connect to "
+        f"127.0.0.1:{port} (Connection refused)\n"
+    )
 
 
 @pytest.mark.slow
 def test_a_python_worker_memory_limit_is_named_with_its_setting(tmp_path):
-    p = subprocess.run([*CHECK, "-q", "--set", "max_records=1", "--spark-conf", "spark.executor.pyspark.memory=300m",
-                        "--spark-conf", "spark.modelcheck.driverStates=0"],       # every level on the executors
-                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    p = subprocess.run(
+        [
+            *CHECK,
+            "-q",
+            "--set",
+            "max_records=1",
+            "--spark-conf",
+            "spark.executor.pyspark.memory=300m",
+            "--spark-conf",
+            "spark.modelcheck.driverStates=0",
+        ],  # every level on the executors
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert p.returncode == 2 and p.stdout == ""
-    assert p.stderr == "error: a Spark Python worker reached its memory limit (spark.executor.pyspark.memory=300m): " \
-                       "raise it with --spark-conf, or leave it unset\n"
+    assert (
+        p.stderr == "error: a Spark Python worker reached its memory limit (spark.executor.pyspark.memory=300m): "
+        "raise it with --spark-conf, or leave it unset\n"
+    )
 
 
 @pytest.mark.slow
 def test_too_little_driver_memory_is_named_with_its_setting():
-    p = subprocess.run([*CHECK, "-q", "--spark-conf", "spark.driver.memory=100m"],
-                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    p = subprocess.run(
+        [*CHECK, "-q", "--spark-conf", "spark.driver.memory=100m"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert p.returncode == 2 and p.stdout == "" and p.stderr.count("\n") == 1
-    assert p.stderr.startswith("error: Spark did not start with master local[2]: ") and \
-        p.stderr.endswith(": raise spark.driver.memory (now 100m) with --spark-conf\n"), p.stderr
+    assert p.stderr.startswith("error: Spark did not start with master local[2]: ") and p.stderr.endswith(
+        ": raise spark.driver.memory (now 100m) with --spark-conf\n"
+    ), p.stderr
 
 
 def test_failures_spark_reports_are_named_with_the_setting_to_raise():
     conf = {"spark.master": "local[2]", "spark.driver.memory": "1g"}.get
-    assert job_failure("Job aborted", "Exception in thread \"Executor task launch worker\" "
-                       "java.lang.OutOfMemoryError: Java heap space\n", conf) == \
-        "Spark's JVM ran out of memory (OutOfMemoryError: Java heap space): raise spark.driver.memory=1g " \
+    assert (
+        job_failure(
+            "Job aborted",
+            'Exception in thread "Executor task launch worker" java.lang.OutOfMemoryError: Java heap space\n',
+            conf,
+        )
+        == "Spark's JVM ran out of memory (OutOfMemoryError: Java heap space): raise spark.driver.memory=1g "
         "(in local mode the driver's JVM is the executor) with --spark-conf"
+    )
     cluster = {"spark.master": "spark://h:7077", "spark.executor.memory": "4g"}.get
-    lost = ("Job aborted due to stage failure: Task 3 in stage 7.0 failed 4 times, most recent failure: Lost task "
-            "3.3 in stage 7.0 (TID 40) (10.0.0.2 executor 1): ExecutorLostFailure (executor 1 exited caused by one "
-            "of the running tasks) Reason: Command exited with code 137")
-    assert job_failure(lost, "", cluster) == \
-        "a Spark executor was lost (executor 1 exited caused by one of the running tasks): raise " \
+    lost = (
+        "Job aborted due to stage failure: Task 3 in stage 7.0 failed 4 times, most recent failure: Lost task "
+        "3.3 in stage 7.0 (TID 40) (10.0.0.2 executor 1): ExecutorLostFailure (executor 1 exited caused by one "
+        "of the running tasks) Reason: Command exited with code 137"
+    )
+    assert (
+        job_failure(lost, "", cluster)
+        == "a Spark executor was lost (executor 1 exited caused by one of the running tasks): raise "
         "spark.executor.memory=4g or spark.executor.memoryOverhead, unset if it ran out of memory"
-    other = ("Job aborted due to stage failure: Task 1 in stage 35.0 failed 1 times, most recent failure: Lost task "
-             "1.0 in stage 35.0 (TID 71) (127.0.0.1 executor driver): java.io.IOException: No space left on device")
+    )
+    other = (
+        "Job aborted due to stage failure: Task 1 in stage 35.0 failed 1 times, most recent failure: Lost task "
+        "1.0 in stage 35.0 (TID 71) (127.0.0.1 executor driver): java.io.IOException: No space left on device"
+    )
     assert job_failure(other, "", conf) == "a Spark job failed: No space left on device"
     assert job_failure("PythonException: Traceback (most recent call last):\n  ZeroDivisionError", "", conf) is None
 

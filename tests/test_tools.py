@@ -4,7 +4,6 @@ where the run requires it (.ci/run requires all)."""
 from __future__ import annotations
 
 import pytest
-
 from tools import need
 
 

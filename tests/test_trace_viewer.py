@@ -7,12 +7,12 @@ import json
 import re
 
 import pytest
-from click.testing import CliRunner
-
 from browser import Browser
+from click.testing import CliRunner
+from tools import need
+
 from cli import main
 from modelcheck.views.itf import decode
-from tools import need
 
 
 def invoke(*args: str):
@@ -41,17 +41,18 @@ def test_check_prints_the_command_to_view_the_trace(legacy):
 def test_show_names_the_lost_record_and_marks_the_changed_fields(legacy):
     r = invoke("trace", "show", str(legacy[0]))
     assert r.exit_code == 0, r.output
-    assert "\x1b[" not in r.stdout                          # no colour in a pipe
+    assert "\x1b[" not in r.stdout  # no colour in a pipe
     rows = rows_of(r.stdout)
     assert sorted(rows) == list(range(8))
     assert "FenceBroker(broker=0, leader=1)" in rows[1] and "*1/1" in rows[1] and "*{1,2}" in rows[1]
     assert "*fenced" in rows[1] and "fences=1" in rows[1]
-    assert "*{1}" in rows[6]                                # CommitAlterPartition shrinks the ISR
-    assert "*leader isr down:dirty -" in rows[7]            # broker 1 loses its log
-    assert "| r1@1✓" in rows[7]                             # broker 2 still holds acked r1
+    assert "*{1}" in rows[6]  # CommitAlterPartition shrinks the ISR
+    assert "*leader isr down:dirty -" in rows[7]  # broker 1 loses its log
+    assert "| r1@1✓" in rows[7]  # broker 2 still holds acked r1
     assert "*" not in rows[0]
-    assert ("NoAckedLoss: acked record(s) r1 are on no replica the controller may elect cleanly"
-            in r.stdout.replace("\n", " "))
+    assert "NoAckedLoss: acked record(s) r1 are on no replica the controller may elect cleanly" in r.stdout.replace(
+        "\n", " "
+    )
 
 
 def test_show_diff_lists_only_changes(legacy):
@@ -59,7 +60,7 @@ def test_show_diff_lists_only_changes(legacy):
     assert r.exit_code == 0
     assert "ISR: {1,2} -> {1}" in r.stdout and "pending_isr: {1} -> None" in r.stdout
     assert "b1: leader isr r1@1✓ | -> leader isr down:dirty -" in r.stdout
-    assert "leader_epoch" not in r.stdout                   # unchanged variables are not listed
+    assert "leader_epoch" not in r.stdout  # unchanged variables are not listed
     assert "acked record(s) r1" in r.stdout
 
 
@@ -68,7 +69,7 @@ def test_show_step_shows_one_state_in_full(legacy):
     assert last.exit_code == 0
     assert "step 7 of 7: UncleanShutdown(broker=1, keep=0)" in last.stdout
     assert "*status" in last.stdout and "[RUNNING, OFFLINE_DIRTY, RUNNING]" in last.stdout
-    assert "admin_elections" in last.stdout                 # every variable, changed or not
+    assert "admin_elections" in last.stdout  # every variable, changed or not
     assert "invariants violated here: NoAckedLoss" in last.stdout and "acked record(s) r1" in last.stdout
     middle = invoke("trace", "show", str(legacy[0]), "--step", "3")
     assert "invariants violated here: none" in middle.stdout and "acked record(s)" not in middle.stdout
@@ -81,7 +82,7 @@ def test_json_to_itf_to_json_gives_the_same_steps(legacy, tmp_path):
     original = json.loads(legacy[0].read_text())
     assert json.loads(back.read_text()) == original
 
-    doc = json.loads(itf.read_text())                       # the ITF forms (Apalache ADR-015)
+    doc = json.loads(itf.read_text())  # the ITF forms (Apalache ADR-015)
     assert doc["#meta"]["format"] == "ITF" and doc["#meta"]["varTypes"]["log"] == "Int -> Seq(<<Int, Int>>)"
     assert doc["vars"] == list(original["trace"][0]["state"])
     last = doc["states"][-1]
@@ -106,28 +107,34 @@ def test_itf_written_by_other_tools_decodes():
     assert decode({"#map": [["x", 1]]}) == [["x", 1]]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["show", "missing.json"], "error: missing.json: no such file"),
-    (["show", "pyproject.toml"], "error: pyproject.toml: not a trace"),
-    (["show", "TRACE", "--step", "8"], "error: --step '8': expected a step number from 0 to 7"),
-    (["show", "TRACE", "--step", "x"], "error: --step 'x': expected a step number from 0 to 7"),
-    (["show", "TRACE", "--step", "\u00b2"], "error: --step '\u00b2': expected a step number from 0 to 7"),
-    (["show", "TRACE", "--step", "\u0663"], "error: --step '\u0663': expected a step number from 0 to 7"),
-    (["html", "missing.json", "-o", "x.html"], "error: missing.json: no such file"),
-    (["export", "missing.json"], "error: missing.json: no such file"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["show", "missing.json"], "error: missing.json: no such file"),
+        (["show", "pyproject.toml"], "error: pyproject.toml: not a trace"),
+        (["show", "TRACE", "--step", "8"], "error: --step '8': expected a step number from 0 to 7"),
+        (["show", "TRACE", "--step", "x"], "error: --step 'x': expected a step number from 0 to 7"),
+        (["show", "TRACE", "--step", "\u00b2"], "error: --step '\u00b2': expected a step number from 0 to 7"),
+        (["show", "TRACE", "--step", "\u0663"], "error: --step '\u0663': expected a step number from 0 to 7"),
+        (["html", "missing.json", "-o", "x.html"], "error: missing.json: no such file"),
+        (["export", "missing.json"], "error: missing.json: no such file"),
+    ],
+)
 def test_bad_input_exits_2_with_one_line(legacy, args, message):
     r = invoke("trace", *[str(legacy[0]) if a == "TRACE" else a for a in args])
     assert r.exit_code == 2 and r.stdout == ""
     assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith(message), r.stderr
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda d: d["trace"][3]["state"].update(leader=2), "step 3 (Fetch) does not follow from step 2"),
-    (lambda d: d.update(invariant="ConsistentRead"), "not a counterexample to ConsistentRead"),
-    (lambda d: d["trace"].pop(), "not a counterexample to NoAckedLoss"),
-    (lambda d: d.pop("trace"), "not a trace"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d["trace"][3]["state"].update(leader=2), "step 3 (Fetch) does not follow from step 2"),
+        (lambda d: d.update(invariant="ConsistentRead"), "not a counterexample to ConsistentRead"),
+        (lambda d: d["trace"].pop(), "not a counterexample to NoAckedLoss"),
+        (lambda d: d.pop("trace"), "not a trace"),
+    ],
+)
 def test_a_trace_the_spec_cannot_produce_is_refused(legacy, tmp_path, edit, message):
     doc = json.loads(legacy[0].read_text())
     edit(doc)
@@ -143,24 +150,27 @@ def set_at(doc, path, value):
     doc[path[-1]] = value
 
 
-@pytest.mark.parametrize("path, value, message", [
-    (["states", 1, "leader"], {"#bigint": "abc"}, "malformed ITF: #bigint \"abc\" is not a decimal integer"),
-    (["states", 1, "leader"], {"#bigint": 1}, "malformed ITF: #bigint 1 is not a decimal integer"),
-    (["states", 1, "leader"], {"#bigint": "1" * 5000}, "malformed ITF: #bigint \"1111111111"),
-    (["#meta"], [1], "malformed ITF: #meta is [1], not an object"),
-    (["#meta"], "x", "malformed ITF: #meta is \"x\", not an object"),
-    (["states", 1, "#meta"], [1], "malformed ITF: state 1: #meta is [1], not an object"),
-    (["states", 1], [1], "malformed ITF: state 1 is [1], not an object"),
-    (["states", 1, "isr"], {"#set": 5}, "malformed ITF: #set 5 is not a list"),
-    (["states", 1, "isr"], {"#tup": {"a": 1}}, "malformed ITF: #tup {\"a\": 1} is not a list"),
-    (["states", 1, "isr"], {"#map": [1]}, "malformed ITF: #map [1] is not a list of [key, value] pairs"),
-    (["states", 1, "isr"], {"tag": "Some", "value": {"#set": 3}}, "malformed ITF: #set 3 is not a list"),
-    (["vars"], [["leader"]], "malformed ITF: vars is [[\"leader\"]], not a list of variable names"),
-    (["states"], {"0": {}}, "malformed ITF: states is {\"0\": {}}, not a list"),
-    (["states", 1, "#meta", "action"], ["Produce"], "step 1: action ['Produce'] does not exist"),
-    (["#meta", "config"], {"brokers": 0}, "config key 'brokers': 0 is not allowed"),
-    (["#meta", "config"], {"invariants": ["TypeOK", "TypeOK"]}, "config key 'invariants': [\"TypeOK\", \"TypeOK\"]"),
-])
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        (["states", 1, "leader"], {"#bigint": "abc"}, 'malformed ITF: #bigint "abc" is not a decimal integer'),
+        (["states", 1, "leader"], {"#bigint": 1}, "malformed ITF: #bigint 1 is not a decimal integer"),
+        (["states", 1, "leader"], {"#bigint": "1" * 5000}, 'malformed ITF: #bigint "1111111111'),
+        (["#meta"], [1], "malformed ITF: #meta is [1], not an object"),
+        (["#meta"], "x", 'malformed ITF: #meta is "x", not an object'),
+        (["states", 1, "#meta"], [1], "malformed ITF: state 1: #meta is [1], not an object"),
+        (["states", 1], [1], "malformed ITF: state 1 is [1], not an object"),
+        (["states", 1, "isr"], {"#set": 5}, "malformed ITF: #set 5 is not a list"),
+        (["states", 1, "isr"], {"#tup": {"a": 1}}, 'malformed ITF: #tup {"a": 1} is not a list'),
+        (["states", 1, "isr"], {"#map": [1]}, "malformed ITF: #map [1] is not a list of [key, value] pairs"),
+        (["states", 1, "isr"], {"tag": "Some", "value": {"#set": 3}}, "malformed ITF: #set 3 is not a list"),
+        (["vars"], [["leader"]], 'malformed ITF: vars is [["leader"]], not a list of variable names'),
+        (["states"], {"0": {}}, 'malformed ITF: states is {"0": {}}, not a list'),
+        (["states", 1, "#meta", "action"], ["Produce"], "step 1: action ['Produce'] does not exist"),
+        (["#meta", "config"], {"brokers": 0}, "config key 'brokers': 0 is not allowed"),
+        (["#meta", "config"], {"invariants": ["TypeOK", "TypeOK"]}, 'config key \'invariants\': ["TypeOK", "TypeOK"]'),
+    ],
+)
 def test_malformed_itf_is_refused_with_one_line(legacy, tmp_path, path, value, message):
     itf = tmp_path / "t.itf.json"
     assert invoke("trace", "export", str(legacy[0]), "-o", str(itf)).exit_code == 0
@@ -182,12 +192,15 @@ def test_an_itf_without_states_is_refused(tmp_path):
     assert r.exit_code == 2 and r.stderr == f"error: {itf}: malformed ITF: states is missing, not a list\n"
 
 
-@pytest.mark.parametrize("path, value, message", [
-    (["trace", 1, "action"], ["Produce"], "step 1: action ['Produce'] does not exist"),
-    (["trace", 1, "args", "brokr"], 1, "step 1: FenceBroker has no argument 'brokr'"),
-    (["trace", 1, "args", "broker"], True, "step 1: FenceBroker: broker = true is not a value it takes here"),
-    (["config", "brokers"], "3", "config key 'brokers': \"3\" is not allowed"),
-])
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        (["trace", 1, "action"], ["Produce"], "step 1: action ['Produce'] does not exist"),
+        (["trace", 1, "args", "brokr"], 1, "step 1: FenceBroker has no argument 'brokr'"),
+        (["trace", 1, "args", "broker"], True, "step 1: FenceBroker: broker = true is not a value it takes here"),
+        (["config", "brokers"], "3", "config key 'brokers': \"3\" is not allowed"),
+    ],
+)
 def test_a_trace_with_ill_typed_fields_is_refused(legacy, tmp_path, path, value, message):
     doc = json.loads(legacy[0].read_text())
     set_at(doc, path, value)
@@ -203,7 +216,7 @@ def test_html_is_one_self_contained_file(legacy, tmp_path):
     r = invoke("trace", "html", str(legacy[0]), "-o", str(page))
     assert r.exit_code == 0 and f"wrote {page} (8 steps)" in r.stdout
     html = page.read_text()
-    assert not re.search(r"<link|\bsrc=|\bhref=|@import|url\(", html)     # nothing fetched
+    assert not re.search(r"<link|\bsrc=|\bhref=|@import|url\(", html)  # nothing fetched
     assert html.count('<tr class="step') == 8 and "acked record(s) r1" in html
 
 
@@ -220,16 +233,22 @@ def test_html_loads_shows_every_step_and_steps_in_chromium(legacy, tmp_path):
         assert actions[0] == "Init" and len(actions) == len(steps) == 8
         assert actions[7] == "UncleanShutdown(broker=1, keep=0)"
         assert browser.js("Array.from(document.querySelectorAll('th.lane')).map(e => e.textContent)") == [
-            "b0", "b1", "b2"]
+            "b0",
+            "b1",
+            "b2",
+        ]
         assert "acked record(s) r1" in browser.js("document.querySelector('.verdict').textContent")
-        assert browser.js("performance.getEntriesByType('resource').length") == 0      # no network
+        assert browser.js("performance.getEntriesByType('resource').length") == 0  # no network
 
         def shown():
-            return (browser.js("document.body.dataset.step"),
-                    browser.js("Array.from(document.querySelectorAll('.detail')).filter(d => !d.hidden)"
-                               ".map(d => d.id).join()"),
-                    browser.js("document.querySelector('tr.current').id"),
-                    browser.js("document.getElementById('slider').value"))
+            return (
+                browser.js("document.body.dataset.step"),
+                browser.js(
+                    "Array.from(document.querySelectorAll('.detail')).filter(d => !d.hidden).map(d => d.id).join()"
+                ),
+                browser.js("document.querySelector('tr.current').id"),
+                browser.js("document.getElementById('slider').value"),
+            )
 
         for _ in range(3):
             browser.key("ArrowRight", 39)
@@ -238,13 +257,12 @@ def test_html_loads_shows_every_step_and_steps_in_chromium(legacy, tmp_path):
         browser.key("End", 35)
         assert shown() == ("7", "detail-7", "step-7", "7")
         assert "violates NoAckedLoss" in browser.js("document.getElementById('detail-7').textContent")
-        browser.key("ArrowRight", 39)                       # stays on the last step
+        browser.key("ArrowRight", 39)  # stays on the last step
         browser.key("ArrowLeft", 37)
         assert shown()[0] == "6"
         browser.key("Home", 36)
         assert shown() == ("0", "detail-0", "step-0", "0")
-        browser.js("var s = document.getElementById('slider'); s.value = 5;"
-                   " s.dispatchEvent(new Event('input'))")
+        browser.js("var s = document.getElementById('slider'); s.value = 5; s.dispatchEvent(new Event('input'))")
         assert shown() == ("5", "detail-5", "step-5", "5")
         browser.click("#step-2 td.act")
         assert shown() == ("2", "detail-2", "step-2", "2")

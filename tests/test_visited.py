@@ -19,7 +19,7 @@ def rows(values: list[tuple[int, ...]], width: int) -> np.ndarray:
 
 
 # keys with many repeats, spread over all buckets (top bits) and equal in the top word sometimes
-WORD = st.one_of(st.integers(0, 3), st.integers(0, 2 ** 64 - 1), st.sampled_from([2 ** 63, 2 ** 64 - 1, 2 ** 56]))
+WORD = st.one_of(st.integers(0, 3), st.integers(0, 2**64 - 1), st.sampled_from([2**63, 2**64 - 1, 2**56]))
 
 
 def levels(width: int):
@@ -43,7 +43,7 @@ def test_insert_new_is_a_test_and_set_in_order(case):
         assert len(visited) == len(seen)
         assert visited.nbytes == 8 * width * len(seen)
         assert visited.contains(rows(keys, width)).all()
-    probe = [(5,) * width, (2 ** 64 - 2,) * width]
+    probe = [(5,) * width, (2**64 - 2,) * width]
     assert visited.contains(rows(probe, width)).tolist() == [p in seen for p in probe]
 
 
@@ -82,7 +82,7 @@ def test_runs_on_disk_answer_as_memory_does(tmp_path_factory, case):
         assert visited.memory_bytes + visited.disk_bytes == visited.nbytes
         assert visited.contains(rows(keys, width)).all()
     named = [r.path for r in visited.runs if r.path]
-    if named:       # a named run is whole on disk: opened again, it holds the same keys
+    if named:  # a named run is whole on disk: opened again, it holds the same keys
         reopened = Visited.from_runs(width, named)
         assert sum(len(r) for r in reopened.runs) == sum(len(r) for r in visited.runs if r.path)
     every = sorted(seen)
@@ -105,7 +105,7 @@ def test_merge_restores_halving_sizes_after_flushes_without_a_merge(tmp_path):
 
 
 def test_a_run_is_sorted_by_bucket_and_refuses_other_files(tmp_path):
-    keys = np.random.default_rng(3).integers(0, 2 ** 64 - 1, size=(5000, 2), dtype=np.uint64, endpoint=True)
+    keys = np.random.default_rng(3).integers(0, 2**64 - 1, size=(5000, 2), dtype=np.uint64, endpoint=True)
     visited = Visited(2)
     visited.insert_new(keys)
     visited.flush(path=str(tmp_path / "run"))
@@ -121,7 +121,7 @@ def test_a_run_is_sorted_by_bucket_and_refuses_other_files(tmp_path):
 
 @pytest.mark.parametrize("on_disk", [False, True])
 def test_reshard_keeps_every_key_on_its_shard(tmp_path, on_disk):
-    keys = np.random.default_rng(5).integers(0, 2 ** 64 - 1, size=(20000, 1), dtype=np.uint64, endpoint=True)
+    keys = np.random.default_rng(5).integers(0, 2**64 - 1, size=(20000, 1), dtype=np.uint64, endpoint=True)
     buckets = [keys[keys[:, 0] >> np.uint64(64 - BUCKET_BITS) == b] for b in range(1 << BUCKET_BITS)]
     shards = reshard(buckets, 3, str(tmp_path), on_disk=on_disk)
     assert sum(len(s) for s in shards) == 20000
@@ -143,7 +143,7 @@ def test_sort_keys_is_stable_and_first_occurrences_are_the_first(case):
 
 
 def test_shards_split_keys_evenly_below_the_bucket_bits():
-    keys = np.random.default_rng(7).integers(0, 2 ** 63, size=(40000, 1), dtype=np.uint64) * np.uint64(2)
+    keys = np.random.default_rng(7).integers(0, 2**63, size=(40000, 1), dtype=np.uint64) * np.uint64(2)
     for shards in (1, 2, 3, 8):
         owner = shard_of(keys, shards)
         counts = np.bincount(owner.astype(np.int64), minlength=shards)
@@ -160,16 +160,26 @@ def test_few_candidates_are_found_in_a_large_run(width):
     key's value puts it (the sparse path): hits, misses and keys at a
     bucket's edges all answer as a set would."""
     rng = np.random.default_rng(11)
-    keys = rng.integers(0, 2 ** 64 - 1, size=(300_000, width), dtype=np.uint64, endpoint=True)
+    keys = rng.integers(0, 2**64 - 1, size=(300_000, width), dtype=np.uint64, endpoint=True)
     visited = Visited(width)
     visited.insert_new(keys)
     visited.flush()
-    edges = np.array([[b << 56] + [0] * (width - 1) for b in range(0, 256, 17)]
-                     + [[(b << 56) - 1] + [2 ** 64 - 1] * (width - 1) for b in range(1, 256, 19)], dtype=np.uint64)
-    probe = np.concatenate([keys[rng.integers(0, len(keys), 300)], keys[:1] + np.uint64(1),
-                            rng.integers(0, 2 ** 64 - 1, size=(300, width), dtype=np.uint64, endpoint=True), edges])
+    edges = np.array(
+        [[b << 56] + [0] * (width - 1) for b in range(0, 256, 17)]
+        + [[(b << 56) - 1] + [2**64 - 1] * (width - 1) for b in range(1, 256, 19)],
+        dtype=np.uint64,
+    )
+    probe = np.concatenate(
+        [
+            keys[rng.integers(0, len(keys), 300)],
+            keys[:1] + np.uint64(1),
+            rng.integers(0, 2**64 - 1, size=(300, width), dtype=np.uint64, endpoint=True),
+            edges,
+        ]
+    )
     present = {tuple(k) for k in keys.tolist()}
     assert visited.contains(probe).tolist() == [tuple(k) in present for k in probe.tolist()]
     assert visited.insert_new(probe).tolist() == [
         tuple(k) not in present and tuple(k) not in {tuple(x) for x in probe[:i].tolist()}
-        for i, k in enumerate(probe.tolist())]
+        for i, k in enumerate(probe.tolist())
+    ]
