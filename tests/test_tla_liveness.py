@@ -25,7 +25,7 @@ from modelcheck.result import Step
 from modelcheck.tlc import cfg_properties, parse_output, run_tlc
 from modelcheck.trace import validate_lasso
 from specs.kafka_elr import load
-from specs.kafka_elr.protocol import CONTROLLER, REASSIGNMENT, REPLICATION, RESTARTS
+from specs.kafka_elr.invariants import CONTROLLER, REASSIGNMENT, REPLICATION, RESTARTS
 from tests.test_tla_mirror import CONSTANT_OF, SPEC, TLA_DIR, need_tlc, py_state, read_cfg, tla_state
 
 LIVE = "liveness"
