@@ -25,8 +25,9 @@ from .metadata import Metadata
 from .operators import Operators
 from .presentation import KafkaPresentation
 from .story import KafkaStory
-from .types import NO_EPOCH, NO_LEADER, NO_PROPOSAL, RECOVERED, RUNNING, State, class_size, describe, members, \
-    symmetric_representative
+from .types import (ALWAYS, NO_EPOCH, NO_LEADER, NO_PROPOSAL, PROPAGATED, REASSIGNING, RECOVERED, RUNNING, State,
+                    class_size, describe, members, symmetric_representative)
+from .types import layout as declared_layout
 
 
 class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, KafkaPresentation, Spec):
@@ -62,6 +63,8 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
         # ShrinkIsr/ExpandIsr groups: non-empty sets of brokers, smallest first, then lexicographic
         self.broker_sets = tuple(sorted(range(1, 1 << n), key=lambda m: (popcount(m), members(m))))
         self.targets = tuple(m for m in self.broker_sets if popcount(m) == self.rf)
+        self.visible = (ALWAYS, *((PROPAGATED,) if self.propagated else ()),
+                        *((REASSIGNING,) if self.max_reassignments else ()))
         self._checked = config["invariants"] if config["invariants"] is not None else list(self.invariants)
 
     # ---- engine interface ---------------------------------------------------
@@ -82,44 +85,8 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
             below_min_isr_reassigned=0)]
 
     def layout(self) -> list[Field]:
-        """Value ranges for the kernel's packing. Every bound follows from
-        the config: a broker epoch grows by one a restart, a restart needs a
-        shutdown; the leader epoch is held to what a log entry can store."""
-        n, r = self.n, self.max_records
-        restarts = self.max_unclean_shutdowns + self.max_clean_shutdowns
-        sets, records, log = (1 << n) - 1, (1 << r + 1) - 1, (1 << logs.ENTRY_BITS * r) - 1
-        return [Field("leader", -1, n - 1), Field("leader_epoch", 0, logs.MAX_EPOCH), Field("isr", 0, sets),
-                Field("elr", 0, sets), Field("last_known_elr", 0, sets), Field("last_known_leader", -1, n - 1),
-                Field("leader_recovery", 0, 1), Field("fenced", 0, sets),
-                Field("broker_epoch", 1, 1 + restarts, n), Field("min_isr", 1, max(self.rf, self.config["min_isr"])),
-                *self.assignment_layout(sets),
-                Field("status", 0, 2, n), Field("clean_shutdown_epoch", -1, 1 + restarts, n),
-                Field("log", 0, log, n), Field("hwm", 0, r, n), Field("pending_isr", -1, sets),
-                Field("pending_epochs", 0, 1 + restarts, n), Field("pending_stale", 0, 1),
-                *self.view_layout(sets), Field("acked", 0, records),
-                Field("acks_all", 0, records), Field("exposed", 0, log), Field("produced", 0, r),
-                Field("unclean_shutdowns", 0, self.max_unclean_shutdowns),
-                Field("clean_shutdowns", 0, self.max_clean_shutdowns), Field("fences", 0, self.max_fences),
-                Field("isr_shrinks", 0, self.max_isr_shrinks), Field("min_isr_changes", 0, self.max_min_isr_changes),
-                Field("admin_elections", 0, self.max_admin_elections),
-                Field("reassignments", 0, self.max_reassignments),
-                Field("below_min_isr_reassigned", 0, 1 if self.max_reassignments else 0)]
-
-    def assignment_layout(self, sets: int) -> list[Field]:
-        """The replica set: constant without reassignments (no bits)."""
-        if not self.max_reassignments:
-            return [Field("replicas", self.assigned, self.assigned), Field("adding", 0, 0), Field("removing", 0, 0)]
-        return [Field("replicas", 1, sets), Field("adding", 0, sets), Field("removing", 0, sets)]
-
-    def view_layout(self, sets: int) -> list[Field]:
-        """The brokers' views: constant under "atomic" (no bits)."""
-        n = self.n
-        if not self.propagated:
-            return [Field("pending_from", -1, -1), Field("seen_leader", -1, -1, n), Field("seen_epoch", 0, 0, n),
-                    Field("seen_isr", 0, 0, n), Field("seen_min_isr", 0, 0, n)]
-        return [Field("pending_from", -1, n - 1), Field("seen_leader", -1, n - 1, n),
-                Field("seen_epoch", 0, logs.MAX_EPOCH, n), Field("seen_isr", 0, sets, n),
-                Field("seen_min_isr", 0, max(self.rf, self.config["min_isr"]), n)]
+        """Value ranges for the kernel's packing, as VARIABLES declare them."""
+        return declared_layout(self)
 
     def checked_invariants(self) -> list[str]:
         return self._checked
@@ -127,18 +94,11 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
     def checked_properties(self) -> list[str]:
         return self.config["properties"] or []
 
-    VIEW_FIELDS = ("pending_from", "seen_leader", "seen_epoch", "seen_isr", "seen_min_isr")
-    ASSIGNMENT_FIELDS = ("replicas", "adding", "removing", "reassignments", "below_min_isr_reassigned")
-
     def describe(self, state: State) -> dict[str, Any]:
-        named = describe(state)
-        if not self.propagated:     # every broker sees the controller's state: no views to show
-            for name in self.VIEW_FIELDS:
-                del named[name]
-        if not self.max_reassignments:  # the replica set never changes: nothing to show
-            for name in self.ASSIGNMENT_FIELDS:
-                del named[name]
-        return named
+        """MODEL.md's named variables, less those this config keeps constant:
+        the brokers' views under "atomic" metadata (every broker sees the
+        controller's state), the replica set without reassignments."""
+        return describe(state, self.visible)
 
     # the unclean recovery manager's properties and goals (a variant without it omits them)
     RECOVERY_MANAGER = ("RecoveryKeepsLastKnownElrData", "NoneNeverElectsUnclean", "RecoveryElects",
