@@ -12,7 +12,7 @@ from modelcheck.spec import action
 from . import logs, rules
 from .arguments import ACKS, ACKS_ALL, AT, BROKER, BROKER_SET, ELECTED, KEEP
 from .types import (NO_EPOCH, NO_LEADER, NO_PROPOSAL, OFFLINE_CLEAN, OFFLINE_DIRTY, RECOVERING, RUNNING, State, bit,
-                    running_mask, size)
+                    contains, running_mask, size, with_, without)
 
 
 class Broker:
@@ -34,7 +34,7 @@ class Broker:
         record = s.produced + 1
         entry = logs.entry(self.epoch_seen_by(s, ld), record)
         return s._replace(log=replace_at(s.log, ld, logs.append(s.log[ld], entry)),
-                          produced=record, acks_all=s.acks_all | bit(record) if acks == ACKS_ALL else s.acks_all)
+                          produced=record, acks_all=with_(s.acks_all, record) if acks == ACKS_ALL else s.acks_all)
 
     @action("Fetch", broker=BROKER)
     def fetch(self, s: State, b: int) -> State | None:
@@ -48,9 +48,9 @@ class Broker:
         ld = self.leader_seen_by(s, b)
         if ld == NO_LEADER or b == ld or not self.running(s, ld) or not self.running(s, b):
             return None
-        if not s.replicas >> b & 1:
+        if not contains(s.replicas, b):
             return None
-        if self.fence_cuts_data_plane and s.fenced & (bit(b) | bit(ld)):
+        if self.fence_cuts_data_plane and (contains(s.fenced, b) or contains(s.fenced, ld)):
             return None
         if self.acting_leader(s, ld) != ld or self.epoch_seen_by(s, b) != self.epoch_seen_by(s, ld):
             return None
@@ -73,7 +73,7 @@ class Broker:
         quorum = self.hwm_quorum(s, ld)
         new = logs.length(lead_log)
         for b in range(self.n):
-            if quorum >> b & 1 and b != ld:
+            if contains(quorum, b) and b != ld:
                 if not self.follows(s, b, ld):
                     return None     # it has not fetched in this epoch: its log end is unknown
                 new = min(new, logs.common_prefix_len(s.log[b], lead_log))
@@ -120,7 +120,7 @@ class Broker:
         epoch and is rejected."""
         epochs = self.zeros
         for b in range(self.n):
-            if isr >> b & 1:
+            if contains(isr, b):
                 epochs = replace_at(epochs, b, s.broker_epoch[b])
         t = s._replace(pending_isr=isr, pending_epochs=epochs)
         if not self.propagated:
@@ -134,7 +134,7 @@ class Broker:
         if not self.may_propose(s, ld) or s.isr_shrinks >= self.max_isr_shrinks:
             return None
         isr = self.isr_seen_by(s, ld)
-        if group & ~(isr & ~bit(ld)):
+        if group & ~without(isr, ld):
             return None
         return self.propose(s._replace(isr_shrinks=s.isr_shrinks + 1), ld, isr & ~group)
 
@@ -157,7 +157,7 @@ class Broker:
         outside = running_mask(s) & ~s.fenced & s.replicas & ~self.isr_seen_by(s, ld)
         found = 0
         for b in range(self.n):
-            if outside >> b & 1 and logs.length(s.log[b]) >= floor and logs.is_prefix(s.log[b], lead_log) \
+            if contains(outside, b) and logs.length(s.log[b]) >= floor and logs.is_prefix(s.log[b], lead_log) \
                     and self.follows(s, b, ld):
                 found |= bit(b)
         return found
@@ -181,7 +181,7 @@ class Broker:
     def clean_shutdown(self, s: State, b: int, leader: int) -> State | None:
         """Controlled shutdown: the broker writes its epoch to its
         CleanShutdownFile, leadership moves, it leaves the ISR."""
-        if s.clean_shutdowns >= self.max_clean_shutdowns or not self.running(s, b) or s.fenced & bit(b):
+        if s.clean_shutdowns >= self.max_clean_shutdowns or not self.running(s, b) or contains(s.fenced, b):
             return None
         t = self.forgotten(s, b)._replace(status=replace_at(s.status, b, OFFLINE_CLEAN),
                        clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, s.broker_epoch[b]),
@@ -194,7 +194,7 @@ class Broker:
         CleanShutdownFile; a mismatch is an unclean shutdown: the controller
         removes it from ISR and ELR (an ELR member goes to LastKnownELR). It
         gets a new broker epoch and stays fenced."""
-        if not s.fenced & bit(b) or self.running(s, b):
+        if not contains(s.fenced, b) or self.running(s, b):
             return None
         t = s._replace(status=replace_at(s.status, b, RUNNING),
                        broker_epoch=replace_at(s.broker_epoch, b, s.broker_epoch[b] + 1),

@@ -10,7 +10,8 @@ from modelcheck.spec import action
 
 from . import rules
 from .arguments import BROKER, ELECTED, LEADER, STRATEGY_AGGRESSIVE, STRATEGY_BALANCED, STRATEGY_NONE
-from .types import NO_LEADER, NO_PROPOSAL, RECOVERED, RECOVERING, State, bit, running_mask, size
+from .types import (NO_LEADER, NO_PROPOSAL, RECOVERED, RECOVERING, State, bit, contains, running_mask, size, with_,
+                    without)
 
 
 class Controller:
@@ -24,7 +25,7 @@ class Controller:
         return min(s.min_isr, self.rf)
 
     def unfenced(self, s: State, b: int) -> bool:
-        return not s.fenced >> b & 1
+        return not contains(s.fenced, b)
 
     # ---- the ISR and ELR (policy hooks that variants redefine) ----------------------------
     def change_isr(self, s: State, proposal: int) -> State:
@@ -72,8 +73,8 @@ class Controller:
         (KIP-704)."""
         if unclean:
             return self.set_leader(s._replace(isr=bit(c), elr=0), c, True)
-        if not s.isr & bit(c):
-            s = self.change_isr(s._replace(elr=s.elr & ~bit(c)), bit(c))
+        if not contains(s.isr, c):
+            s = self.change_isr(s._replace(elr=without(s.elr, c)), bit(c))
         return self.set_leader(s, c, False)
 
     def reelect(self, s: State, leader: int) -> State | None:
@@ -82,7 +83,7 @@ class Controller:
         choices, unclean = self.candidates(s)
         if leader == NO_LEADER:
             return None if choices else self.set_leader(s, NO_LEADER, False)
-        return self.elect(s, leader, unclean) if choices >> leader & 1 else None
+        return self.elect(s, leader, unclean) if contains(choices, leader) else None
 
     def candidates(self, s: State) -> tuple[int, bool]:
         """Whom the controller may elect on its own in leaderless state `s`,
@@ -99,21 +100,23 @@ class Controller:
         and applies it with the ELR update, or rejects it."""
         if s.pending_isr == NO_PROPOSAL or s.leader == NO_LEADER:
             return None
-        p = s.pending_isr
-        recovery = self.reported_recovery(s)
-        valid = (not s.pending_stale and p & bit(s.leader) != 0 and not p & s.fenced and self.epochs_current(s)
-                 and not (recovery == RECOVERING and size(p) > 1))
         t = self.no_proposal(s)
-        if not valid:
+        if not self.alter_partition_valid(s):
             return t
-        t = self.change_isr(t._replace(leader_recovery=recovery), p)
+        t = self.change_isr(t._replace(leader_recovery=self.reported_recovery(s)), s.pending_isr)
         # the AlterPartition response: the leader adopts the partition it carries
         return self.delivered(t, s.pending_from, False) if self.propagated else t
+
+    def alter_partition_valid(self, s: State) -> bool:
+        """The controller accepts the AlterPartition in flight."""
+        p = s.pending_isr
+        return (not s.pending_stale and contains(p, s.leader) and not p & s.fenced and self.epochs_current(s)
+                and not (self.reported_recovery(s) == RECOVERING and size(p) > 1))
 
     def epochs_current(self, s: State) -> bool:
         """Every proposed member is still registered with the epoch the leader saw."""
         for b in range(self.n):
-            if s.pending_isr >> b & 1 and s.pending_epochs[b] != s.broker_epoch[b]:
+            if contains(s.pending_isr, b) and s.pending_epochs[b] != s.broker_epoch[b]:
                 return False
         return True
 
@@ -122,7 +125,7 @@ class Controller:
     def fence_broker(self, s: State, b: int, leader: int) -> State | None:
         """The controller fences a broker that missed heartbeats: crashed
         (free) or cut off while running (bounded by max_fences)."""
-        if s.fenced & bit(b):
+        if contains(s.fenced, b):
             return None
         if self.running(s, b):
             if s.fences >= self.max_fences:
@@ -134,9 +137,9 @@ class Controller:
     def unfence_broker(self, s: State, b: int, leader: int) -> State | None:
         """A running, registered broker is unfenced; with no leader, elect
         (an ELR member when the ISR is empty)."""
-        if not s.fenced & bit(b) or not self.running(s, b):
+        if not contains(s.fenced, b) or not self.running(s, b):
             return None
-        t = s._replace(fenced=s.fenced & ~bit(b))
+        t = s._replace(fenced=without(s.fenced, b))
         if t.leader != NO_LEADER:
             return t if leader == NO_LEADER else None
         return self.reelect(t, leader)
@@ -147,9 +150,9 @@ class Controller:
         LastKnownLeader; if it led, elect in the same record."""
         if s.leader != b and leader != NO_LEADER:
             return None     # nothing to elect
-        s = s._replace(fenced=s.fenced | bit(b))
-        if s.isr & bit(b):
-            s = self.change_isr(s, s.isr & ~bit(b))
+        s = s._replace(fenced=with_(s.fenced, b))
+        if contains(s.isr, b):
+            s = self.change_isr(s, without(s.isr, b))
             if not s.isr:
                 s = s._replace(last_known_leader=b)
         return s if s.leader != b else self.reelect(s, leader)
@@ -160,7 +163,7 @@ class Controller:
     def unclean_registration(self, s: State, b: int) -> State:
         """The controller has detected that `b` shut down uncleanly: KIP-966
         removes it from ISR and ELR; an ELR member goes to LastKnownELR."""
-        return self.recorded(s, s._replace(isr=s.isr & ~bit(b), elr=s.elr & ~bit(b),
+        return self.recorded(s, s._replace(isr=without(s.isr, b), elr=without(s.elr, b),
                                            last_known_elr=s.last_known_elr | (s.elr & bit(b))))
 
     # ---- elections and the unclean recovery manager ---------------------------------------
@@ -173,7 +176,7 @@ class Controller:
     def unclean_recovery(self, s: State, leader: int) -> State | None:
         """The KIP-966 unclean recovery manager elects by GetReplicaLogInfo."""
         winners = self.recovery_winners(s, self.strategy)
-        return self.elect(s, leader, True) if winners >> leader & 1 else None
+        return self.elect(s, leader, True) if contains(winners, leader) else None
 
     def recovery_winners(self, s: State, strategy: int) -> int:
         """KIP-966 unclean recovery (GetReplicaLogInfo): the replicas that can
@@ -198,13 +201,13 @@ class Controller:
             return 0
         winners = 0
         for w in range(self.n):
-            if answered >> w & 1 and self.outranks_all(s, w, must):
+            if contains(answered, w) and self.outranks_all(s, w, must):
                 winners |= bit(w)
         return winners
 
     def outranks_all(self, s: State, w: int, others: int) -> bool:
         for m in range(self.n):
-            if others >> m & 1 and rules.recovery_rank(s.log[w]) < rules.recovery_rank(s.log[m]):
+            if contains(others, m) and rules.recovery_rank(s.log[w]) < rules.recovery_rank(s.log[m]):
                 return False
         return True
 

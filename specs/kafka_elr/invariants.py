@@ -10,7 +10,7 @@ from modelcheck.spec import goal, invariant, leads_to, weak
 from . import logs, rules
 from .arguments import STRATEGY_BALANCED, STRATEGY_NONE
 from .types import (NO_LEADER, NO_PROPOSAL, OFFLINE_CLEAN, OFFLINE_DIRTY, RECOVERED, RECOVERING, RUNNING, State, bit,
-                    lost_unregistered, proposed, running_mask, size)
+                    contains, lost_unregistered, proposed, running_mask, size)
 
 # ---- fairness: what the temporal properties assume keeps happening -----------------
 # (an action a variant lacks asks nothing; docs/model.md "Temporal properties")
@@ -70,7 +70,7 @@ class Properties:
         (brokers that crashed dirty and have not re-registered excepted)."""
         checked = s.elr & ~lost_unregistered(s)
         for b in range(self.n):
-            if checked >> b & 1 and not logs.is_prefix(s.exposed, s.log[b]):
+            if contains(checked, b) and not logs.is_prefix(s.exposed, s.log[b]):
                 return False
         return True
 
@@ -90,7 +90,7 @@ class Properties:
     @invariant("LeaderInIsr")
     def leader_in_isr(self, s: State) -> bool:
         """The leader is a member of the ISR."""
-        return s.leader == NO_LEADER or s.isr >> s.leader & 1 == 1
+        return s.leader == NO_LEADER or contains(s.isr, s.leader)
 
     @invariant("LeaderUnfenced")
     def leader_unfenced(self, s: State) -> bool:
@@ -130,7 +130,7 @@ class Properties:
         holders = s.isr | s.elr | (bit(s.leader) if s.leader != NO_LEADER else 0)
         held = 0
         for b in range(self.n):
-            if holders >> b & 1:
+            if contains(holders, b):
                 held |= logs.records(s.log[b])
         return not s.acked & ~held
 
@@ -146,10 +146,10 @@ class Properties:
             return True
         kept = 0
         for m in range(self.n):
-            if s.last_known_elr >> m & 1:
+            if contains(s.last_known_elr, m):
                 kept |= logs.records(s.log[m])
         for w in range(self.n):
-            if winners >> w & 1 and kept & s.acked & ~logs.records(s.log[w]):
+            if contains(winners, w) and kept & s.acked & ~logs.records(s.log[w]):
                 return False
         return True
 
@@ -172,7 +172,7 @@ class Properties:
     def elr_member_elected(self, s: State, t: State) -> bool:
         """An ELR member becomes leader (KIP-966: "If there are unfenced ELR
         members, choose an ELR member")."""
-        return t.leader != NO_LEADER and t.leader != s.leader and s.elr >> t.leader & 1 == 1
+        return t.leader != NO_LEADER and t.leader != s.leader and contains(s.elr, t.leader)
 
     @goal("RecoveryElects", "UncleanRecovery")
     def recovery_elects(self, s: State, t: State) -> bool:
@@ -258,7 +258,7 @@ class Properties:
     def reassignment_moves_leader(self, s: State, t: State) -> bool:
         """A completion removes the leader and elects another replica in
         the same record."""
-        return s.leader != NO_LEADER and s.removing >> s.leader & 1 == 1
+        return s.leader != NO_LEADER and contains(s.removing, s.leader)
 
     # ---- temporal properties (checked when the config names them: `properties`) -----------
     @leads_to("LeaderlessGetsLeader", *CONTROLLER)

@@ -16,7 +16,7 @@ from .types import NO_LEADER, State, proposed
 class Metadata:
     """The brokers' views of the partition (mixed into Kip966, protocol.py)."""
 
-    # ---- what a broker acts on: the controller's state under "atomic", its view under "propagated" 
+    # ---- what a broker acts on: the controller's state under "atomic", its view under "propagated"
     def acting_leader(self, s: State, at: int) -> int:
         """The broker acting as leader in an instance with argument `at`:
         the controller's leader ("atomic"), or `at` if it believes it leads."""

@@ -11,7 +11,7 @@ from modelcheck.spec import action
 from . import logs, rules
 from .arguments import (ADMIN_TYPE, DESIGNATION, ELECTED, LONGEST_LOG_AGGRESSIVE, MIN_ISR, PREFERRED,
                         PREFERRED_REPLICA, STRATEGY_AGGRESSIVE, STRATEGY_BALANCED, TARGET, UNCLEAN)
-from .types import NO_LEADER, State, bit, size
+from .types import NO_LEADER, State, contains, size
 
 
 class Operators:
@@ -28,7 +28,7 @@ class Operators:
         s = s._replace(admin_elections=s.admin_elections + 1)
         p = PREFERRED_REPLICA
         if kind == PREFERRED:
-            if leader != NO_LEADER or desired != NO_LEADER or s.leader == p or not s.isr & bit(p) \
+            if leader != NO_LEADER or desired != NO_LEADER or s.leader == p or not contains(s.isr, p) \
                     or not self.unfenced(s, p):
                 return None
             return self.elect(s, p, False)
@@ -36,9 +36,9 @@ class Operators:
             return None
         if kind == DESIGNATION:
             if leader != NO_LEADER or desired == NO_LEADER or not self.unfenced(s, desired) \
-                    or not s.replicas >> desired & 1:
+                    or not contains(s.replicas, desired):
                 return None
-            return self.elect(s, desired, not (s.isr | s.elr) & bit(desired))
+            return self.elect(s, desired, not contains(s.isr | s.elr, desired))
         if desired != NO_LEADER or leader == NO_LEADER:
             return None
         if kind == UNCLEAN:
@@ -49,7 +49,7 @@ class Operators:
             live = s.replicas & ~s.fenced
             return self.elect(s, leader, True) if live and leader == lowest_bit(live) else None
         strategy = STRATEGY_AGGRESSIVE if kind == LONGEST_LOG_AGGRESSIVE else STRATEGY_BALANCED
-        return self.elect(s, leader, True) if self.recovery_winners(s, strategy) >> leader & 1 else None
+        return self.elect(s, leader, True) if contains(self.recovery_winners(s, strategy), leader) else None
 
     @action("AlterMinIsr", min_isr=MIN_ISR)
     def alter_min_isr(self, s: State, v: int) -> State | None:
@@ -64,7 +64,7 @@ class Operators:
         ISR has reached min ISR)."""
         return self.recorded(s, s._replace(elr=0, last_known_elr=0)) if self.eff_min_isr(s) <= size(s.isr) else s
 
-    # ---- reassignment: the operator starts it, the controller completes it or the operator cancels it 
+    # ---- reassignment: the operator starts it, the controller completes it or the operator cancels it
     @action("ReassignPartition", replicas=TARGET)
     def reassign_partition(self, s: State, target: int) -> State | None:
         """An operator moves the partition to a new replica set
@@ -117,18 +117,18 @@ class Operators:
         membership, and the leader still acks its pending records (an epoch
         change reads as a leader change in `newly_acked`)."""
         led = s.leader
-        moved = led != NO_LEADER and dropped >> led & 1 == 1
+        moved = led != NO_LEADER and contains(dropped, led)
         if not moved and leader != NO_LEADER:
             return None     # nothing to elect
         final = s.replicas & ~dropped
         t = self.change_isr(s._replace(replicas=final, adding=0, removing=0), s.isr & ~dropped)
         log, hwm = s.log, s.hwm
         for b in range(self.n):
-            if dropped >> b & 1:
+            if contains(dropped, b):
                 log, hwm = replace_at(log, b, logs.EMPTY), replace_at(hwm, b, 0)
         lkl = s.last_known_leader
         t = t._replace(elr=t.elr & final, last_known_elr=t.last_known_elr & final, log=log, hwm=hwm,
-                       last_known_leader=NO_LEADER if lkl != NO_LEADER and dropped >> lkl & 1 else lkl,
+                       last_known_leader=NO_LEADER if lkl != NO_LEADER and contains(dropped, lkl) else lkl,
                        below_min_isr_reassigned=1 if size(t.isr) < self.eff_min_isr(s)
                        else s.below_min_isr_reassigned)
         if moved:

@@ -81,7 +81,8 @@ class KafkaPresentation:
             return (f"ELR member(s) {bad} lack data below the high watermark "
                     f"({self.format_value('exposed', d['exposed'])})")
         simple = {
-            "LeaderUnfenced": f"leader {s.leader} is fenced (fenced: {d['fenced']}): the controller elected a broker it had not unfenced",
+            "LeaderUnfenced": f"leader {s.leader} is fenced (fenced: {d['fenced']}): the controller elected a broker "
+                              f"it had not unfenced",
             "LeaderInIsr": f"leader {s.leader} is not in the ISR {d['isr']}",
             "ElrDisjointIsr": f"broker(s) {members(s.isr & s.elr)} are in both ISR {d['isr']} and ELR {d['elr']}",
             "ElrOnlyUnderMinIsr": f"ELR {d['elr']} is not empty while the ISR {d['isr']} has min ISR "

@@ -80,7 +80,8 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
             pending_stale=0, pending_from=NO_LEADER,
             seen_leader=(PREFERRED_REPLICA if views else NO_LEADER,) * n, seen_epoch=self.zeros,
             seen_isr=tuple(self.assigned if views and b == PREFERRED_REPLICA else 0 for b in range(n)),
-            seen_min_isr=tuple(m if views and b == PREFERRED_REPLICA else 0 for b in range(n)), acked=0, acks_all=0, exposed=logs.EMPTY, produced=0, unclean_shutdowns=0,
+            seen_min_isr=tuple(m if views and b == PREFERRED_REPLICA else 0 for b in range(n)), acked=0, acks_all=0,
+            exposed=logs.EMPTY, produced=0, unclean_shutdowns=0,
             clean_shutdowns=0, fences=0, isr_shrinks=0, min_isr_changes=0, admin_elections=0, reassignments=0,
             below_min_isr_reassigned=0)]
 

@@ -211,6 +211,19 @@ def size(mask: int) -> int:
     return popcount(mask)
 
 
+# named set operations (a set of brokers or records is a bitmask)
+def contains(group: int, b: int) -> bool:
+    return group >> b & 1 == 1
+
+
+def with_(group: int, b: int) -> int:
+    return group | 1 << b
+
+
+def without(group: int, b: int) -> int:
+    return group & ~(1 << b)
+
+
 def members(mask: int) -> list[int]:
     """Broker ids in a bitmask, ascending (for traces; rules loop over ids)."""
     out, b = [], 0
