@@ -1,10 +1,14 @@
 """KIP-966 (Eligible Leader Replicas) with KIP-704 and KIP-460, one partition.
 
 `Kip966` is the full design (variant `kip966`). Other variants subclass it
-and redefine only what differs (variants.py). Actions are grouped by actor;
-each says who performs it and is one disjunct of TLA+'s Next: a function
-of the state and its arguments that returns the next state, or None when
-its guard fails. docs/model.md gives the KIP source of every rule.
+and redefine only what differs (variants.py). Its rules are in one file a
+role, so that each can be read against the KIP alone: controller.py,
+broker.py (the data plane), metadata.py (what a broker acts on),
+operators.py, and invariants.py (what is checked); this file composes them
+with the engine interface. Each action says who performs it and is one
+disjunct of TLA+'s Next: a function of the state and its arguments that
+returns the next state, or None when its guard fails. docs/model.md gives
+the KIP source of every rule.
 """
 
 from __future__ import annotations
