@@ -21,7 +21,7 @@ from modelcheck.ops import replace_at
 from modelcheck.spec import Field, action
 from specs.kafka_elr import VARIANTS, Kip966, load
 from test_engine import Counters
-from specs.kafka_elr.protocol import BROKER
+from specs.kafka_elr.arguments import BROKER
 from specs.kafka_elr.types import NO_LEADER
 
 

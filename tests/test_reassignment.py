@@ -13,7 +13,7 @@ from modelcheck.config import ConfigError
 from modelcheck.engine import run
 from modelcheck.trace import apply_step
 from specs.kafka_elr import load
-from specs.kafka_elr.protocol import DESIGNATION
+from specs.kafka_elr.arguments import DESIGNATION
 from specs.kafka_elr.types import NO_LEADER, mask_of, members
 from derived_specs import ReassignmentKeepingDroppedElr
 from symmetry_classes import class_of, reachable

@@ -25,7 +25,7 @@ from modelcheck.engine.bfs import check
 from modelcheck.tlc import INSTALL_HINT, ModelValue, TLCError, find_jar, parse_output, \
     parse_states, parse_value, run_tlc
 from specs.kafka_elr import load, logs
-from specs.kafka_elr.types import NO_PROPOSAL, RECOVERY_NAMES, STATUS_NAMES, members
+from specs.kafka_elr.types import NO_PROPOSAL, RECOVERY_NAMES, STATUS_NAMES, VARIABLES, members
 from tools import need
 
 
@@ -83,6 +83,19 @@ def read_cfg(name: str) -> tuple[dict, dict, list[str]]:
 
 
 ALL_CFGS = sorted(p.stem for p in TLA_DIR.glob("*.cfg"))
+
+
+def test_tla_variables_are_the_declared_ones():
+    """The mirror's VARIABLES (and `vars`) are the spec's declared state
+    variables, in order; pending_epochs is part of pending_isr there."""
+    text = SPEC.read_text()
+
+    def names(block: str) -> list[str]:
+        return [x.strip() for x in re.sub(r"\\\*.*", "", block).replace("\n", " ").split(",") if x.strip()]
+
+    declared = [v.name for v in VARIABLES if v.derived is None and v.name != "pending_epochs"]
+    assert names(re.search(r"^VARIABLES\n(.*?)\n\n", text, re.S | re.M).group(1)) == declared
+    assert names(re.search(r"^vars == <<(.*?)>>", text, re.S | re.M).group(1)) == declared
 
 
 def test_every_cfg_is_tested_or_documented():

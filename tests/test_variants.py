@@ -12,7 +12,7 @@ from modelcheck.config import read_file
 from modelcheck.engine.bfs import check
 from modelcheck.runs.replay import parse_steps, replay, split_scenario
 from specs.kafka_elr import VARIANTS, load
-from specs.kafka_elr.protocol import STRATEGY_AGGRESSIVE
+from specs.kafka_elr.arguments import STRATEGY_AGGRESSIVE
 from specs.kafka_elr.logs import from_entries
 from specs.kafka_elr.types import NO_LEADER, RECOVERING, bit, mask_of, members
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 from modelcheck.ops import lowest_bit
 from modelcheck.spec import Param, SymmetryError, action
 
-from .protocol import ADMIN_TYPE, PREFERRED, PREFERRED_REPLICA, UNCLEAN, Kip966
+from .arguments import ADMIN_TYPE, PREFERRED, PREFERRED_REPLICA, UNCLEAN
+from .protocol import Kip966
 from .types import NO_LEADER, RECOVERED, State, bit, size
 
 # PartitionChangeBuilder's election types

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from modelcheck.views.itf import BOOL, INT, STR, Fun, Option, Seq, Set, Tup
-
 from . import logs
-from .types import NO_LEADER, State, bit, describe, lost_unregistered, members
+from .types import ITF_TYPES, NO_LEADER, PER_BROKER, State, bit, describe, lost_unregistered, members
 
 # Log entries are coloured by the leader epoch that wrote them (a
 # colour-blind-safe light palette, so black text stays readable).
 EPOCH_COLOURS = ("#a6cee3", "#fdbf6f", "#b2df8a", "#fb9a99", "#cab2d6", "#ffff99", "#e0e0e0", "#8dd3c7")
 DOWN = {"OFFLINE_DIRTY": "down:dirty", "OFFLINE_CLEAN": "down:clean"}
-ENTRIES = Seq(Tup(INT, INT))
 
 
 class KafkaPresentation:
@@ -22,16 +19,7 @@ class KafkaPresentation:
                      "status", "acked")
     trace_legend = ("rN@E: record N written in leader epoch E (coloured by epoch); ✓ acked; "
                     "| the broker's high watermark")
-    itf_types = {
-        "leader": INT, "leader_epoch": INT, "isr": Set(INT), "elr": Set(INT), "last_known_elr": Set(INT),
-        "last_known_leader": INT, "leader_recovery": STR, "fenced": Set(INT), "broker_epoch": Fun(INT),
-        "min_isr": INT, "status": Fun(STR), "clean_shutdown_epoch": Fun(INT), "log": Fun(ENTRIES),
-        "hwm": Fun(INT), "pending_isr": Option(Set(INT)), "acked": Set(INT), "acks_all": Set(INT),
-        "exposed": ENTRIES, "produced": INT, "unclean_shutdowns": INT, "lost_unregistered": Set(INT),
-        "clean_shutdowns": INT, "fences": INT, "isr_shrinks": INT, "min_isr_changes": INT,
-        "admin_elections": INT, "replicas": Set(INT), "adding": Set(INT), "removing": Set(INT),
-        "reassignments": INT, "below_min_isr_reassigned": BOOL,
-    }
+    itf_types = ITF_TYPES
 
     def trace_row(self, d: dict[str, Any]) -> tuple[dict[str, list], dict[str, list]]:
         """The KIP's figure as a row: the controller's view, then one lane a
@@ -69,8 +57,8 @@ class KafkaPresentation:
         if name == "exposed":
             return "[" + " ".join(f"r{r}@{e}" for e, r in value) + "]"
         if isinstance(value, list) and all(isinstance(x, (int, str)) for x in value):
-            per_broker = name in ("hwm", "broker_epoch", "status", "clean_shutdown_epoch")
-            return ("[" + ", ".join(map(str, value)) + "]") if per_broker else "{" + ",".join(map(str, value)) + "}"
+            inner = ", ".join(map(str, value)) if name in PER_BROKER else ",".join(map(str, value))
+            return f"[{inner}]" if name in PER_BROKER else "{" + inner + "}"
         return str(value)
 
     def explain(self, invariant: str, s: State) -> str:
@@ -93,7 +81,8 @@ class KafkaPresentation:
             return (f"ELR member(s) {bad} lack data below the high watermark "
                     f"({self.format_value('exposed', d['exposed'])})")
         simple = {
-            "LeaderUnfenced": f"leader {s.leader} is fenced (fenced: {d['fenced']}): the controller elected a broker it had not unfenced",
+            "LeaderUnfenced": f"leader {s.leader} is fenced (fenced: {d['fenced']}): the controller elected a broker "
+                              f"it had not unfenced",
             "LeaderInIsr": f"leader {s.leader} is not in the ISR {d['isr']}",
             "ElrDisjointIsr": f"broker(s) {members(s.isr & s.elr)} are in both ISR {d['isr']} and ELR {d['elr']}",
             "ElrOnlyUnderMinIsr": f"ELR {d['elr']} is not empty while the ISR {d['isr']} has min ISR "

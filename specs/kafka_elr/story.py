@@ -1,5 +1,8 @@
 """Counterexamples told as the KIP tells its examples: a few sentences,
-generated from the trace (what each step did to ISR, ELR, logs and HWM)."""
+generated from the trace (what each step did to ISR, ELR, logs and HWM).
+What a sentence says the protocol decided (a registration taken as clean,
+a proposal rejected, the leader a follower fetches from) is asked of the
+spec's own predicates (`facts`), never guessed from what changed."""
 
 from __future__ import annotations
 
@@ -33,8 +36,9 @@ def _acting(args: dict[str, Any], a: dict[str, Any], judges_min_isr: bool) -> st
     return f"leader {at}" + (f" ({', '.join(stale)})" if stale else "")
 
 
-def phrase(action: str, args: dict[str, Any], a: dict[str, Any], b: dict[str, Any]) -> str:
-    """What one step did, from the states before (`a`) and after (`b`)."""
+def phrase(action: str, args: dict[str, Any], a: dict[str, Any], b: dict[str, Any], facts: dict[str, Any]) -> str:
+    """What one step did, from the states before (`a`) and after (`b`) and
+    the spec's verdicts on it (`facts`, KafkaStory.facts)."""
     who = args.get("broker")
     leader = _acting(args, a, action == "AdvanceHwm" or args.get("acks") == "all")
     elected = f" and broker {b['leader']} is elected (epoch {b['leader_epoch']})" if b["leader"] != a["leader"] and \
@@ -42,8 +46,7 @@ def phrase(action: str, args: dict[str, Any], a: dict[str, Any], b: dict[str, An
     if action == "Produce":
         return f"{leader} appends r{b['produced']} (acks={args['acks']})"
     if action == "Fetch":
-        # under atomic metadata no broker has a view (all -1): it fetches from the leader
-        source = a["seen_leader"][who] if a["seen_leader"][who] != -1 else a["leader"]
+        source = facts["source"]
         deposed = f" from deposed leader {source}" if source != a["leader"] else ""
         return f"broker {who} fetches{deposed} and holds {_records(b['log'][who])}"
     if action == "AdvanceHwm":
@@ -55,7 +58,7 @@ def phrase(action: str, args: dict[str, Any], a: dict[str, Any], b: dict[str, An
         verb = "drop" if action == "ShrinkIsr" else "add"
         return f"{leader} proposes to {verb} {_set(args['brokers'])}"
     if action == "CommitAlterPartition":
-        if b["isr"] == a["isr"] and b["elr"] == a["elr"]:
+        if not facts["accepted"]:
             return "the controller rejects the ISR proposal"
         return f"the controller commits ISR {_set(b['isr'])} with ELR {_set(b['elr'])}"
     if action in ("FenceBroker", "CleanShutdown"):
@@ -64,8 +67,7 @@ def phrase(action: str, args: dict[str, Any], a: dict[str, Any], b: dict[str, An
     if action == "UncleanShutdown":
         return f"broker {who} crashes and keeps {_records(b['log'][who])} of {_records(a['log'][who])}"
     if action == "StartBroker":
-        unclean = b["isr"] != a["isr"] or b["elr"] != a["elr"] or b["last_known_elr"] != a["last_known_elr"]
-        return (f"broker {who} restarts and registers " + ("uncleanly" if unclean else "cleanly")
+        return (f"broker {who} restarts and registers " + ("cleanly" if facts["clean"] else "uncleanly")
                 + f" (ISR {_set(b['isr'])}, ELR {_set(b['elr'])}){elected}")
     if action == "UnfenceBroker":
         return f"broker {who} is unfenced{elected}"
@@ -99,11 +101,25 @@ def _initial(state) -> str:
 
 
 class KafkaStory:
+    def facts(self, action: str, args: dict[str, Any], s: Any) -> dict[str, Any]:
+        """What the protocol decides in a step from state `s`, by the spec's
+        own predicates: whether the controller takes a registration as
+        clean, whether it accepts the AlterPartition, whom a follower fetches from."""
+        who = args.get("broker")
+        if action == "StartBroker":
+            return {"clean": self.registration_is_clean(s, who)}
+        if action == "CommitAlterPartition":
+            return {"accepted": self.alter_partition_valid(s)}
+        if action == "Fetch":
+            return {"source": self.leader_seen_by(s, who)}
+        return {}
+
     def story(self, trace: list[Step], invariant: str, loop: int | None = None) -> str:
         """Three sentences or fewer of steps, then why the last state breaks
         `invariant`."""
         states = [describe(s.state) for s in trace]
-        phrases = [phrase(s.action, s.args, a, b) for s, a, b in zip(trace[1:], states, states[1:])]
+        phrases = [phrase(s.action, s.args, a, b, self.facts(s.action, s.args, p.state))
+                   for p, s, a, b in zip(trace, trace[1:], states, states[1:])]
         per = -(-len(phrases) // MAX_SENTENCES) if phrases else 1
         sentences = []
         for i in range(0, len(phrases), per):

@@ -3,15 +3,21 @@
 Every field is an int or a tuple of ints (one a broker), so the same state
 runs in the interpreted spec and in the compiled kernel: sets of brokers
 are bitmasks (bit b is broker b), logs are packed ints (logs.py), "none" is
-a sentinel value. `describe` turns a state into MODEL.md's named variables
-(sets as sorted lists, logs as lists of [epoch, record]) for traces.
+a sentinel value. Each variable is declared once, in VARIABLES: its kind,
+range and meaning; the State type, the kernel's layout, `describe`
+(MODEL.md's named variables, for traces), the ITF types and the renaming
+of brokers (symmetry) all follow from it.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import linecache
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple
 
 from modelcheck.ops import popcount, replace_at
+from modelcheck.spec import Field
+from modelcheck.views.itf import BOOL, INT, STR, Fun, Option, Seq, Set, Tup, Type
 
 from . import logs
 
@@ -24,55 +30,160 @@ STATUS_NAMES = ("RUNNING", "OFFLINE_CLEAN", "OFFLINE_DIRTY")
 RECOVERY_NAMES = ("RECOVERED", "RECOVERING")
 
 
-class State(NamedTuple):
+# ---- the state variables, each declared once ----------------------------------------
+# A variable's kind says how its ints read (describe, ITF) and how a
+# renaming of the brokers acts on it (symmetry).
+NUMBER = "number"           # an int: a count, an epoch, an offset
+FLAG = "flag"               # 0 or 1, read as a boolean
+NAMED = "named"             # an index into the variable's `names`
+BROKER_ID = "broker id"     # a broker, or -1 for none
+BROKERS = "broker set"      # a set of brokers (bit b: broker b)
+PROPOSAL = "proposal"       # a set of brokers, or NO_PROPOSAL (-1) for none
+RECORDS = "record set"      # a set of record numbers (bit r: record r)
+LOG = "log"                 # a packed log (logs.py)
+
+ALWAYS, PROPAGATED, REASSIGNING, NEVER = "always", "propagated", "reassigning", "never"
+
+
+@dataclass(frozen=True)
+class Var:
+    """A state variable: MODEL.md's name, its kind, its range in a spec
+    instance (`lo`, `hi`: functions of the Kip966 instance, for the
+    kernel's packing), whether it holds one value per broker, what it
+    means, and when traces show it (a variable constant in a config is
+    hidden there). A `derived` one is computed from the state (shown, not
+    stored)."""
+    name: str
+    kind: str
+    lo: Callable[[Any], int]
+    hi: Callable[[Any], int]
+    meaning: str
+    per_broker: bool = False
+    names: tuple[str, ...] = ()
+    shown: str = ALWAYS
+    derived: Callable[[Any], int] | None = None
+
+
+def _sets(c) -> int:
+    return (1 << c.n) - 1
+
+
+def _restarts(c) -> int:
+    """A broker epoch grows by one a restart, and a restart needs a shutdown."""
+    return c.max_unclean_shutdowns + c.max_clean_shutdowns
+
+
+def _log(c) -> int:
+    return (1 << logs.ENTRY_BITS * c.max_records) - 1
+
+
+def _min_isr(c) -> int:
+    return max(c.rf, c.config["min_isr"])
+
+
+def _when(flag: str, hi: Callable[[Any], int], off: int = 0) -> Callable[[Any], int]:
+    """`hi` where the config lets the variable change, else its constant `off`."""
+    return lambda c: hi(c) if getattr(c, flag) else off
+
+
+def _none(c) -> int:
+    return -1
+
+
+def _zero(c) -> int:
+    return 0
+
+
+def _one(c) -> int:
+    return 1
+
+
+def _last_broker(c) -> int:
+    return c.n - 1
+
+
+def _bound(key: str) -> Callable[[Any], int]:
+    return lambda c: c.config[key]
+
+
+def _max_epoch(c) -> int:
+    """The leader epoch is held to what a log entry can store."""
+    return logs.MAX_EPOCH
+
+
+VARIABLES = (
     # controller: the metadata log's view of the partition
-    leader: int
-    leader_epoch: int
-    isr: int
-    elr: int
-    last_known_elr: int
-    last_known_leader: int
-    leader_recovery: int
-    fenced: int
-    broker_epoch: tuple[int, ...]
-    min_isr: int
+    Var("leader", BROKER_ID, _none, _last_broker, "the partition's leader, -1 for none"),
+    Var("leader_epoch", NUMBER, _zero, _max_epoch, "bumped on every leader change"),
+    Var("isr", BROKERS, _zero, _sets, "the in-sync replicas (the committed ISR)"),
+    Var("elr", BROKERS, _zero, _sets, "KIP-966 eligible leader replicas"),
+    Var("last_known_elr", BROKERS, _zero, _sets, "ELR members removed on an unclean shutdown (KIP-966)"),
+    Var("last_known_leader", BROKER_ID, _none, _last_broker, "the last ISR member when the ISR emptied, -1"),
+    Var("leader_recovery", NAMED, _zero, _one, "KIP-704's is_unclean", names=RECOVERY_NAMES),
+    Var("fenced", BROKERS, _zero, _sets, "brokers the controller has fenced"),
+    Var("broker_epoch", NUMBER, _one, lambda c: 1 + _restarts(c), "the epoch of each broker's registration",
+        per_broker=True),
+    Var("min_isr", NUMBER, _one, _min_isr, "min.insync.replicas now (AlterMinIsr changes it)"),
     # the assignment (max_reassignments > 0; else constant): the replica set
     # (during a reassignment the original and the target replicas together)
     # and, while one is in progress, its adding and removing replicas
-    replicas: int
-    adding: int
-    removing: int
+    Var("replicas", BROKERS, lambda c: 1 if c.max_reassignments else c.assigned,
+        lambda c: _sets(c) if c.max_reassignments else c.assigned, "the partition's replica set", shown=REASSIGNING),
+    Var("adding", BROKERS, _zero, _when("max_reassignments", _sets), "replicas a reassignment adds",
+        shown=REASSIGNING),
+    Var("removing", BROKERS, _zero, _when("max_reassignments", _sets), "replicas a reassignment removes",
+        shown=REASSIGNING),
     # brokers
-    status: tuple[int, ...]
-    clean_shutdown_epoch: tuple[int, ...]
-    log: tuple[int, ...]                # packed (logs.py)
-    hwm: tuple[int, ...]
-    pending_isr: int                    # the proposed ISR, or NO_PROPOSAL
-    pending_epochs: tuple[int, ...]     # each proposed member's broker epoch then (0: not proposed)
-    pending_stale: int                  # 1: the partition changed since the proposal (its partition epoch is behind)
-    pending_from: int                   # the broker that proposed it (metadata = "propagated"; else NO_LEADER)
+    Var("status", NAMED, _zero, lambda c: OFFLINE_DIRTY, "each broker's process", per_broker=True,
+        names=STATUS_NAMES),
+    Var("clean_shutdown_epoch", NUMBER, _none, lambda c: 1 + _restarts(c),
+        "what each broker's CleanShutdownFile holds, -1 if none", per_broker=True),
+    Var("log", LOG, _zero, _log, "each broker's log: entries (leader epoch, record)", per_broker=True),
+    Var("hwm", NUMBER, _zero, lambda c: c.max_records, "each broker's high watermark", per_broker=True),
+    Var("pending_isr", PROPOSAL, _none, _sets, "the ISR the leader's AlterPartition in flight proposes"),
+    Var("pending_epochs", NUMBER, _zero, lambda c: 1 + _restarts(c),
+        "each proposed member's broker epoch then (KIP-903), 0 if not proposed", per_broker=True, shown=NEVER),
+    Var("pending_stale", FLAG, _zero, _one, "the partition changed since the proposal (its partition epoch is old)"),
     # each broker's view: the metadata last delivered to it (metadata =
     # "propagated"; constant under "atomic", where every broker sees the
     # controller's state). ISR and min ISR only matter to a broker that sees
     # itself as leader, so they are 0 for the others (one state, not many).
-    seen_leader: tuple[int, ...]
-    seen_epoch: tuple[int, ...]
-    seen_isr: tuple[int, ...]
-    seen_min_isr: tuple[int, ...]
+    Var("pending_from", BROKER_ID, _none, _when("propagated", _last_broker, -1),
+        "the broker that made the proposal", shown=PROPAGATED),
+    Var("seen_leader", BROKER_ID, _none, _when("propagated", _last_broker, -1), "the leader each broker knows",
+        per_broker=True, shown=PROPAGATED),
+    Var("seen_epoch", NUMBER, _zero, _when("propagated", _max_epoch), "the leader epoch each broker knows",
+        per_broker=True, shown=PROPAGATED),
+    Var("seen_isr", BROKERS, _zero, _when("propagated", _sets), "the ISR a broker that leads knows",
+        per_broker=True, shown=PROPAGATED),
+    Var("seen_min_isr", NUMBER, _zero, _when("propagated", _min_isr), "the min ISR a broker that leads knows",
+        per_broker=True, shown=PROPAGATED),
     # ghosts (for invariants) and bound counters; all part of the identity,
     # since each can change a later verdict (see docs/model.md)
-    acked: int
-    acks_all: int
-    exposed: int                        # packed (logs.py)
-    produced: int
-    unclean_shutdowns: int
-    clean_shutdowns: int
-    fences: int
-    isr_shrinks: int
-    min_isr_changes: int
-    admin_elections: int
-    reassignments: int
-    below_min_isr_reassigned: int       # 1: a completion or cancellation left the ISR under min ISR
+    Var("acked", RECORDS, _zero, lambda c: (1 << c.max_records + 1) - 1, "records acknowledged to acks=all"),
+    Var("acks_all", RECORDS, _zero, lambda c: (1 << c.max_records + 1) - 1, "records produced with acks=all"),
+    Var("exposed", LOG, _zero, _log, "the longest prefix a consumer may have read (the highest HWM's)"),
+    Var("produced", NUMBER, _zero, lambda c: c.max_records, "records produced"),
+    Var("unclean_shutdowns", NUMBER, _zero, _bound("max_unclean_shutdowns"), "unclean shutdowns so far"),
+    Var("lost_unregistered", BROKERS, _zero, _sets, "brokers that crashed dirty and have not re-registered",
+        derived=lambda s: lost_unregistered(s)),
+    Var("clean_shutdowns", NUMBER, _zero, _bound("max_clean_shutdowns"), "clean shutdowns so far"),
+    Var("fences", NUMBER, _zero, _bound("max_fences"), "fencings of a running broker so far"),
+    Var("isr_shrinks", NUMBER, _zero, _bound("max_isr_shrinks"), "ISR shrinks proposed so far"),
+    Var("min_isr_changes", NUMBER, _zero, _bound("max_min_isr_changes"), "min ISR changes so far"),
+    Var("admin_elections", NUMBER, _zero, _bound("max_admin_elections"), "admin elections so far"),
+    Var("reassignments", NUMBER, _zero, _bound("max_reassignments"), "reassignments started so far",
+        shown=REASSIGNING),
+    Var("below_min_isr_reassigned", FLAG, _zero, _when("max_reassignments", _one),
+        "a completion or cancellation left the ISR under min ISR", shown=REASSIGNING),
+)
+
+
+PER_BROKER = frozenset(v.name for v in VARIABLES if v.per_broker)
+
+# the stored variables, in VARIABLES' order: the kernel packs them so
+State = NamedTuple("State", [(v.name, tuple[int, ...] if v.per_broker else int)
+                             for v in VARIABLES if v.derived is None])
 
 
 _FIELD = {name: i for i, name in enumerate(State._fields)}
@@ -98,6 +209,19 @@ def bit(b: int) -> int:
 
 def size(mask: int) -> int:
     return popcount(mask)
+
+
+# named set operations (a set of brokers or records is a bitmask)
+def contains(group: int, b: int) -> bool:
+    return group >> b & 1 == 1
+
+
+def with_(group: int, b: int) -> int:
+    return group | 1 << b
+
+
+def without(group: int, b: int) -> int:
+    return group & ~(1 << b)
 
 
 def members(mask: int) -> list[int]:
@@ -143,50 +267,42 @@ def proposed(s: State) -> int:
     return 0 if s.pending_isr == NO_PROPOSAL else s.pending_isr
 
 
-def describe(s: State) -> dict:
-    """MODEL.md's named variables, JSON-friendly."""
-    def entries(log: int) -> list[list[int]]:
-        return [list(e) for e in logs.entries(log)]
+def shown_value(v: Var, x: int) -> Any:
+    """One value of variable `v` as MODEL.md names it: sets as sorted
+    lists, logs as lists of [epoch, record], named values by name."""
+    if v.kind == FLAG:
+        return bool(x)
+    if v.kind == NAMED:
+        return v.names[x]
+    if v.kind in (BROKERS, RECORDS):
+        return members(x)
+    if v.kind == PROPOSAL:
+        return None if x == NO_PROPOSAL else members(x)
+    if v.kind == LOG:
+        return [list(e) for e in logs.entries(x)]
+    return x
 
-    return {
-        "leader": s.leader,
-        "leader_epoch": s.leader_epoch,
-        "isr": members(s.isr),
-        "elr": members(s.elr),
-        "last_known_elr": members(s.last_known_elr),
-        "last_known_leader": s.last_known_leader,
-        "leader_recovery": RECOVERY_NAMES[s.leader_recovery],
-        "fenced": members(s.fenced),
-        "broker_epoch": list(s.broker_epoch),
-        "min_isr": s.min_isr,
-        "replicas": members(s.replicas),
-        "adding": members(s.adding),
-        "removing": members(s.removing),
-        "status": [STATUS_NAMES[x] for x in s.status],
-        "clean_shutdown_epoch": list(s.clean_shutdown_epoch),
-        "log": [entries(lg) for lg in s.log],
-        "hwm": list(s.hwm),
-        "pending_isr": None if s.pending_isr == NO_PROPOSAL else members(s.pending_isr),
-        "pending_stale": bool(s.pending_stale),
-        "pending_from": s.pending_from,
-        "seen_leader": list(s.seen_leader),
-        "seen_epoch": list(s.seen_epoch),
-        "seen_isr": [members(m) for m in s.seen_isr],
-        "seen_min_isr": list(s.seen_min_isr),
-        "acked": members(s.acked),
-        "acks_all": members(s.acks_all),
-        "exposed": entries(s.exposed),
-        "produced": s.produced,
-        "unclean_shutdowns": s.unclean_shutdowns,
-        "lost_unregistered": members(lost_unregistered(s)),
-        "clean_shutdowns": s.clean_shutdowns,
-        "fences": s.fences,
-        "isr_shrinks": s.isr_shrinks,
-        "min_isr_changes": s.min_isr_changes,
-        "admin_elections": s.admin_elections,
-        "reassignments": s.reassignments,
-        "below_min_isr_reassigned": bool(s.below_min_isr_reassigned),
-    }
+
+def describe(s: State, shown: tuple[str, ...] = (ALWAYS, PROPAGATED, REASSIGNING)) -> dict:
+    """MODEL.md's named variables, JSON-friendly (those whose `shown` is in `shown`)."""
+    named = {}
+    for v in VARIABLES:
+        if v.shown in shown:
+            x = v.derived(s) if v.derived is not None else s[_FIELD[v.name]]
+            named[v.name] = [shown_value(v, e) for e in x] if v.per_broker else shown_value(v, x)
+    return named
+
+
+def layout(c: Any) -> list[Field]:
+    """Each stored variable's range in spec instance `c`, for the kernel's packing."""
+    return [Field(v.name, v.lo(c), v.hi(c), c.n if v.per_broker else None) for v in VARIABLES if v.derived is None]
+
+
+ITF_KINDS: dict[str, Type] = {NUMBER: INT, BROKER_ID: INT, FLAG: BOOL, NAMED: STR, BROKERS: Set(INT),
+                              RECORDS: Set(INT), PROPOSAL: Option(Set(INT)), LOG: Seq(Tup(INT, INT))}
+# the Apalache type of each described variable (a per-broker one is a function of the broker)
+ITF_TYPES = {v.name: Fun(ITF_KINDS[v.kind]) if v.per_broker else ITF_KINDS[v.kind]
+             for v in VARIABLES if v.shown != NEVER}
 
 
 # ---- symmetry over the brokers -------------------------------------------------------
@@ -226,21 +342,39 @@ def renamed_masks_per_broker(t: tuple[int, ...], to: tuple[int, ...]) -> tuple[i
     return out
 
 
-def permute(s: State, to: tuple[int, ...]) -> State:
-    """`s` with broker b renamed to[b] everywhere a broker id appears (records
-    and epochs are not broker ids and stay)."""
-    return s._replace(
-        leader=renamed_id(s.leader, to), isr=renamed_mask(s.isr, to), elr=renamed_mask(s.elr, to),
-        last_known_elr=renamed_mask(s.last_known_elr, to), last_known_leader=renamed_id(s.last_known_leader, to),
-        fenced=renamed_mask(s.fenced, to), replicas=renamed_mask(s.replicas, to),
-        adding=renamed_mask(s.adding, to), removing=renamed_mask(s.removing, to), broker_epoch=renamed_per_broker(s.broker_epoch, to),
-        status=renamed_per_broker(s.status, to),
-        clean_shutdown_epoch=renamed_per_broker(s.clean_shutdown_epoch, to),
-        log=renamed_per_broker(s.log, to), hwm=renamed_per_broker(s.hwm, to),
-        pending_isr=s.pending_isr if s.pending_isr == NO_PROPOSAL else renamed_mask(s.pending_isr, to),
-        pending_epochs=renamed_per_broker(s.pending_epochs, to), pending_from=renamed_id(s.pending_from, to),
-        seen_leader=renamed_ids_per_broker(s.seen_leader, to), seen_epoch=renamed_per_broker(s.seen_epoch, to),
-        seen_isr=renamed_masks_per_broker(s.seen_isr, to), seen_min_isr=renamed_per_broker(s.seen_min_isr, to))
+def _renaming(v: Var) -> str | None:
+    """How renaming the brokers acts on `v` (an expression of `s` and
+    `to`), None where it holds no broker (records and epochs stay)."""
+    x = f"s.{v.name}"
+    if v.per_broker:    # indices are brokers; so may the values be
+        return {BROKER_ID: "renamed_ids_per_broker", BROKERS: "renamed_masks_per_broker"}.get(
+            v.kind, "renamed_per_broker") + f"({x}, to)"
+    if v.kind == BROKER_ID:
+        return f"renamed_id({x}, to)"
+    if v.kind == BROKERS:
+        return f"renamed_mask({x}, to)"
+    if v.kind == PROPOSAL:
+        return f"{x} if {x} == NO_PROPOSAL else renamed_mask({x}, to)"
+    return None
+
+
+def _generated(name: str, source: str) -> Callable:
+    """Define function `name` of this module from `source`, kept in
+    linecache so that inspect.getsource (the kernel compiles from it)
+    finds the text, as for a function written here."""
+    filename = f"<{__name__}.{name}, generated from VARIABLES>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), globals())
+    return globals()[name]
+
+
+PERMUTE_SOURCE = (
+    "def permute(s: State, to: tuple[int, ...]) -> State:\n"
+    "    \"\"\"`s` with broker b renamed to[b] everywhere a broker id appears.\"\"\"\n"
+    "    return s._replace(\n"
+    + "".join(f"        {v.name}={_renaming(v)},\n" for v in VARIABLES if v.derived is None and _renaming(v))
+    + "    )\n")
+permute = _generated("permute", PERMUTE_SOURCE)
 
 
 def view(s: State, b: int) -> tuple[int, ...]:

@@ -6,7 +6,8 @@ from modelcheck.ops import popcount
 
 from . import rules
 from .kafka4 import Kafka4
-from .protocol import PREFERRED, UNCLEAN, Kip966
+from .arguments import PREFERRED, UNCLEAN
+from .protocol import Kip966
 from .types import NO_LEADER, State, bit, size
 
 

@@ -721,12 +721,13 @@ ConsistentRead ==
     leader = NoLeader \/ ~Running(St, leader) \/ IsPrefix(exposed, log[leader])
 
 -----------------------------------------------------------------------------
-(* Temporal properties (protocol.py, the @leads_to methods of Kip966) and  *)
-(* the fairness each is checked under.  Python's weak("A", each="broker")  *)
-(* is \A b \in Brokers : WF_vars(AOf(b)), weak("A") is WF_vars(A).  An    *)
-(* action a variant or config lacks has no successors (UncleanRecovery in  *)
-(* legacy, MetadataUpdate under "atomic"), so its fairness asks nothing,   *)
-(* as in Python.  A step to the same state is a stutter: <<A>>_vars.       *)
+(* Temporal properties (invariants.py, the @leads_to methods of Kip966)    *)
+(* and the fairness each is checked under.  Python's                       *)
+(* weak("A", each="broker") is \A b \in Brokers : WF_vars(AOf(b)),         *)
+(* weak("A") is WF_vars(A).  An action a variant or config lacks has no    *)
+(* successors (UncleanRecovery in legacy, MetadataUpdate under             *)
+(* "atomic"), so its fairness asks nothing, as in Python.  A step to the   *)
+(* same state is a stutter: <<A>>_vars.                                    *)
 (*                                                                         *)
 (* WF_vars(A) is written out as []<>~ENABLED <<A>>_vars \/ []<><<A>>_vars, *)
 (* with ENABLED <<A>>_vars computed: a step of A sets every variable to a  *)
@@ -737,7 +738,7 @@ ConsistentRead ==
 
 Moves(S) == S \ {St} /= {}
 
-\* WF_vars(FenceBrokerOf(b)), ..., one per fairness condition of protocol.py
+\* WF_vars(FenceBrokerOf(b)), ..., one per fairness condition of invariants.py
 FenceBrokerFair(b) == []<>~Moves(FenceBrokerNextOf(St, b)) \/ []<><<FenceBrokerOf(b)>>_vars
 UnfenceBrokerFair(b) == []<>~Moves(UnfenceBrokerNextOf(St, b)) \/ []<><<UnfenceBrokerOf(b)>>_vars
 FetchFair(b) == []<>~Moves(FetchNextOf(St, b)) \/ []<><<FetchOf(b)>>_vars

@@ -1,0 +1,205 @@
+"""The data plane: clients produce to the leader, followers fetch, the
+leader advances its HWM and proposes ISR changes (AlterPartition), and
+broker processes stop and start (KIP-966's clean-shutdown detection is
+the controller's, controller.py).
+"""
+
+from __future__ import annotations
+
+from modelcheck.ops import replace_at
+from modelcheck.spec import action
+
+from . import logs, rules
+from .arguments import ACKS, ACKS_ALL, AT, BROKER, BROKER_SET, ELECTED, KEEP
+from .types import (NO_EPOCH, NO_LEADER, NO_PROPOSAL, OFFLINE_CLEAN, OFFLINE_DIRTY, RECOVERING, RUNNING, State, bit,
+                    contains, running_mask, size, with_, without)
+
+
+class Broker:
+    """Brokers and clients (mixed into Kip966, protocol.py)."""
+
+    # ---- clients and the leader: produce, fetch, HWM --------------------------------------
+    def running(self, s: State, b: int) -> bool:
+        return s.status[b] == RUNNING
+
+    @action("Produce", acks=ACKS, at=AT)
+    def produce(self, s: State, acks: int, at: int) -> State | None:
+        """A client produces to the leader (running; under "propagated", any
+        broker that believes it leads, in the epoch it knows)."""
+        ld = self.acting_leader(s, at)
+        if ld == NO_LEADER or not self.running(s, ld) or s.produced >= self.max_records:
+            return None
+        if acks == ACKS_ALL and size(self.isr_seen_by(s, ld)) < self.min_isr_seen_by(s, ld):
+            return None     # NOT_ENOUGH_REPLICAS
+        record = s.produced + 1
+        entry = logs.entry(self.epoch_seen_by(s, ld), record)
+        return s._replace(log=replace_at(s.log, ld, logs.append(s.log[ld], entry)),
+                          produced=record, acks_all=with_(s.acks_all, record) if acks == ACKS_ALL else s.acks_all)
+
+    @action("Fetch", broker=BROKER)
+    def fetch(self, s: State, b: int) -> State | None:
+        """A running follower (a replica of the partition: one a reassignment
+        adds starts with an empty log) fetches (a fenced one too unless fencing cuts
+        it off from the leader, fence_cuts_data_plane): truncate a divergent
+        suffix, else copy the next entry; hwm := min(leader hwm, own log end).
+        Under "propagated" it fetches from the leader it knows, which answers
+        only at its own leader epoch (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
+        NOT_LEADER_OR_FOLLOWER otherwise)."""
+        ld = self.leader_seen_by(s, b)
+        if ld == NO_LEADER or b == ld or not self.running(s, ld) or not self.running(s, b):
+            return None
+        if not contains(s.replicas, b):
+            return None
+        if self.fence_cuts_data_plane and (contains(s.fenced, b) or contains(s.fenced, ld)):
+            return None
+        if self.acting_leader(s, ld) != ld or self.epoch_seen_by(s, b) != self.epoch_seen_by(s, ld):
+            return None
+        own, lead_log = s.log[b], s.log[ld]
+        k = logs.common_prefix_len(own, lead_log)
+        new = logs.prefix(own, k) if k < logs.length(own) else logs.prefix(lead_log, logs.length(own) + 1)
+        hwm = min(s.hwm[ld], logs.length(new))
+        if new == own and hwm == s.hwm[b]:
+            return None
+        return s._replace(log=replace_at(s.log, b, new), hwm=replace_at(s.hwm, b, hwm))
+
+    @action("AdvanceHwm", at=AT)
+    def advance_hwm(self, s: State, at: int) -> State | None:
+        """The leader raises its HWM to the smallest matching log end over the
+        maximal ISR; acks=all records below it become acked."""
+        ld = self.acting_leader(s, at)
+        if ld == NO_LEADER or not self.running(s, ld) or not self.hwm_may_advance(s, ld):
+            return None
+        lead_log = s.log[ld]
+        quorum = self.hwm_quorum(s, ld)
+        new = logs.length(lead_log)
+        for b in range(self.n):
+            if contains(quorum, b) and b != ld:
+                if not self.follows(s, b, ld):
+                    return None     # it has not fetched in this epoch: its log end is unknown
+                new = min(new, logs.common_prefix_len(s.log[b], lead_log))
+        if new <= s.hwm[ld]:
+            return None
+        return s._replace(hwm=replace_at(s.hwm, ld, new), acked=s.acked | self.newly_acked(s, ld, new),
+                          exposed=logs.prefix(lead_log, new) if new > logs.length(s.exposed) else s.exposed)
+
+    def hwm_may_advance(self, s: State, ld: int) -> bool:
+        """KIP-966: the HWM advances only while the committed ISR (not the
+        maximal ISR) has at least min ISR members."""
+        return size(self.isr_seen_by(s, ld)) >= self.min_isr_seen_by(s, ld)
+
+    def hwm_quorum(self, s: State, ld: int) -> int:
+        """Replicas whose logs bound the HWM: the maximal ISR."""
+        return self.isr_seen_by(s, ld) | self.proposed_by(s, ld)
+
+    def newly_acked(self, s: State, ld: int, new_hwm: int) -> int:
+        """acks=all records this leader appended that the HWM now passes, if
+        the ISR has min ISR members then (KIP-966: respond "when the message
+        is persisted in all the ISR members' local log and the size of the ISR
+        member is larger than min ISR"). Otherwise, and for records of older
+        epochs, the producer gets an error instead of an ack."""
+        if size(self.isr_seen_by(s, ld)) < self.min_isr_seen_by(s, ld):
+            return 0
+        covered = 0
+        epoch = self.epoch_seen_by(s, ld)
+        for i in range(s.hwm[ld], new_hwm):
+            e = logs.at(s.log[ld], i)
+            if logs.epoch_of(e) == epoch:
+                covered |= bit(logs.record_of(e))
+        return covered & s.acks_all
+
+    # ---- the leader proposes an ISR change (AlterPartition) -------------------------------
+    def may_propose(self, s: State, ld: int) -> bool:
+        """`ld` leads (as far as it knows), runs, and no AlterPartition is in
+        flight (one at a time: a stale leader's is rejected anyway)."""
+        return ld != NO_LEADER and self.running(s, ld) and s.pending_isr == NO_PROPOSAL
+
+    def propose(self, s: State, ld: int, isr: int) -> State:
+        """An AlterPartition request from `ld`: each member with its broker
+        epoch (KIP-903), so that the controller can refuse a replica that has
+        restarted since; made from a stale view, it carries an old partition
+        epoch and is rejected."""
+        epochs = self.zeros
+        for b in range(self.n):
+            if contains(isr, b):
+                epochs = replace_at(epochs, b, s.broker_epoch[b])
+        t = s._replace(pending_isr=isr, pending_epochs=epochs)
+        if not self.propagated:
+            return t
+        return t._replace(pending_from=ld, pending_stale=0 if self.view_is_current(s, ld) else 1)
+
+    @action("ShrinkIsr", brokers=BROKER_SET, at=AT)
+    def shrink_isr(self, s: State, group: int, at: int) -> State | None:
+        """The leader proposes to drop slow followers (any may be slow)."""
+        ld = self.acting_leader(s, at)
+        if not self.may_propose(s, ld) or s.isr_shrinks >= self.max_isr_shrinks:
+            return None
+        isr = self.isr_seen_by(s, ld)
+        if group & ~without(isr, ld):
+            return None
+        return self.propose(s._replace(isr_shrinks=s.isr_shrinks + 1), ld, isr & ~group)
+
+    @action("ExpandIsr", brokers=BROKER_SET, at=AT)
+    def expand_isr(self, s: State, group: int, at: int) -> State | None:
+        """The leader proposes to add caught-up followers. A RECOVERING leader
+        does not grow the ISR (KIP-704)."""
+        ld = self.acting_leader(s, at)
+        if not self.may_propose(s, ld) or self.reported_recovery(s) == RECOVERING \
+                or group & ~self.caught_up(s, ld):
+            return None
+        return self.propose(s, ld, self.isr_seen_by(s, ld) | group)
+
+    def caught_up(self, s: State, ld: int) -> int:
+        """Running, unfenced followers outside the ISR whose log matches the
+        leader's up to at least its HWM and its epoch start offset (a fenced
+        one would be rejected, with no other effect)."""
+        lead_log = s.log[ld]
+        floor = max(s.hwm[ld], rules.epoch_start_offset(lead_log, self.epoch_seen_by(s, ld)))
+        outside = running_mask(s) & ~s.fenced & s.replicas & ~self.isr_seen_by(s, ld)
+        found = 0
+        for b in range(self.n):
+            if contains(outside, b) and logs.length(s.log[b]) >= floor and logs.is_prefix(s.log[b], lead_log) \
+                    and self.follows(s, b, ld):
+                found |= bit(b)
+        return found
+
+    # ---- broker processes stop and start --------------------------------------------------
+    @action("UncleanShutdown", broker=BROKER, keep=KEEP)
+    def unclean_shutdown(self, s: State, b: int, keep: int) -> State | None:
+        """A broker's process dies; its unflushed suffix is lost (any `keep`
+        entries survive). No CleanShutdownFile is written."""
+        if s.unclean_shutdowns >= self.max_unclean_shutdowns or not self.running(s, b) \
+                or keep > logs.length(s.log[b]):
+            return None
+        s = self.forgotten(s, b)
+        return s._replace(status=replace_at(s.status, b, OFFLINE_DIRTY),
+                          log=replace_at(s.log, b, logs.prefix(s.log[b], keep)),
+                          hwm=replace_at(s.hwm, b, min(s.hwm[b], keep)),
+                          clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, NO_EPOCH),
+                          unclean_shutdowns=s.unclean_shutdowns + 1)
+
+    @action("CleanShutdown", broker=BROKER, leader=ELECTED)
+    def clean_shutdown(self, s: State, b: int, leader: int) -> State | None:
+        """Controlled shutdown: the broker writes its epoch to its
+        CleanShutdownFile, leadership moves, it leaves the ISR."""
+        if s.clean_shutdowns >= self.max_clean_shutdowns or not self.running(s, b) or contains(s.fenced, b):
+            return None
+        t = self.forgotten(s, b)._replace(status=replace_at(s.status, b, OFFLINE_CLEAN),
+                       clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, s.broker_epoch[b]),
+                       clean_shutdowns=s.clean_shutdowns + 1)
+        return self.remove_broker(t, b, leader)
+
+    @action("StartBroker", broker=BROKER)
+    def start_broker(self, s: State, b: int) -> State | None:
+        """A stopped broker restarts and registers with the epoch from its
+        CleanShutdownFile; a mismatch is an unclean shutdown: the controller
+        removes it from ISR and ELR (an ELR member goes to LastKnownELR). It
+        gets a new broker epoch and stays fenced."""
+        if not contains(s.fenced, b) or self.running(s, b):
+            return None
+        t = s._replace(status=replace_at(s.status, b, RUNNING),
+                       broker_epoch=replace_at(s.broker_epoch, b, s.broker_epoch[b] + 1),
+                       clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, NO_EPOCH))
+        if not self.registration_is_clean(s, b):
+            t = self.unclean_registration(t, b)
+        # it serves only once its metadata has caught up (BrokerServer waits for it)
+        return self.delivered(t, b, True) if self.propagated else t

@@ -1,0 +1,222 @@
+"""The controller: the partition's metadata as the metadata log records it.
+It elects leaders (KIP-966's ELR rules), fences and unfences brokers,
+validates AlterPartition requests, detects unclean shutdowns at broker
+registration, and runs the unclean recovery manager (KIP-966, KIP-704).
+"""
+
+from __future__ import annotations
+
+from modelcheck.spec import action
+
+from . import rules
+from .arguments import BROKER, ELECTED, LEADER, STRATEGY_AGGRESSIVE, STRATEGY_BALANCED, STRATEGY_NONE
+from .types import (NO_LEADER, NO_PROPOSAL, RECOVERED, RECOVERING, State, bit, contains, running_mask, size, with_,
+                    without)
+
+
+class Controller:
+    """The controller's rules (mixed into Kip966, protocol.py)."""
+
+    # ---- derived values -------------------------------------------------------------------
+    def eff_min_isr(self, s: State) -> int:
+        """KIP-966: "the effective min.insync.replicas will be
+        min(min.insync.replicas, replication factor)" (a reassignment keeps
+        the replication factor: its target has `brokers` replicas)."""
+        return min(s.min_isr, self.rf)
+
+    def unfenced(self, s: State, b: int) -> bool:
+        return not contains(s.fenced, b)
+
+    # ---- the ISR and ELR (policy hooks that variants redefine) ----------------------------
+    def change_isr(self, s: State, proposal: int) -> State:
+        """Apply a proposed ISR with the KIP-966 ELR update rule."""
+        isr, elr, clean_lkelr = rules.update_elr(s.isr, s.elr, proposal, self.eff_min_isr(s))
+        return self.recorded(s, s._replace(isr=isr, elr=elr, last_known_elr=0 if clean_lkelr else s.last_known_elr))
+
+    def reported_recovery(self, s: State) -> int:
+        """The recovery state the leader's AlterPartition carries: its own,
+        until it completes recovery (KIP-704, CompleteRecovery)."""
+        return s.leader_recovery
+
+    # ---- PartitionChangeRecords -----------------------------------------------------------
+    def no_proposal(self, s: State) -> State:
+        return s._replace(pending_isr=NO_PROPOSAL, pending_epochs=self.zeros, pending_stale=0, pending_from=NO_LEADER)
+
+    def recorded(self, s: State, t: State) -> State:
+        """`t`, a PartitionChangeRecord applied to `s`: if it changed the
+        partition, the partition epoch moved on, and an AlterPartition in
+        flight (made at the old one) is stale (Kafka: INVALID_UPDATE_VERSION).
+        Only that equality matters, so the epoch itself is not kept."""
+        if t.pending_isr == NO_PROPOSAL or (t.leader, t.leader_epoch, t.isr, t.elr, t.last_known_elr,
+                                            t.last_known_leader, t.leader_recovery, t.replicas, t.adding,
+                                            t.removing) == \
+                (s.leader, s.leader_epoch, s.isr, s.elr, s.last_known_elr, s.last_known_leader, s.leader_recovery,
+                 s.replicas, s.adding, s.removing):
+            return t
+        return t._replace(pending_stale=1)
+
+    def set_leader(self, s: State, leader: int, unclean: bool) -> State:
+        """A leader change: one PartitionChangeRecord, one epoch bump; the old
+        leader's in-flight AlterPartition is fenced by the epoch. An unclean
+        election sets RECOVERING; any other change carries the recovery
+        state through: only the leader ends it (KIP-704, CompleteRecovery)."""
+        if leader == s.leader:
+            return s
+        return self.no_proposal(s)._replace(
+            leader=leader, leader_epoch=s.leader_epoch + 1,
+            leader_recovery=RECOVERING if unclean else s.leader_recovery,
+            last_known_leader=NO_LEADER if leader != NO_LEADER else s.last_known_leader)
+
+    def elect(self, s: State, c: int, unclean: bool) -> State:
+        """Make `c` leader. Outside the ISR (an ELR or unclean choice) the ISR
+        becomes {c}; an unclean choice also empties the ELR and is RECOVERING
+        (KIP-704)."""
+        if unclean:
+            return self.set_leader(s._replace(isr=bit(c), elr=0), c, True)
+        if not contains(s.isr, c):
+            s = self.change_isr(s._replace(elr=without(s.elr, c)), bit(c))
+        return self.set_leader(s, c, False)
+
+    def reelect(self, s: State, leader: int) -> State | None:
+        """The election in the record that left the partition leaderless:
+        `leader` must be a candidate, or NO_LEADER when there is none."""
+        choices, unclean = self.candidates(s)
+        if leader == NO_LEADER:
+            return None if choices else self.set_leader(s, NO_LEADER, False)
+        return self.elect(s, leader, unclean) if contains(choices, leader) else None
+
+    def candidates(self, s: State) -> tuple[int, bool]:
+        """Whom the controller may elect on its own in leaderless state `s`,
+        and whether that election is unclean: ISR members, then unfenced ELR
+        members (clean). The unclean recovery is the UncleanRecovery action."""
+        return rules.clean_candidates(s.isr, s.elr, s.fenced), False
+
+    # ---- AlterPartition -------------------------------------------------------------------
+    @action("CommitAlterPartition")
+    def commit_alter_partition(self, s: State) -> State | None:
+        """The controller validates the proposal (made at the current
+        partition epoch, members unfenced and registered with the epoch the
+        leader saw, leader in it, not RECOVERING with more than one member)
+        and applies it with the ELR update, or rejects it."""
+        if s.pending_isr == NO_PROPOSAL or s.leader == NO_LEADER:
+            return None
+        t = self.no_proposal(s)
+        if not self.alter_partition_valid(s):
+            return t
+        t = self.change_isr(t._replace(leader_recovery=self.reported_recovery(s)), s.pending_isr)
+        # the AlterPartition response: the leader adopts the partition it carries
+        return self.delivered(t, s.pending_from, False) if self.propagated else t
+
+    def alter_partition_valid(self, s: State) -> bool:
+        """The controller accepts the AlterPartition in flight."""
+        p = s.pending_isr
+        return (not s.pending_stale and contains(p, s.leader) and not p & s.fenced and self.epochs_current(s)
+                and not (self.reported_recovery(s) == RECOVERING and size(p) > 1))
+
+    def epochs_current(self, s: State) -> bool:
+        """Every proposed member is still registered with the epoch the leader saw."""
+        for b in range(self.n):
+            if contains(s.pending_isr, b) and s.pending_epochs[b] != s.broker_epoch[b]:
+                return False
+        return True
+
+    # ---- fencing and broker registration --------------------------------------------------
+    @action("FenceBroker", broker=BROKER, leader=ELECTED)
+    def fence_broker(self, s: State, b: int, leader: int) -> State | None:
+        """The controller fences a broker that missed heartbeats: crashed
+        (free) or cut off while running (bounded by max_fences)."""
+        if contains(s.fenced, b):
+            return None
+        if self.running(s, b):
+            if s.fences >= self.max_fences:
+                return None
+            s = s._replace(fences=s.fences + 1)
+        return self.remove_broker(s, b, leader)
+
+    @action("UnfenceBroker", broker=BROKER, leader=ELECTED)
+    def unfence_broker(self, s: State, b: int, leader: int) -> State | None:
+        """A running, registered broker is unfenced; with no leader, elect
+        (an ELR member when the ISR is empty)."""
+        if not contains(s.fenced, b) or not self.running(s, b):
+            return None
+        t = s._replace(fenced=without(s.fenced, b))
+        if t.leader != NO_LEADER:
+            return t if leader == NO_LEADER else None
+        return self.reelect(t, leader)
+
+    def remove_broker(self, s: State, b: int, leader: int) -> State | None:
+        """The controller fences `b` (FenceBroker, CleanShutdown): it leaves
+        the ISR through the ELR update; if the ISR empties, it is the
+        LastKnownLeader; if it led, elect in the same record."""
+        if s.leader != b and leader != NO_LEADER:
+            return None     # nothing to elect
+        s = s._replace(fenced=with_(s.fenced, b))
+        if contains(s.isr, b):
+            s = self.change_isr(s, without(s.isr, b))
+            if not s.isr:
+                s = s._replace(last_known_leader=b)
+        return s if s.leader != b else self.reelect(s, leader)
+
+    def registration_is_clean(self, s: State, b: int) -> bool:
+        return rules.registration_is_clean(s.clean_shutdown_epoch[b], s.broker_epoch[b])
+
+    def unclean_registration(self, s: State, b: int) -> State:
+        """The controller has detected that `b` shut down uncleanly: KIP-966
+        removes it from ISR and ELR; an ELR member goes to LastKnownELR."""
+        return self.recorded(s, s._replace(isr=without(s.isr, b), elr=without(s.elr, b),
+                                           last_known_elr=s.last_known_elr | (s.elr & bit(b))))
+
+    # ---- elections and the unclean recovery manager ---------------------------------------
+    @action("ElectLeader", leader=LEADER)
+    def elect_leader(self, s: State, leader: int) -> State | None:
+        """The controller elects a leader that no other change triggered."""
+        return self.reelect(s, leader) if s.leader == NO_LEADER else None
+
+    @action("UncleanRecovery", leader=LEADER)
+    def unclean_recovery(self, s: State, leader: int) -> State | None:
+        """The KIP-966 unclean recovery manager elects by GetReplicaLogInfo."""
+        winners = self.recovery_winners(s, self.strategy)
+        return self.elect(s, leader, True) if contains(winners, leader) else None
+
+    def recovery_winners(self, s: State, strategy: int) -> int:
+        """KIP-966 unclean recovery (GetReplicaLogInfo): the replicas that can
+        win. A replica answers if it is running and unfenced; in Balanced
+        mode every LastKnownELR member must have answered and the winner
+        ranks at least as high as each of them."""
+        if s.leader != NO_LEADER or strategy == STRATEGY_NONE or rules.clean_candidates(s.isr, s.elr, s.fenced):
+            return 0
+        if s.isr or (s.elr and strategy != STRATEGY_AGGRESSIVE):
+            return 0    # wait for the fenced ISR/ELR members to come back
+        answered = running_mask(s) & ~s.fenced & s.replicas
+        if strategy == STRATEGY_BALANCED:
+            return self.balanced_winners(s, answered)
+        return answered
+
+    def balanced_winners(self, s: State, answered: int) -> int:
+        """Balanced: "all the LastKnownELR members have replied, plus the
+        replicas replied within the timeout"; the winner ranks at least as
+        high as every LastKnownELR member."""
+        must = s.last_known_elr
+        if must & ~answered:
+            return 0
+        winners = 0
+        for w in range(self.n):
+            if contains(answered, w) and self.outranks_all(s, w, must):
+                winners |= bit(w)
+        return winners
+
+    def outranks_all(self, s: State, w: int, others: int) -> bool:
+        for m in range(self.n):
+            if contains(others, m) and rules.recovery_rank(s.log[w]) < rules.recovery_rank(s.log[m]):
+                return False
+        return True
+
+    @action("CompleteRecovery")
+    def complete_recovery(self, s: State) -> State | None:
+        """A RECOVERING leader finishes recovery (KIP-704: aborts open
+        transactions, then tells the controller it is RECOVERED)."""
+        ld = s.leader
+        if ld == NO_LEADER or s.leader_recovery != RECOVERING or not self.running(s, ld) \
+                or self.epoch_seen_by(s, ld) != s.leader_epoch or self.leader_seen_by(s, ld) != ld:
+            return None     # under "propagated", only once it knows it leads
+        return self.recorded(s, s._replace(leader_recovery=RECOVERED))
