@@ -13,14 +13,37 @@ from specs.kafka_elr.types import State
 # member's broker epoch, a per-broker tuple); every field is listed once
 BROKER_ID = {"leader", "last_known_leader", "pending_from"}
 BROKER_SET = {"isr", "elr", "last_known_elr", "fenced", "replicas", "adding", "removing"}
-PER_BROKER = {"broker_epoch", "status", "clean_shutdown_epoch", "log", "hwm", "pending_epochs", "seen_epoch",
-              "seen_min_isr"}
+PER_BROKER = {
+    "broker_epoch",
+    "status",
+    "clean_shutdown_epoch",
+    "log",
+    "hwm",
+    "pending_epochs",
+    "seen_epoch",
+    "seen_min_isr",
+}
 PER_BROKER_ID = {"seen_leader"}
 PER_BROKER_SET = {"seen_isr"}
-OPTIONAL_SET = {"pending_isr"}      # -1: no proposal
-NO_BROKER = {"leader_epoch", "leader_recovery", "min_isr", "pending_stale", "acked", "acks_all", "exposed",
-             "produced", "unclean_shutdowns", "clean_shutdowns", "fences", "isr_shrinks", "min_isr_changes",
-             "admin_elections", "reassignments", "below_min_isr_reassigned"}
+OPTIONAL_SET = {"pending_isr"}  # -1: no proposal
+NO_BROKER = {
+    "leader_epoch",
+    "leader_recovery",
+    "min_isr",
+    "pending_stale",
+    "acked",
+    "acks_all",
+    "exposed",
+    "produced",
+    "unclean_shutdowns",
+    "clean_shutdowns",
+    "fences",
+    "isr_shrinks",
+    "min_isr_changes",
+    "admin_elections",
+    "reassignments",
+    "below_min_isr_reassigned",
+}
 KINDS = (BROKER_ID, BROKER_SET, PER_BROKER, PER_BROKER_ID, PER_BROKER_SET, OPTIONAL_SET, NO_BROKER)
 
 

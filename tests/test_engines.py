@@ -10,39 +10,65 @@ import tempfile
 from itertools import permutations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-
-from modelcheck.engine import run
 from derived_specs import LeaderlessKip966
+from hypothesis import HealthCheck, given, settings
 from resuming import stopped_and_resumed
 from strategies import SMALL
 from symmetry_classes import class_of, reachable, rename
+
+from modelcheck.engine import run
 from specs.kafka_elr import VARIANTS, load
 from specs.kafka_elr.types import permute
 
 CONFIGS = [
-    {"max_records": 1, "max_fences": 0},                       # holds, 8,302 states
-    {"brokers": 2, "min_isr": 2},                               # holds, 41,381 states
+    {"max_records": 1, "max_fences": 0},  # holds, 8,302 states
+    {"brokers": 2, "min_isr": 2},  # holds, 41,381 states
     {"brokers": 4, "min_isr": 3, "max_records": 1, "max_fences": 0, "max_isr_shrinks": 0},
-    {"variant": "legacy"},                                      # NoAckedLoss, 7 steps
-    {"variant": "hwm-on-maximal-isr"},                          # ElrHasDataToHwm, 6 steps
+    {"variant": "legacy"},  # NoAckedLoss, 7 steps
+    {"variant": "hwm-on-maximal-isr"},  # ElrHasDataToHwm, 6 steps
     {"variant": "kafka-4", "max_unclean_shutdowns": 2, "invariants": ["LeaderUnfenced"]},
-    {"max_records": 1, "max_fences": 0, "metadata": "propagated"},                  # holds, 14,530 states
-    {"variant": "kafka-4", "max_records": 1, "max_unclean_shutdowns": 0, "max_min_isr_changes": 1,
-     "metadata": "propagated", "invariants": ["ElrHasDataToHwm"]},                  # KAFKA-16540, 6 steps
-    {"min_isr": 5, "max_records": 0, "invariants": ["ElectableAtLeastMinIsr"]},   # holds: min(5, N)
+    {"max_records": 1, "max_fences": 0, "metadata": "propagated"},  # holds, 14,530 states
+    {
+        "variant": "kafka-4",
+        "max_records": 1,
+        "max_unclean_shutdowns": 0,
+        "max_min_isr_changes": 1,
+        "metadata": "propagated",
+        "invariants": ["ElrHasDataToHwm"],
+    },  # KAFKA-16540, 6 steps
+    {"min_isr": 5, "max_records": 0, "invariants": ["ElectableAtLeastMinIsr"]},  # holds: min(5, N)
     # the Balanced unclean recovery runs (min ISR unclean shutdowns), judged on its choice
-    {"max_records": 1, "max_fences": 0, "max_unclean_shutdowns": 2,
-     "invariants": ["LeaderInIsr", "RecoveringIsrSingleton", "RecoveryKeepsLastKnownElrData"]},
+    {
+        "max_records": 1,
+        "max_fences": 0,
+        "max_unclean_shutdowns": 2,
+        "invariants": ["LeaderInIsr", "RecoveringIsrSingleton", "RecoveryKeepsLastKnownElrData"],
+    },
 ] + [  # every variant, with every action its config can enable
-    {"variant": v, "max_records": 1, "max_unclean_shutdowns": 2, "max_clean_shutdowns": 1,
-     "max_min_isr_changes": 1, "max_admin_elections": 1, "max_fences": 0}
-    for v in sorted(VARIANTS)]
+    {
+        "variant": v,
+        "max_records": 1,
+        "max_unclean_shutdowns": 2,
+        "max_clean_shutdowns": 1,
+        "max_min_isr_changes": 1,
+        "max_admin_elections": 1,
+        "max_fences": 0,
+    }
+    for v in sorted(VARIANTS)
+]
 
 
 def summary(r):
-    return (r.verdict, r.invariant, r.distinct_states, r.generated_states, r.depth, r.coverage, r.goals,
-            [(s.action, s.args) for s in r.trace])
+    return (
+        r.verdict,
+        r.invariant,
+        r.distinct_states,
+        r.generated_states,
+        r.depth,
+        r.coverage,
+        r.goals,
+        [(s.action, s.args) for s in r.trace],
+    )
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()))
@@ -66,7 +92,7 @@ def test_random_configs_give_the_same_answers_on_every_engine(config):
     reference = summary(run(spec, engine="bfs"))
     assert summary(run(spec, engine="fast", workers=1)) == reference
     assert summary(run(spec, engine="fast", workers=2)) == reference
-    with tempfile.TemporaryDirectory() as tmp:      # stopped after its 3rd level, resumed on one worker
+    with tempfile.TemporaryDirectory() as tmp:  # stopped after its 3rd level, resumed on one worker
         assert summary(stopped_and_resumed(spec, "fast", tmp, 3)) == reference
 
 
@@ -108,6 +134,7 @@ def test_memory_a_state_visited_set_8_or_16_bytes_links_6():
 
 # ---- symmetry over the brokers -------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_the_symmetric_form_identifies_exactly_the_renamed_states():
     spec = load({"max_records": 1, "max_fences": 0, "brokers": 4})
@@ -124,10 +151,17 @@ def test_the_symmetric_form_identifies_exactly_the_renamed_states():
     assert len(pairs) == len({c for c, _ in pairs}) == len({f for _, f in pairs}) < len(states)
 
 
-@pytest.mark.parametrize("config, states", [
-    ({"max_records": 0, "metadata": "propagated"}, 12782),
-    ({"max_records": 1, "max_fences": 0, "max_reassignments": 1, "spare_brokers": 1, "max_unclean_shutdowns": 0}, 9175),
-    ({"max_records": 1, "max_fences": 0}, 8302)])
+@pytest.mark.parametrize(
+    "config, states",
+    [
+        ({"max_records": 0, "metadata": "propagated"}, 12782),
+        (
+            {"max_records": 1, "max_fences": 0, "max_reassignments": 1, "spare_brokers": 1, "max_unclean_shutdowns": 0},
+            9175,
+        ),
+        ({"max_records": 1, "max_fences": 0}, 8302),
+    ],
+)
 @pytest.mark.slow
 def test_permute_renames_every_broker_the_oracle_renames(config, states):
     """The spec's `permute` (generated from its VARIABLES table) against
@@ -178,8 +212,15 @@ def test_symmetry_is_exact_with_propagated_metadata():
     assert reduced[0].run_info["symmetry"]["class_states"] == states >= len(seen)
 
 
-@pytest.mark.parametrize("config", [{"variant": "legacy"}, {"max_records": 1, "max_unclean_shutdowns": 2},
-                                    {"variant": "hwm-on-maximal-isr"}, {"max_records": 1}])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"variant": "legacy"},
+        {"max_records": 1, "max_unclean_shutdowns": 2},
+        {"variant": "hwm-on-maximal-isr"},
+        {"max_records": 1},
+    ],
+)
 @pytest.mark.slow
 def test_symmetry_keeps_the_verdict_and_the_shortest_trace_with_fewer_states(config):
     plain = run(load(config), engine="fast")
@@ -193,13 +234,18 @@ def test_symmetry_keeps_the_verdict_and_the_shortest_trace_with_fewer_states(con
     assert r.distinct_states < plain.distinct_states
 
 
-@pytest.mark.parametrize("sets, why", [
-    (["variant=kafka-4"], "kafka-4 elects the first valid replica in assignment order"),
-    (["max_admin_elections=1"], "admin UNCLEAN elections pick the first live replica"),
-])
+@pytest.mark.parametrize(
+    "sets, why",
+    [
+        (["variant=kafka-4"], "kafka-4 elects the first valid replica in assignment order"),
+        (["max_admin_elections=1"], "admin UNCLEAN elections pick the first live replica"),
+    ],
+)
 def test_symmetry_is_refused_where_brokers_are_told_apart(sets, why):
     from click.testing import CliRunner
+
     from cli import main
+
     r = CliRunner().invoke(main, ["check", "--symmetry", *(x for s in sets for x in ("--set", s))])
     assert r.exit_code == 2 and r.stdout == ""
     assert r.stderr.startswith("error: --symmetry: ") and why in r.stderr and r.stderr.count("\n") == 1

@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 import pytest
+from test_engine import Counters
 
 from modelcheck.engine import run
 from modelcheck.engine.batch import expand
@@ -20,7 +21,6 @@ from modelcheck.engine.kernel import KernelError, KernelUnavailable, kernel_for
 from modelcheck.ops import replace_at
 from modelcheck.spec import Field, action
 from specs.kafka_elr import VARIANTS, Kip966, load
-from test_engine import Counters
 from specs.kafka_elr.arguments import BROKER
 from specs.kafka_elr.types import NO_LEADER
 
@@ -62,8 +62,13 @@ def reachable_with_successors(spec, limit: int = 30000) -> tuple[list, list]:
 # comparison to judge (the same config; found again if that ran elsewhere)
 SEARCHED: dict[str, list] = {}
 
-FULL = {"max_records": 1, "max_unclean_shutdowns": 2, "max_clean_shutdowns": 1, "max_min_isr_changes": 1,
-        "max_admin_elections": 1}
+FULL = {
+    "max_records": 1,
+    "max_unclean_shutdowns": 2,
+    "max_clean_shutdowns": 1,
+    "max_min_isr_changes": 1,
+    "max_admin_elections": 1,
+}
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
@@ -76,8 +81,11 @@ def test_compiled_successors_are_the_interpreted_ones_on_every_state(variant):
     SEARCHED[variant] = states
     rows = np.array([kernel.pack(s) for s in states])
     got = expand(kernel, rows, 0, len(rows))
-    want = [(i, j, label, instance) for i, succ in enumerate(successors)
-            for j, (_name, _a, _t, label, instance) in enumerate(succ)]
+    want = [
+        (i, j, label, instance)
+        for i, succ in enumerate(successors)
+        for j, (_name, _a, _t, label, instance) in enumerate(succ)
+    ]
     assert len(got) == len(want) > len(states)
     links = np.stack([got.parents, got.index, got.action, got.instance], axis=1)
     assert np.array_equal(links, np.array(want)), next(k for k, w in enumerate(want) if tuple(links[k]) != w)
@@ -101,7 +109,7 @@ def test_compiled_invariants_judge_every_state_as_the_interpreted_ones(variant):
         verdicts = [kernel.check(rows, i, i + 1)[0] == i for i in range(len(rows))]
         assert verdicts == [spec.first_violation(s) == name for s in states], name
         broken += sum(verdicts)
-    assert broken > 0       # some states of these variants break some invariant
+    assert broken > 0  # some states of these variants break some invariant
 
 
 @pytest.mark.parametrize("symmetric", [False, True])
@@ -152,10 +160,13 @@ class CallsSuper(Kip966):
         return super().candidates(s)
 
 
-@pytest.mark.parametrize("cls, why", [
-    (UsesAList, r"UsesAList.fetch \(line 3\): ListComp cannot be compiled"),
-    (CallsSuper, r"CallsSuper.candidates \(line 2\): super\(\) cannot be compiled"),
-])
+@pytest.mark.parametrize(
+    "cls, why",
+    [
+        (UsesAList, r"UsesAList.fetch \(line 3\): ListComp cannot be compiled"),
+        (CallsSuper, r"CallsSuper.candidates \(line 2\): super\(\) cannot be compiled"),
+    ],
+)
 def test_code_the_kernel_cannot_compile_is_named_and_the_check_runs_interpreted(cls, why):
     spec = cls(load({"max_records": 1, "max_fences": 0}).config)
     with pytest.raises(KernelUnavailable, match=why):
@@ -168,22 +179,44 @@ def cli(*args, env=None, code=None):
     argv = ["-c", code] if code else ["-m", "cli"]
     # numba's cache beside the kernel; the kernel as the user's default has it
     inherited = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "MODELCHECK_KERNEL")}
-    return subprocess.run([sys.executable, *argv, *args], capture_output=True, text=True, timeout=600,
-                          env={**inherited, **(env or {})}, cwd=os.path.dirname(os.path.dirname(__file__)))
+    return subprocess.run(
+        [sys.executable, *argv, *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**inherited, **(env or {})},
+        cwd=os.path.dirname(os.path.dirname(__file__)),
+    )
 
 
 @pytest.mark.slow
 def test_without_a_working_numba_the_check_warns_once_and_runs_interpreted():
     compiled = cli("check", "--json", "-q", "--set", "max_records=1", "--set", "max_fences=0")
-    forced = cli("check", "--json", "-q", "--set", "max_records=1", "--set", "max_fences=0",
-                 env={"MODELCHECK_KERNEL": "interpreted"})
-    no_numba = cli("check", "--json", "-q", "--set", "max_records=1", "--set", "max_fences=0",
-                   code="import sys; sys.modules['numba'] = None; sys.argv[0] = 'modelcheck'\n"
-                        "from cli import main; main()")
+    forced = cli(
+        "check",
+        "--json",
+        "-q",
+        "--set",
+        "max_records=1",
+        "--set",
+        "max_fences=0",
+        env={"MODELCHECK_KERNEL": "interpreted"},
+    )
+    no_numba = cli(
+        "check",
+        "--json",
+        "-q",
+        "--set",
+        "max_records=1",
+        "--set",
+        "max_fences=0",
+        code="import sys; sys.modules['numba'] = None; sys.argv[0] = 'modelcheck'\nfrom cli import main; main()",
+    )
     assert compiled.returncode == forced.returncode == no_numba.returncode == 0
     assert compiled.stderr == ""
-    assert forced.stderr == ("warning: no compiled kernel (MODELCHECK_KERNEL=interpreted); "
-                             "ran the interpreted engine\n")
+    assert forced.stderr == (
+        "warning: no compiled kernel (MODELCHECK_KERNEL=interpreted); ran the interpreted engine\n"
+    )
     assert no_numba.stderr.startswith("warning: no compiled kernel (numba cannot be imported (ModuleNotFoundError")
     assert no_numba.stderr.count("\n") == 1
     keys = ("verdict", "distinct_states", "generated_states", "depth", "coverage")
@@ -197,7 +230,7 @@ def test_a_kernel_travels_as_its_source_and_loads_again():
     spec = load({"max_records": 1})
     kernel = kernel_for(spec)
     copy = pickle.loads(pickle.dumps(kernel))
-    assert b"modelcheck_glue_" not in pickle.dumps(kernel)        # no module object, only its source
+    assert b"modelcheck_glue_" not in pickle.dumps(kernel)  # no module object, only its source
     init = spec.init_states()[0]
     assert np.array_equal(copy.pack(init), kernel.pack(init))
     a, b = (expand(k, k.pack(init).reshape(1, -1), 0, 1) for k in (kernel, copy))
@@ -205,12 +238,14 @@ def test_a_kernel_travels_as_its_source_and_loads_again():
 
 
 def toy(limit: int) -> str:
-    return ("import sys; sys.path.insert(0, 'tests')\n"
-            "from test_engine import Counters\n"
-            "from modelcheck.engine import run\n"
-            f"r = run(Counters(limit={limit}), engine='fast', "
-            "progress=lambda st: print(st.get('note', ''), file=sys.stderr))\n"
-            "print(r.run_info['kernel'], r.distinct_states)")
+    return (
+        "import sys; sys.path.insert(0, 'tests')\n"
+        "from test_engine import Counters\n"
+        "from modelcheck.engine import run\n"
+        f"r = run(Counters(limit={limit}), engine='fast', "
+        "progress=lambda st: print(st.get('note', ''), file=sys.stderr))\n"
+        "print(r.run_info['kernel'], r.distinct_states)"
+    )
 
 
 TOY = toy(5)
@@ -226,24 +261,31 @@ def test_generated_modules_live_in_the_cache_named_by_their_text(tmp_path):
     files = sorted(p.name for p in (tmp_path / "kernels").glob("*.py"))
     assert len(files) == 2 and files[0].startswith("modelcheck_glue_") and files[1].startswith("modelcheck_spec_")
     text = (tmp_path / "kernels" / files[1]).read_text()
-    assert "def Counters__double(self, s, by):" in text and "self[" in text      # the spec's own method, flattened
+    assert "def Counters__double(self, s, by):" in text and "self[" in text  # the spec's own method, flattened
     machine_code = sorted((tmp_path / "kernels" / "__pycache__").glob("*.nbc"))
     assert machine_code
     stamps = [p.stat().st_mtime_ns for p in machine_code]
     second = cli(code=TOY, env={"MODELCHECK_CACHE": str(tmp_path)})
     assert second.stdout == "compiled 36\n" and "compiling" not in second.stderr
-    assert [p.stat().st_mtime_ns for p in machine_code] == stamps       # loaded, not written again
+    assert [p.stat().st_mtime_ns for p in machine_code] == stamps  # loaded, not written again
 
 
 @pytest.mark.slow
 def test_processes_that_need_the_same_kernel_at_once_compile_it_once(tmp_path):
     """Two runs on an empty cache (test workers, checks started together):
     one compiles, the other waits on the cache's lock and loads its work."""
-    env = {**{k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"},
-           "MODELCHECK_CACHE": str(tmp_path), "MODELCHECK_KERNEL": "compiled"}
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"},
+        "MODELCHECK_CACHE": str(tmp_path),
+        "MODELCHECK_KERNEL": "compiled",
+    }
     root = os.path.dirname(os.path.dirname(__file__))
-    runs = [subprocess.Popen([sys.executable, "-c", TOY], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env, cwd=root) for _ in range(2)]
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", TOY], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=root
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=600) for p in runs]
     assert [out for out, _err in outs] == ["compiled 36\n"] * 2, outs
     assert sum("compiling the kernel of Counters" in err for _out, err in outs) == 1, outs
@@ -257,16 +299,22 @@ def test_a_first_run_races_the_compile_and_a_small_check_finishes_interpreted(tm
     small = cli(code=toy(3), env={"MODELCHECK_CACHE": str(tmp_path)})
     assert small.stdout == "interpreted (done before the kernel compiled) 16\n"
     assert "the interpreted engine runs meanwhile" in small.stderr
-    left = [p for p in set(os.listdir("/proc")) - before if p.isdigit()
-            and "modelcheck.engine.kernel" in open(f"/proc/{p}/cmdline", "rb").read().decode(errors="replace")]
+    left = [
+        p
+        for p in set(os.listdir("/proc")) - before
+        if p.isdigit()
+        and "modelcheck.engine.kernel" in open(f"/proc/{p}/cmdline", "rb").read().decode(errors="replace")
+    ]
     assert left == []
 
 
-CUBE = ("import sys; sys.path.insert(0, 'tests')\n"
-        "from test_engine import Cube\n"
-        "from modelcheck.engine import run\n"
-        "r = run(Cube(limit=150), engine='fast', progress=lambda st: print(st.get('note', ''), file=sys.stderr))\n"
-        "print(r.run_info['kernel'], r.distinct_states, r.generated_states)")
+CUBE = (
+    "import sys; sys.path.insert(0, 'tests')\n"
+    "from test_engine import Cube\n"
+    "from modelcheck.engine import run\n"
+    "r = run(Cube(limit=150), engine='fast', progress=lambda st: print(st.get('note', ''), file=sys.stderr))\n"
+    "print(r.run_info['kernel'], r.distinct_states, r.generated_states)"
+)
 
 
 @pytest.mark.slow
@@ -275,12 +323,13 @@ def test_a_first_run_switches_to_the_compiled_search_when_the_kernel_is_ready(tm
     states of a toy spec) starts the compiled search as soon as the child
     has compiled the kernel (seconds), with the same counts."""
     big = cli(code=CUBE, env={"MODELCHECK_CACHE": str(tmp_path)})
-    assert big.stdout == f"compiled {151 ** 3} {1 + 3 * 150 * 151 ** 2}\n"
+    assert big.stdout == f"compiled {151**3} {1 + 3 * 150 * 151**2}\n"
     assert "the kernel is compiled: the compiled search starts" in big.stderr
 
 
 def test_replace_at_is_the_same_in_both_executions():
     from modelcheck.engine.kernel_ops import replace_at as compiled
+
     assert replace_at((1, 2, 3), 1, 9) == compiled((1, 2, 3), 1, 9) == (1, 9, 3)
 
 
@@ -294,10 +343,13 @@ def test_a_spec_file_edited_after_import_is_not_compiled(tmp_path, monkeypatch):
     """The kernel compiles the source it reads from the file; if the file has
     changed since the interpreter loaded it, the two would differ."""
     module = tmp_path / "edited_spec.py"
-    module.write_text("from specs.kafka_elr import Kip966\n\n\nclass Edited(Kip966):\n"
-                      "    def hwm_may_advance(self, s):\n        return s.leader >= 0\n")
+    module.write_text(
+        "from specs.kafka_elr import Kip966\n\n\nclass Edited(Kip966):\n"
+        "    def hwm_may_advance(self, s):\n        return s.leader >= 0\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     import edited_spec  # type: ignore[import-not-found]
+
     module.write_text(module.read_text().replace("s.leader >= 0", "s.leader > 0"))
     spec = edited_spec.Edited(load({"max_records": 1}).config)
     with pytest.raises(KernelUnavailable, match=r"Edited.hwm_may_advance: its file has changed since it was imported"):

@@ -21,10 +21,23 @@ SCENARIOS = Path(__file__).parent.parent / "specs" / "scenarios"
 PROPAGATED = {"metadata": "propagated", "fence_cuts_data_plane": False}
 # everything but the two invariants a min ISR change breaks by itself
 # (ElectableAtLeastMinIsr at once when raised; NoAckedLoss's tolerance when lowered)
-MIN_ISR_CHANGE = {"max_records": 1, "max_unclean_shutdowns": 0, "max_min_isr_changes": 1,
-                  "invariants": ["TypeOK", "ElrDisjointIsr", "ElrOnlyUnderMinIsr", "ElrHasDataToHwm", "LeaderInIsr",
-                                 "LeaderUnfenced", "LogMatching", "RecoveringIsrSingleton", "NoAckedLoss",
-                                 "ConsistentRead"]}
+MIN_ISR_CHANGE = {
+    "max_records": 1,
+    "max_unclean_shutdowns": 0,
+    "max_min_isr_changes": 1,
+    "invariants": [
+        "TypeOK",
+        "ElrDisjointIsr",
+        "ElrOnlyUnderMinIsr",
+        "ElrHasDataToHwm",
+        "LeaderInIsr",
+        "LeaderUnfenced",
+        "LogMatching",
+        "RecoveringIsrSingleton",
+        "NoAckedLoss",
+        "ConsistentRead",
+    ],
+}
 
 
 def steps(config: dict, raw: list[dict]):
@@ -45,44 +58,69 @@ def test_atomic_metadata_has_no_views_no_updates_and_no_acting_broker():
 
 
 def test_a_deposed_leader_serves_on_its_stale_view_until_metadata_reaches_it():
-    reports = steps(PROPAGATED, [
-        {"action": "FenceBroker", "broker": 0, "leader": 1, "expect": {"leader": 1, "seen_leader": [0, 0, 0]}},
-        # broker 0 still believes it leads at epoch 0 and takes a record
-        {"action": "Produce", "acks": "1", "at": 0, "expect": {"log": [[[0, 1]], [], []]}},
-        # broker 2 still follows it, at epoch 0
-        {"action": "Fetch", "broker": 2, "expect": {"log": [[[0, 1]], [], [[0, 1]]]}},
-        {"action": "MetadataUpdate", "broker": 2, "expect": {"seen_leader": [0, 0, 1], "seen_epoch": [0, 0, 1]}}])
+    reports = steps(
+        PROPAGATED,
+        [
+            {"action": "FenceBroker", "broker": 0, "leader": 1, "expect": {"leader": 1, "seen_leader": [0, 0, 0]}},
+            # broker 0 still believes it leads at epoch 0 and takes a record
+            {"action": "Produce", "acks": "1", "at": 0, "expect": {"log": [[[0, 1]], [], []]}},
+            # broker 2 still follows it, at epoch 0
+            {"action": "Fetch", "broker": 2, "expect": {"log": [[[0, 1]], [], [[0, 1]]]}},
+            {"action": "MetadataUpdate", "broker": 2, "expect": {"seen_leader": [0, 0, 1], "seen_epoch": [0, 0, 1]}},
+        ],
+    )
     assert all(r.ok for r in reports)
     # broker 1 has not yet seen its own election: it does not lead, so broker 2 cannot fetch from it
-    after = steps(PROPAGATED, [{"action": "FenceBroker", "broker": 0, "leader": 1},
-                               {"action": "MetadataUpdate", "broker": 2},
-                               {"action": "Fetch", "broker": 2}])
+    after = steps(
+        PROPAGATED,
+        [
+            {"action": "FenceBroker", "broker": 0, "leader": 1},
+            {"action": "MetadataUpdate", "broker": 2},
+            {"action": "Fetch", "broker": 2},
+        ],
+    )
     assert [r.enabled for r in after] == [True, True, False]
 
 
 def test_fetch_is_refused_across_leader_epochs():
     """Broker 2 has seen epoch 1 (leader 1); broker 1 has too, and leads; broker 0,
     deposed, still answers at epoch 0 only: 2 fetches from 1, never from 0."""
-    reports = steps(PROPAGATED, [
-        {"action": "FenceBroker", "broker": 0, "leader": 1},
-        {"action": "Produce", "acks": "1", "at": 0},
-        {"action": "MetadataUpdate", "broker": 1},
-        {"action": "MetadataUpdate", "broker": 2},
-        {"action": "Produce", "acks": "1", "at": 1, "expect": {"log": [[[0, 1]], [[1, 2]], []]}},
-        {"action": "Fetch", "broker": 2, "expect": {"log": [[[0, 1]], [[1, 2]], [[1, 2]]]}}])
+    reports = steps(
+        PROPAGATED,
+        [
+            {"action": "FenceBroker", "broker": 0, "leader": 1},
+            {"action": "Produce", "acks": "1", "at": 0},
+            {"action": "MetadataUpdate", "broker": 1},
+            {"action": "MetadataUpdate", "broker": 2},
+            {"action": "Produce", "acks": "1", "at": 1, "expect": {"log": [[[0, 1]], [[1, 2]], []]}},
+            {"action": "Fetch", "broker": 2, "expect": {"log": [[[0, 1]], [[1, 2]], [[1, 2]]]}},
+        ],
+    )
     assert all(r.ok for r in reports)
 
 
 def test_a_new_leader_counts_a_follower_only_once_it_has_fetched_in_its_epoch():
-    common = [{"action": "Produce", "acks": "all", "at": 0}, {"action": "Fetch", "broker": 1},
-              {"action": "Fetch", "broker": 2}, {"action": "AdvanceHwm", "at": 0, "expect": {"acked": [1]}},
-              {"action": "FenceBroker", "broker": 0, "leader": 1}, {"action": "MetadataUpdate", "broker": 1},
-              {"action": "Produce", "acks": "all", "at": 1}]
+    common = [
+        {"action": "Produce", "acks": "all", "at": 0},
+        {"action": "Fetch", "broker": 1},
+        {"action": "Fetch", "broker": 2},
+        {"action": "AdvanceHwm", "at": 0, "expect": {"acked": [1]}},
+        {"action": "FenceBroker", "broker": 0, "leader": 1},
+        {"action": "MetadataUpdate", "broker": 1},
+        {"action": "Produce", "acks": "all", "at": 1},
+    ]
     config = {"metadata": "propagated", "max_records": 2}
     blocked = steps(config, [*common, {"action": "AdvanceHwm", "at": 1}])
     assert [r.enabled for r in blocked] == [True] * len(common) + [False]
-    caught_up = steps(config, [*common, {"action": "MetadataUpdate", "broker": 2}, {"action": "Fetch", "broker": 2},
-                               {"action": "AdvanceHwm", "at": 1, "expect": {"acked": [1, 2], "hwm": [1, 2, 0]}}])
+    caught_up = steps(
+        config,
+        [
+            *common,
+            {"action": "MetadataUpdate", "broker": 2},
+            {"action": "Fetch", "broker": 2},
+            {"action": "AdvanceHwm", "at": 1, "expect": {"acked": [1, 2], "hwm": [1, 2, 0]}},
+        ],
+    )
     assert all(r.ok for r in caught_up)
 
 
@@ -97,8 +135,10 @@ def test_a_raised_min_isr_the_leader_has_not_seen_loses_an_acked_record():
     assert all(r.ok for r in reports)
     assert [r.violated for r in reports][5] == ["ElrHasDataToHwm"] and reports[-1].state["leader"] == 2
     # atomic: the leader sees min ISR 3 at once and the HWM stays where it is
-    atomic = steps({**config, "metadata": "atomic"}, [
-        {k: v for k, v in s.items() if k not in ("at", "expect", "violates")} for s in raw[:6]])
+    atomic = steps(
+        {**config, "metadata": "atomic"},
+        [{k: v for k, v in s.items() if k not in ("at", "expect", "violates")} for s in raw[:6]],
+    )
     assert [r.enabled for r in atomic] == [True] * 5 + [False]
 
 
@@ -109,8 +149,14 @@ def test_a_min_isr_change_breaks_elr_data_only_when_brokers_lag(variant, states)
     assert atomic.holds and atomic.distinct_states == states
     lagging = run(load({**MIN_ISR_CHANGE, "variant": variant, "metadata": "propagated"}), engine="fast")
     assert (lagging.verdict, lagging.invariant, len(lagging.trace) - 1) == ("violated", "ElrHasDataToHwm", 6)
-    assert [s.action for s in lagging.trace[1:]] == ["AlterMinIsr", "Produce", "Fetch", "ShrinkIsr",
-                                                     "CommitAlterPartition", "AdvanceHwm"]
+    assert [s.action for s in lagging.trace[1:]] == [
+        "AlterMinIsr",
+        "Produce",
+        "Fetch",
+        "ShrinkIsr",
+        "CommitAlterPartition",
+        "AdvanceHwm",
+    ]
 
 
 @pytest.mark.slow
@@ -119,24 +165,42 @@ def test_propagated_holds_with_deposed_leaders_serving():
     assert r.holds and r.distinct_states == 462_528
     assert r.coverage["MetadataUpdate"] > 0
     assert {g for g, reached in r.goals.items() if reached} >= {
-        "DeposedLeaderAppends", "FollowerFetchesFromDeposedLeader", "ElrMemberElected", "StaleAlterPartitionRejected"}
-    assert not r.goals["LeaderActsOnStaleMinIsr"]      # no min ISR change in this config
+        "DeposedLeaderAppends",
+        "FollowerFetchesFromDeposedLeader",
+        "ElrMemberElected",
+        "StaleAlterPartitionRejected",
+    }
+    assert not r.goals["LeaderActsOnStaleMinIsr"]  # no min ISR change in this config
 
 
 def test_stories_name_the_deposed_leader_a_step_acts_on():
     spec = load(PROPAGATED)
-    states = [spec.describe(spec.init_states()[0])] + [r.state for r in steps(PROPAGATED, [
-        {"action": "FenceBroker", "broker": 0, "leader": 1}, {"action": "Produce", "acks": "1", "at": 0},
-        {"action": "Fetch", "broker": 2}])]
-    assert phrase("Produce", {"acks": "1", "at": 0}, states[1], states[2], {}) == \
-        "leader 0 (deposed: the controller's leader is 1) appends r1 (acks=1)"
+    states = [spec.describe(spec.init_states()[0])] + [
+        r.state
+        for r in steps(
+            PROPAGATED,
+            [
+                {"action": "FenceBroker", "broker": 0, "leader": 1},
+                {"action": "Produce", "acks": "1", "at": 0},
+                {"action": "Fetch", "broker": 2},
+            ],
+        )
+    ]
+    assert (
+        phrase("Produce", {"acks": "1", "at": 0}, states[1], states[2], {})
+        == "leader 0 (deposed: the controller's leader is 1) appends r1 (acks=1)"
+    )
     # whom broker 2 fetches from is the spec's answer on the raw state: deposed leader 0
     raw = spec.produce(spec.fence_broker(spec.init_states()[0], 0, 1), ACKS_1, 0)
     assert spec.describe(raw) == states[2]
-    assert phrase("Fetch", {"broker": 2}, states[2], states[3], spec.facts("Fetch", {"broker": 2}, raw)) == \
-        "broker 2 fetches from deposed leader 0 and holds [r1]"
+    assert (
+        phrase("Fetch", {"broker": 2}, states[2], states[3], spec.facts("Fetch", {"broker": 2}, raw))
+        == "broker 2 fetches from deposed leader 0 and holds [r1]"
+    )
     # under atomic metadata the views are constant (-1): a follower fetches from the leader
     atomic = load({})
     a = describe(atomic.init_states()[0])
-    assert phrase("Fetch", {"broker": 1}, a, a, atomic.facts("Fetch", {"broker": 1}, atomic.init_states()[0])) == \
-        "broker 1 fetches and holds nothing"
+    assert (
+        phrase("Fetch", {"broker": 1}, a, a, atomic.facts("Fetch", {"broker": 1}, atomic.init_states()[0]))
+        == "broker 1 fetches and holds nothing"
+    )

@@ -7,6 +7,8 @@ import tomllib
 
 import pytest
 from click.testing import CliRunner
+from derived_specs import ReassignmentKeepingDroppedElr
+from symmetry_classes import class_of, reachable
 
 from cli import main
 from modelcheck.config import ConfigError
@@ -15,8 +17,6 @@ from modelcheck.trace import apply_step
 from specs.kafka_elr import load
 from specs.kafka_elr.arguments import DESIGNATION
 from specs.kafka_elr.types import NO_LEADER, mask_of, members
-from derived_specs import ReassignmentKeepingDroppedElr
-from symmetry_classes import class_of, reachable
 
 # two replicas move within three brokers, once; one record, one unclean shutdown
 SMALL = dict(brokers=2, min_isr=2, spare_brokers=1, max_reassignments=1, max_records=1, max_fences=0)
@@ -47,8 +47,12 @@ def test_engines_and_symmetry_agree():
     verdict, on both engines."""
     plain = check("bfs", max_isr_shrinks=0)
     fast = check("fast", workers=2, max_isr_shrinks=0)
-    assert (fast.verdict, fast.distinct_states, fast.generated_states, fast.coverage) == \
-           (plain.verdict, plain.distinct_states, plain.generated_states, plain.coverage)
+    assert (fast.verdict, fast.distinct_states, fast.generated_states, fast.coverage) == (
+        plain.verdict,
+        plain.distinct_states,
+        plain.generated_states,
+        plain.coverage,
+    )
     sym, fast_sym = check("bfs", symmetry=True, max_isr_shrinks=0), check("fast", symmetry=True, max_isr_shrinks=0)
     assert sym.verdict == fast_sym.verdict == plain.verdict == "holds"
     assert sym.distinct_states == fast_sym.distinct_states < plain.distinct_states
@@ -59,13 +63,19 @@ def test_the_pre_kip966_rule_ends_a_reassignment_under_min_isr():
     while 0 -> 2 is under way; 1 leads alone, and cancelling leaves ISR {1}."""
     r = check(variant="reassignment-ignores-min-isr", max_isr_shrinks=0)
     assert (r.verdict, r.invariant) == ("violated", "ReassignmentKeepsMinIsr")
-    assert actions(r) == [("ReassignPartition", {"replicas": [0, 2]}), ("UncleanShutdown", {"broker": 0, "keep": 0}),
-                          ("FenceBroker", {"broker": 0, "leader": 1}), ("CancelReassignment", {})]
+    assert actions(r) == [
+        ("ReassignPartition", {"replicas": [0, 2]}),
+        ("UncleanShutdown", {"broker": 0, "keep": 0}),
+        ("FenceBroker", {"broker": 0, "leader": 1}),
+        ("CancelReassignment", {}),
+    ]
     last = r.trace[-1].state
     assert (members(last.replicas), members(last.isr), last.adding, last.removing) == ([0, 1], [1], 0, 0)
     story = load({**SMALL, "variant": "reassignment-ignores-min-isr"}).story(r.trace, r.invariant)
-    assert story.startswith("From the initial state (leader 0, ISR all of replicas {0,1}, spare {2}), "
-                            "an operator reassigns the partition to {0,2} (adding {2}, removing {1})")
+    assert story.startswith(
+        "From the initial state (leader 0, ISR all of replicas {0,1}, spare {2}), "
+        "an operator reassigns the partition to {0,2} (adding {2}, removing {1})"
+    )
 
 
 @pytest.mark.slow
@@ -77,10 +87,17 @@ def test_what_the_pre_kip966_rule_loses_within_the_tolerance():
     r = check(variant="reassignment-ignores-min-isr", invariants=["NoAckedLoss"])
     assert (r.verdict, r.invariant) == ("violated", "NoAckedLoss")
     assert actions(r) == [
-        ("Produce", {"acks": "all"}), ("ReassignPartition", {"replicas": [0, 2]}),
-        ("ExpandIsr", {"brokers": [2]}), ("CommitAlterPartition", {}), ("Fetch", {"broker": 2}),
-        ("ShrinkIsr", {"brokers": [1]}), ("CommitAlterPartition", {}), ("AdvanceHwm", {}),
-        ("CancelReassignment", {}), ("UncleanShutdown", {"broker": 0, "keep": 0})]
+        ("Produce", {"acks": "all"}),
+        ("ReassignPartition", {"replicas": [0, 2]}),
+        ("ExpandIsr", {"brokers": [2]}),
+        ("CommitAlterPartition", {}),
+        ("Fetch", {"broker": 2}),
+        ("ShrinkIsr", {"brokers": [1]}),
+        ("CommitAlterPartition", {}),
+        ("AdvanceHwm", {}),
+        ("CancelReassignment", {}),
+        ("UncleanShutdown", {"broker": 0, "keep": 0}),
+    ]
 
 
 def test_legacy_has_the_pre_kip966_rule_too():
@@ -91,8 +108,14 @@ def test_legacy_has_the_pre_kip966_rule_too():
 def test_a_reassignment_ends_unless_none_waits_for_an_operator():
     holds = check("fast", max_isr_shrinks=0, properties=["ReassignmentEnds"])
     assert holds.verdict == "holds" and holds.triggers["ReassignmentEnds"] > 0
-    stuck = check("fast", max_isr_shrinks=0, max_unclean_shutdowns=2, unclean_recovery_strategy="none",
-                  invariants=["TypeOK"], properties=["ReassignmentEnds"])
+    stuck = check(
+        "fast",
+        max_isr_shrinks=0,
+        max_unclean_shutdowns=2,
+        unclean_recovery_strategy="none",
+        invariants=["TypeOK"],
+        properties=["ReassignmentEnds"],
+    )
     assert (stuck.verdict, stuck.invariant) == ("violated", "ReassignmentEnds")
     looped = stuck.trace[stuck.loop].state
     assert looped.adding and looped.leader == NO_LEADER and looped.isr == looped.elr == 0
@@ -100,19 +123,20 @@ def test_a_reassignment_ends_unless_none_waits_for_an_operator():
 
 # ---- the rules, step by step ------------------------------------------------------------
 
+
 def test_completion_moves_the_partition_and_its_leader():
     spec = load({**SMALL, "brokers": 3, "spare_brokers": 1})
     s = spec.init_states()[0]
-    assert spec.reassign_partition(s, s.replicas) is None              # nothing to move
+    assert spec.reassign_partition(s, s.replicas) is None  # nothing to move
     t = spec.reassign_partition(s, mask_of([1, 2, 3]))
     assert (members(t.replicas), members(t.adding), members(t.removing)) == ([0, 1, 2, 3], [3], [0])
-    assert spec.reassign_partition(t, mask_of([0, 1, 3])) is None      # one at a time
-    assert spec.complete_reassignment(t, NO_LEADER) is None            # 3 is not in the ISR yet
+    assert spec.reassign_partition(t, mask_of([0, 1, 3])) is None  # one at a time
+    assert spec.complete_reassignment(t, NO_LEADER) is None  # 3 is not in the ISR yet
     t = t._replace(isr=mask_of([0, 1, 2, 3]), log=(5, 5, 5, 5), hwm=(1, 1, 1, 1))
-    assert spec.complete_reassignment(t, NO_LEADER) is None            # the leader 0 leaves: elect
+    assert spec.complete_reassignment(t, NO_LEADER) is None  # the leader 0 leaves: elect
     done = spec.complete_reassignment(t, 2)
     assert (done.leader, done.leader_epoch, members(done.replicas), members(done.isr)) == (2, 1, [1, 2, 3], [1, 2, 3])
-    assert (done.log[0], done.hwm[0], done.adding, done.removing) == (0, 0, 0, 0)   # 0's replica is deleted
+    assert (done.log[0], done.hwm[0], done.adding, done.removing) == (0, 0, 0, 0)  # 0's replica is deleted
     # cancelled instead: 3 leaves, 0 stays leader and keeps its epoch
     back = spec.cancel_reassignment(t, NO_LEADER)
     assert (back.leader, back.leader_epoch, members(back.replicas), members(back.isr)) == (0, 0, [0, 1, 2], [0, 1, 2])
@@ -124,10 +148,17 @@ def test_a_kept_leader_still_acks_what_it_appended_before_the_reassignment_ended
     reassignment bumped the epoch, the model failed it silently)."""
     spec = load({**SMALL, "acks": ["all"]})
     s = spec.init_states()[0]
-    for name, args in [("Produce", {}), ("ReassignPartition", {"replicas": [0, 2]}), ("Fetch", {"broker": 1}),
-                       ("Fetch", {"broker": 2}), ("ExpandIsr", {"brokers": [2]}), ("CommitAlterPartition", {}),
-                       ("CompleteReassignment", {}), ("AdvanceHwm", {})]:
-        (_, s), = apply_step(spec, s, name, args)
+    for name, args in [
+        ("Produce", {}),
+        ("ReassignPartition", {"replicas": [0, 2]}),
+        ("Fetch", {"broker": 1}),
+        ("Fetch", {"broker": 2}),
+        ("ExpandIsr", {"brokers": [2]}),
+        ("CommitAlterPartition", {}),
+        ("CompleteReassignment", {}),
+        ("AdvanceHwm", {}),
+    ]:
+        ((_, s),) = apply_step(spec, s, name, args)
     assert (s.leader, s.leader_epoch, members(s.replicas), members(s.acked)) == (0, 0, [0, 2], [1])
 
 
@@ -152,16 +183,21 @@ def test_elr_within_replicas_catches_a_missing_filter():
     assert check(**config).verdict == "holds"
     r = run(ReassignmentKeepingDroppedElr(load({**SMALL, **config}).config), engine="bfs")
     assert (r.verdict, r.invariant) == ("violated", "ElrWithinReplicas")
-    assert actions(r) == [("ReassignPartition", {"replicas": [0, 2]}), ("ExpandIsr", {"brokers": [2]}),
-                          ("CommitAlterPartition", {}), ("ShrinkIsr", {"brokers": [1, 2]}),
-                          ("CommitAlterPartition", {}), ("CancelReassignment", {})]
+    assert actions(r) == [
+        ("ReassignPartition", {"replicas": [0, 2]}),
+        ("ExpandIsr", {"brokers": [2]}),
+        ("CommitAlterPartition", {}),
+        ("ShrinkIsr", {"brokers": [1, 2]}),
+        ("CommitAlterPartition", {}),
+        ("CancelReassignment", {}),
+    ]
 
 
 def test_spare_brokers_neither_fetch_nor_join_the_isr():
     spec = load({**SMALL, "max_reassignments": 0})
     s = spec.produce(spec.init_states()[0], 1, NO_LEADER)
     assert spec.fetch(s, 2) is None and spec.fetch(s, 1) is not None
-    assert spec.caught_up(s._replace(isr=mask_of([0])), 0) == mask_of([1])      # not the spare 2
+    assert spec.caught_up(s._replace(isr=mask_of([0])), 0) == mask_of([1])  # not the spare 2
 
 
 def test_the_assignment_shows_only_where_it_can_change():
@@ -174,19 +210,33 @@ def test_the_assignment_shows_only_where_it_can_change():
 
 # ---- bad configs: one line, exit 2 -----------------------------------------------------
 
-@pytest.mark.parametrize("settings, message", [
-    (["brokers=5", "spare_brokers=4"], "config key 'spare_brokers': 4 with 5 brokers makes 9 (allowed: brokers + "
-                                       "spare_brokers <= 8)"),
-    (["spare_brokers=-1"], "config key 'spare_brokers'"),
-    (["max_reassignments=1", "variant=\"kafka-4\""], "config key 'max_reassignments': 1 with variant 'kafka-4' is "
-                                                     "not modelled (allowed: 0"),
-    (["max_reassignments=1", "metadata=\"propagated\""], "config key 'max_reassignments': 1 with metadata = "
-                                                         "\"propagated\" is not modelled"),
-    (["spare_brokers=1", "variant=\"kafka-4\""], "config key 'spare_brokers': 1 with variant 'kafka-4' is not "
-                                                 "modelled (allowed: 0"),
-    (["spare_brokers=1", "metadata=\"propagated\""], "config key 'spare_brokers': 1 with metadata = "
-                                                     "\"propagated\" is not modelled"),
-])
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        (
+            ["brokers=5", "spare_brokers=4"],
+            "config key 'spare_brokers': 4 with 5 brokers makes 9 (allowed: brokers + spare_brokers <= 8)",
+        ),
+        (["spare_brokers=-1"], "config key 'spare_brokers'"),
+        (
+            ["max_reassignments=1", 'variant="kafka-4"'],
+            "config key 'max_reassignments': 1 with variant 'kafka-4' is not modelled (allowed: 0",
+        ),
+        (
+            ["max_reassignments=1", 'metadata="propagated"'],
+            "config key 'max_reassignments': 1 with metadata = \"propagated\" is not modelled",
+        ),
+        (
+            ["spare_brokers=1", 'variant="kafka-4"'],
+            "config key 'spare_brokers': 1 with variant 'kafka-4' is not modelled (allowed: 0",
+        ),
+        (
+            ["spare_brokers=1", 'metadata="propagated"'],
+            "config key 'spare_brokers': 1 with metadata = \"propagated\" is not modelled",
+        ),
+    ],
+)
 def test_bad_reassignment_configs_exit_2_in_one_line(settings, message):
     args = ["check"] + [x for s in settings for x in ("--set", s)]
     r = CliRunner().invoke(main, args)

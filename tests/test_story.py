@@ -8,9 +8,9 @@ from __future__ import annotations
 import random
 
 import pytest
+from symmetry_classes import reachable
 
 from modelcheck.result import Step
-from symmetry_classes import reachable
 from specs.kafka_elr import VARIANTS, load
 
 TOLD = ("StartBroker", "CommitAlterPartition", "Fetch")
@@ -59,8 +59,12 @@ def test_a_crash_detected_at_registration_is_told_as_unclean():
     s3 = step(spec, s2, "StartBroker", broker=2)
     assert not spec.registration_is_clean(s2, 2)
     assert (s3.isr, s3.elr, s3.last_known_elr) == (s2.isr, s2.elr, s2.last_known_elr)
-    trace = [Step(None, {}, s0), Step("UncleanShutdown", {"broker": 2, "keep": 0}, s1),
-             Step("FenceBroker", {"broker": 2}, s2), Step("StartBroker", {"broker": 2}, s3)]
+    trace = [
+        Step(None, {}, s0),
+        Step("UncleanShutdown", {"broker": 2, "keep": 0}, s1),
+        Step("FenceBroker", {"broker": 2}, s2),
+        Step("StartBroker", {"broker": 2}, s3),
+    ]
     story = spec.story(trace, "NoAckedLoss")
     assert "broker 2 restarts and registers uncleanly (ISR {0,1}, ELR {})" in story, story
     assert "registers cleanly" not in story
@@ -82,8 +86,13 @@ def test_every_transition_of_a_small_config_is_told_as_the_spec_decides():
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 @pytest.mark.parametrize("metadata", ["atomic", "propagated"])
 def test_random_walks_are_told_as_each_variant_decides(variant, metadata):
-    config = {"variant": variant, "max_records": 2, "max_clean_shutdowns": 1, "max_unclean_shutdowns": 2,
-              "metadata": metadata}
+    config = {
+        "variant": variant,
+        "max_records": 2,
+        "max_clean_shutdowns": 1,
+        "max_unclean_shutdowns": 2,
+        "metadata": metadata,
+    }
     spec = load(config)
     rnd = random.Random(f"{variant}/{metadata}")
     seen: set = set()

@@ -19,6 +19,7 @@ import functools
 import re
 
 import pytest
+from test_tla_mirror import CONSTANT_OF, SPEC, TLA_DIR, need_tlc, py_state, read_cfg, tla_state
 
 from modelcheck.engine import run
 from modelcheck.result import Step
@@ -26,32 +27,40 @@ from modelcheck.tlc import cfg_properties, parse_output, run_tlc
 from modelcheck.trace import validate_lasso
 from specs.kafka_elr import load
 from specs.kafka_elr.invariants import CONTROLLER, REASSIGNMENT, REPLICATION, RESTARTS
-from test_tla_mirror import CONSTANT_OF, SPEC, TLA_DIR, need_tlc, py_state, read_cfg, tla_state
 
 LIVE = "liveness"
 
 # checked against TLC here (each a few seconds), with the verdict both give
-TESTED = {"small_none_leaderless": "violated", "small_none_restart": "violated",
-          "small_balanced_leaderless": "violated", "small_balanced_restart": "holds",
-          "small_balanced_lkelr": "holds", "small_legacy_hwm": "holds", "small_propagated_hwm": "holds",
-          "small_balanced_reassign": "holds", "small_none_reassign": "violated"}
+TESTED = {
+    "small_none_leaderless": "violated",
+    "small_none_restart": "violated",
+    "small_balanced_leaderless": "violated",
+    "small_balanced_restart": "holds",
+    "small_balanced_lkelr": "holds",
+    "small_legacy_hwm": "holds",
+    "small_propagated_hwm": "holds",
+    "small_balanced_reassign": "holds",
+    "small_none_reassign": "violated",
+}
 # measured in docs/tla.md (TLC: 6 to 50 s each)
-DOCUMENTED = {"none_leaderless", "none_restart", "balanced_restart", "balanced_lkelr",
-              "legacy_restart", "legacy_hwm"}
+DOCUMENTED = {"none_leaderless", "none_restart", "balanced_restart", "balanced_lkelr", "legacy_restart", "legacy_hwm"}
 
 ALL = sorted(p.stem for p in (TLA_DIR / LIVE).glob("*.cfg"))
 
 # the specification of each fairness set of invariants.py
-SPEC_OF_FAIRNESS = {frozenset(CONTROLLER): "ControllerSpec",
-                    frozenset(CONTROLLER + RESTARTS): "RestartsSpec",
-                    frozenset(CONTROLLER + REPLICATION + RESTARTS): "ReplicationSpec",
-                    frozenset(CONTROLLER + REPLICATION + RESTARTS + REASSIGNMENT): "ReassignmentSpec"}
+SPEC_OF_FAIRNESS = {
+    frozenset(CONTROLLER): "ControllerSpec",
+    frozenset(CONTROLLER + RESTARTS): "RestartsSpec",
+    frozenset(CONTROLLER + REPLICATION + RESTARTS): "ReplicationSpec",
+    frozenset(CONTROLLER + REPLICATION + RESTARTS + REASSIGNMENT): "ReassignmentSpec",
+}
 # and its conjuncts in KIP966.tla
-FAIRNESS_OF_SPEC = {"ControllerSpec": ["ControllerFairness"],
-                    "RestartsSpec": ["ControllerFairness", "RestartFairness"],
-                    "ReplicationSpec": ["ControllerFairness", "ReplicationFairness", "RestartFairness"],
-                    "ReassignmentSpec": ["ControllerFairness", "ReplicationFairness", "RestartFairness",
-                                         "ReassignmentFairness"]}
+FAIRNESS_OF_SPEC = {
+    "ControllerSpec": ["ControllerFairness"],
+    "RestartsSpec": ["ControllerFairness", "RestartFairness"],
+    "ReplicationSpec": ["ControllerFairness", "ReplicationFairness", "RestartFairness"],
+    "ReassignmentSpec": ["ControllerFairness", "ReplicationFairness", "RestartFairness", "ReassignmentFairness"],
+}
 
 
 def config_of(name: str) -> dict:
@@ -82,8 +91,11 @@ def test_liveness_cfg_matches_its_python_config(name):
     assert cfg_properties(text) == [prop]
     specification = re.search(r"^SPECIFICATION\s+(\w+)", text, re.M).group(1)
     # the variant's fairness: invariants.py's tuples less the actions it lacks
-    assert {specification} == {tla for fairness, tla in SPEC_OF_FAIRNESS.items()
-                               if {f for f in fairness if f.action in spec.actions} == set(spec.fairness[prop])}
+    assert {specification} == {
+        tla
+        for fairness, tla in SPEC_OF_FAIRNESS.items()
+        if {f for f in fairness if f.action in spec.actions} == set(spec.fairness[prop])
+    }
 
 
 def tla_definition(name: str) -> str:
@@ -97,8 +109,9 @@ def tla_definition(name: str) -> str:
 def test_tla_fairness_mirrors_protocol_py(specification):
     """Each specification's fairness names the actions of its Python tuples:
     AFair(b) under \\A b for weak("A", each="broker"), AFair for weak("A")."""
-    assert re.sub(r"\s+", " ", tla_definition(specification)).strip() == \
-        " /\\ ".join(["Spec"] + FAIRNESS_OF_SPEC[specification])
+    assert re.sub(r"\s+", " ", tla_definition(specification)).strip() == " /\\ ".join(
+        ["Spec"] + FAIRNESS_OF_SPEC[specification]
+    )
     (wanted,) = [fairness for fairness, spec in SPEC_OF_FAIRNESS.items() if spec == specification]
     found = set()
     for part in FAIRNESS_OF_SPEC[specification]:
@@ -106,12 +119,14 @@ def test_tla_fairness_mirrors_protocol_py(specification):
             found.add((action, "broker" if per_broker else None))
     assert found == {(f.action, f.each) for f in wanted}
     assert not any(f.strong for f in wanted)
-    for action, each in found:      # each fairness operator is WF of its action
+    for action, each in found:  # each fairness operator is WF of its action
         head = f"{action}Fair(b)" if each else f"{action}Fair"
         body = re.search(rf"^{re.escape(head)} == (.*)$", SPEC.read_text(), re.M).group(1)
         arg = "(b)" if each else ""
-        assert body == (f"[]<>~Moves({action}Next{'Of(St, b)' if each else '(St)'}) "
-                        f"\\/ []<><<{action}{'Of' if each else ''}{arg}>>_vars")
+        assert body == (
+            f"[]<>~Moves({action}Next{'Of(St, b)' if each else '(St)'}) "
+            f"\\/ []<><<{action}{'Of' if each else ''}{arg}>>_vars"
+        )
 
 
 @functools.cache
@@ -136,8 +151,9 @@ def replayed(spec, tlc: dict) -> tuple[list[Step], int]:
     steps = [Step(None, {}, init[0])]
 
     def step_to(want: tuple, action: str | None) -> Step:
-        found = [(n, a, t) for n, a, t in spec.successors(steps[-1].state)
-                 if py_state(t) == want and action in (None, n)]
+        found = [
+            (n, a, t) for n, a, t in spec.successors(steps[-1].state) if py_state(t) == want and action in (None, n)
+        ]
         assert found, f"no {action or 'step'} from TLC's state {len(steps)} to its next in the Python spec"
         return Step(*found[0])
 
@@ -161,7 +177,7 @@ def test_tlc_same_temporal_verdict(name):
         assert tlc["temporal"] and ours.loop is not None
         spec = load(config_of(name))
         steps, loop = replayed(spec, tlc)
-        validate_lasso(spec, steps, loop, ours.invariant)     # raises unless fair and violating
+        validate_lasso(spec, steps, loop, ours.invariant)  # raises unless fair and violating
 
 
 # ---- parsing TLC's temporal output (no Java) -----------------------------------------
@@ -196,7 +212,9 @@ def test_parse_output_temporal():
     assert stutter["actions"] == [None, "Tick", "Tock"]
     back = parse_output(LASSO.format(end="Back to state 2: <Tick line 9, col 1 to line 9, col 20 of module M>"))
     assert (back["trace_length"], back["loop"]) == (3, 1)
-    holds = parse_output("Model checking completed. No error has been found.\n"
-                         "5 states generated, 4 distinct states found, 0 states left on queue.\n")
+    holds = parse_output(
+        "Model checking completed. No error has been found.\n"
+        "5 states generated, 4 distinct states found, 0 states left on queue.\n"
+    )
     assert (holds["verdict"], holds["temporal"], holds["loop"]) == ("holds", False, None)
     assert cfg_properties("SPECIFICATION S\nPROPERTIES A\n  B \\* PROPERTY C\nINVARIANT I\n") == ["A", "B"]

@@ -19,41 +19,73 @@ import shlex
 from pathlib import Path
 
 import pytest
+from tools import need
 
 from modelcheck.config import parse_override
 from modelcheck.engine.bfs import check
-from modelcheck.tlc import INSTALL_HINT, ModelValue, TLCError, find_jar, parse_output, \
-    parse_states, parse_value, run_tlc
+from modelcheck.tlc import (
+    INSTALL_HINT,
+    ModelValue,
+    TLCError,
+    find_jar,
+    parse_output,
+    parse_states,
+    parse_value,
+    run_tlc,
+)
 from specs.kafka_elr import load, logs
 from specs.kafka_elr.types import NO_PROPOSAL, RECOVERY_NAMES, STATUS_NAMES, VARIABLES, members
-from tools import need
 
 
 def entries(log: int) -> tuple:
     return tuple(map(tuple, logs.entries(log)))
+
 
 TLA_DIR = Path(__file__).resolve().parent.parent / "specs" / "tla"
 SPEC = TLA_DIR / "KIP966.tla"
 
 # TLA+ constant <-> config key (docs/tla.md)
 CONSTANT_OF = {
-    "brokers": "N", "min_isr": "MinIsr", "max_records": "MaxRecords",
-    "max_unclean_shutdowns": "MaxUncleanShutdowns", "max_clean_shutdowns": "MaxCleanShutdowns",
-    "max_fences": "MaxFences", "max_isr_shrinks": "MaxIsrShrinks",
-    "max_min_isr_changes": "MaxMinIsrChanges", "max_admin_elections": "MaxAdminElections",
-    "variant": "Variant", "unclean_leader_election": "UncleanLeaderElection",
-    "unclean_recovery_strategy": "UncleanRecoveryStrategy", "acks": "Acks",
-    "fence_cuts_data_plane": "FenceCutsDataPlane", "metadata": "Metadata",
-    "spare_brokers": "Spare", "max_reassignments": "MaxReassignments",
+    "brokers": "N",
+    "min_isr": "MinIsr",
+    "max_records": "MaxRecords",
+    "max_unclean_shutdowns": "MaxUncleanShutdowns",
+    "max_clean_shutdowns": "MaxCleanShutdowns",
+    "max_fences": "MaxFences",
+    "max_isr_shrinks": "MaxIsrShrinks",
+    "max_min_isr_changes": "MaxMinIsrChanges",
+    "max_admin_elections": "MaxAdminElections",
+    "variant": "Variant",
+    "unclean_leader_election": "UncleanLeaderElection",
+    "unclean_recovery_strategy": "UncleanRecoveryStrategy",
+    "acks": "Acks",
+    "fence_cuts_data_plane": "FenceCutsDataPlane",
+    "metadata": "Metadata",
+    "spare_brokers": "Spare",
+    "max_reassignments": "MaxReassignments",
 }
 
 # seconds, not minutes, each (kip966_default takes minutes: docs/tla.md)
 # kip966_propagated is compared state by state (SAME_STATES, TLC's verdict
 # there): the reference engine's whole check of it takes a minute
-HOLDS = ["kip966_tiny", "kip966_small", "kip966_n2", "kip966_operators", "kip966_recovery",
-         "kip966_fenced_fetch", "legacy_no_unclean", "legacy_operators", "kip966_reassign"]
-VIOLATED = ["legacy_default", "kip966_two_unclean", "kip966_propagated_min_isr", "legacy_reassign",
-            "reassignment_ignores_min_isr"]
+HOLDS = [
+    "kip966_tiny",
+    "kip966_small",
+    "kip966_n2",
+    "kip966_operators",
+    "kip966_recovery",
+    "kip966_fenced_fetch",
+    "legacy_no_unclean",
+    "legacy_operators",
+    "kip966_reassign",
+]
+VIOLATED = [
+    "legacy_default",
+    "kip966_two_unclean",
+    "kip966_propagated_min_isr",
+    "legacy_reassign",
+    "reassignment_ignores_min_isr",
+]
 SAME_STATES = ["kip966_tiny", "kip966_small", "kip966_recovery", "kip966_propagated", "kip966_reassign"]
 
 
@@ -66,6 +98,7 @@ def need_tlc() -> None:
 
 # ---- the .cfg files ----------------------------------------------------------
 
+
 def read_cfg(name: str) -> tuple[dict, dict, list[str]]:
     """(the Python config of its header line, its CONSTANTS, its INVARIANTS)."""
     text = (TLA_DIR / f"{name}.cfg").read_text()
@@ -75,9 +108,12 @@ def read_cfg(name: str) -> tuple[dict, dict, list[str]]:
     words = shlex.split(command)[2:]
     config = dict(parse_override(w) for w in words if w != "--set")
     body = re.sub(r"\\\*.*$", "", text, flags=re.M)
-    constants = {m.group(1): parse_value(m.group(2))
-                 for m in re.finditer(r"^\s+(\w+)\s*=\s*(.+?)\s*$",
-                                      body.split("CONSTANTS", 1)[1].split("SPECIFICATION")[0], re.M)}
+    constants = {
+        m.group(1): parse_value(m.group(2))
+        for m in re.finditer(
+            r"^\s+(\w+)\s*=\s*(.+?)\s*$", body.split("CONSTANTS", 1)[1].split("SPECIFICATION")[0], re.M
+        )
+    }
     invariants = body.split("INVARIANTS", 1)[1].split()
     return config, constants, invariants
 
@@ -122,6 +158,7 @@ def test_cfg_matches_its_python_config(name):
 
 # ---- TLC against the reference engine ------------------------------------------
 
+
 @functools.cache
 def python_result(name: str):
     config, _, _ = read_cfg(name)
@@ -131,8 +168,7 @@ def python_result(name: str):
 @functools.cache
 def tlc_result(name: str) -> dict:
     """One TLC run per config (with a state dump for SAME_STATES)."""
-    return run_tlc(SPEC, TLA_DIR / f"{name}.cfg", workers=1, timeout=300,
-                   dump_states=name in SAME_STATES)
+    return run_tlc(SPEC, TLA_DIR / f"{name}.cfg", workers=1, timeout=300, dump_states=name in SAME_STATES)
 
 
 @pytest.mark.parametrize("name", HOLDS)
@@ -165,40 +201,101 @@ def test_tlc_same_violation_and_shortest_trace(name):
 
 def py_state(s) -> tuple:
     """A Python State in the TLA+ encoding (docs/tla.md)."""
+
     def fn(t):
         return tuple(enumerate(t))
-    return (s.leader, s.leader_epoch, frozenset(members(s.isr)), frozenset(members(s.elr)),
-            frozenset(members(s.last_known_elr)), s.last_known_leader,
-            RECOVERY_NAMES[s.leader_recovery], frozenset(members(s.fenced)), fn(s.broker_epoch),
-            s.min_isr, frozenset(members(s.replicas)), frozenset(members(s.adding)),
-            frozenset(members(s.removing)), fn(tuple(STATUS_NAMES[x] for x in s.status)), fn(s.clean_shutdown_epoch),
-            fn(tuple(map(entries, s.log))), fn(s.hwm),
-            None if s.pending_isr == NO_PROPOSAL else tuple((b, s.pending_epochs[b]) for b in members(s.pending_isr)),
-            bool(s.pending_stale), s.pending_from, fn(s.seen_leader), fn(s.seen_epoch),
-            fn(tuple(frozenset(members(m)) for m in s.seen_isr)), fn(s.seen_min_isr),
-            frozenset(members(s.acked)), frozenset(members(s.acks_all)), entries(s.exposed), s.produced,
-            s.unclean_shutdowns, s.clean_shutdowns, s.fences, s.isr_shrinks, s.min_isr_changes,
-            s.admin_elections, s.reassignments, bool(s.below_min_isr_reassigned))
+
+    return (
+        s.leader,
+        s.leader_epoch,
+        frozenset(members(s.isr)),
+        frozenset(members(s.elr)),
+        frozenset(members(s.last_known_elr)),
+        s.last_known_leader,
+        RECOVERY_NAMES[s.leader_recovery],
+        frozenset(members(s.fenced)),
+        fn(s.broker_epoch),
+        s.min_isr,
+        frozenset(members(s.replicas)),
+        frozenset(members(s.adding)),
+        frozenset(members(s.removing)),
+        fn(tuple(STATUS_NAMES[x] for x in s.status)),
+        fn(s.clean_shutdown_epoch),
+        fn(tuple(map(entries, s.log))),
+        fn(s.hwm),
+        None if s.pending_isr == NO_PROPOSAL else tuple((b, s.pending_epochs[b]) for b in members(s.pending_isr)),
+        bool(s.pending_stale),
+        s.pending_from,
+        fn(s.seen_leader),
+        fn(s.seen_epoch),
+        fn(tuple(frozenset(members(m)) for m in s.seen_isr)),
+        fn(s.seen_min_isr),
+        frozenset(members(s.acked)),
+        frozenset(members(s.acks_all)),
+        entries(s.exposed),
+        s.produced,
+        s.unclean_shutdowns,
+        s.clean_shutdowns,
+        s.fences,
+        s.isr_shrinks,
+        s.min_isr_changes,
+        s.admin_elections,
+        s.reassignments,
+        bool(s.below_min_isr_reassigned),
+    )
 
 
 def tla_state(d: dict) -> tuple:
     """A state TLC printed, in the same shape as py_state."""
+
     def fn(f):
         return tuple(sorted(f.items()))
+
     p = d["pending_isr"]
     if isinstance(p, ModelValue):
         p = None
-    elif isinstance(p, tuple):      # TLC prints a function on 1..k as a sequence
+    elif isinstance(p, tuple):  # TLC prints a function on 1..k as a sequence
         p = tuple((i + 1, v) for i, v in enumerate(p))
     else:
         p = fn(p)
-    return (d["leader"], d["leader_epoch"], d["isr"], d["elr"], d["last_known_elr"],
-            d["last_known_leader"], d["leader_recovery"], d["fenced"], fn(d["broker_epoch"]),
-            d["min_isr"], d["replicas"], d["adding"], d["removing"], fn(d["status"]), fn(d["clean_shutdown_epoch"]), fn(d["log"]), fn(d["hwm"]),
-            p, d["pending_stale"], d["pending_from"], fn(d["seen_leader"]), fn(d["seen_epoch"]),
-            fn(d["seen_isr"]), fn(d["seen_min_isr"]), d["acked"], d["acks_all"], d["exposed"], d["produced"], d["unclean_shutdowns"],
-            d["clean_shutdowns"], d["fences"], d["isr_shrinks"], d["min_isr_changes"],
-            d["admin_elections"], d["reassignments"], d["below_min_isr_reassigned"])
+    return (
+        d["leader"],
+        d["leader_epoch"],
+        d["isr"],
+        d["elr"],
+        d["last_known_elr"],
+        d["last_known_leader"],
+        d["leader_recovery"],
+        d["fenced"],
+        fn(d["broker_epoch"]),
+        d["min_isr"],
+        d["replicas"],
+        d["adding"],
+        d["removing"],
+        fn(d["status"]),
+        fn(d["clean_shutdown_epoch"]),
+        fn(d["log"]),
+        fn(d["hwm"]),
+        p,
+        d["pending_stale"],
+        d["pending_from"],
+        fn(d["seen_leader"]),
+        fn(d["seen_epoch"]),
+        fn(d["seen_isr"]),
+        fn(d["seen_min_isr"]),
+        d["acked"],
+        d["acks_all"],
+        d["exposed"],
+        d["produced"],
+        d["unclean_shutdowns"],
+        d["clean_shutdowns"],
+        d["fences"],
+        d["isr_shrinks"],
+        d["min_isr_changes"],
+        d["admin_elections"],
+        d["reassignments"],
+        d["below_min_isr_reassigned"],
+    )
 
 
 def python_states(spec) -> set:
@@ -228,17 +325,18 @@ def test_tlc_same_states(name):
     only_ours, only_theirs = ours - theirs, theirs - ours
     assert not only_ours and not only_theirs, (
         f"{len(only_ours)} states only in modelcheck, e.g. {sorted(only_ours, key=repr)[:1]}; "
-        f"{len(only_theirs)} only in TLC, e.g. {sorted(only_theirs, key=repr)[:1]}")
+        f"{len(only_theirs)} only in TLC, e.g. {sorted(only_theirs, key=repr)[:1]}"
+    )
 
 
 # ---- modelcheck.tlc without Java ---------------------------------------------------
+
 
 def test_parse_value():
     assert parse_value("(0 :> <<<<0, 1>>>> @@ 1 :> <<>>)") == {0: ((0, 1),), 1: ()}
     assert parse_value("0..2") == frozenset({0, 1, 2})
     assert parse_value("{}") == frozenset()
-    assert parse_value('[a |-> {1, -2}, b |-> "x\\"y", c |-> TRUE]') == \
-        {"a": frozenset({1, -2}), "b": 'x"y', "c": True}
+    assert parse_value('[a |-> {1, -2}, b |-> "x\\"y", c |-> TRUE]') == {"a": frozenset({1, -2}), "b": 'x"y', "c": True}
     assert parse_value("NoProposal") == ModelValue("NoProposal")
     with pytest.raises(TLCError):
         parse_value("<<1, 2")
@@ -264,11 +362,20 @@ Finished in 01s at (2026-01-01 00:00:01)
 
 def test_parse_output():
     r = parse_output(CANNED)
-    assert (r["verdict"], r["invariant"], r["distinct"], r["generated"], r["depth"]) == \
-        ("violated", "NoAckedLoss", 1001, 1234, 2)
+    assert (r["verdict"], r["invariant"], r["distinct"], r["generated"], r["depth"]) == (
+        "violated",
+        "NoAckedLoss",
+        1001,
+        1234,
+        2,
+    )
     assert r["trace_length"] == 2
     assert r["trace"] == [{"x": 0, "s": frozenset()}, {"x": 1, "s": frozenset({1})}]
-    holds = "Model checking completed. No error has been found.\n5 states generated, 4 distinct states found, 0 states left on queue.\nThe depth of the complete state graph search is 3.\n"
+    holds = (
+        "Model checking completed. No error has been found.\n"
+        "5 states generated, 4 distinct states found, 0 states left on queue.\n"
+        "The depth of the complete state graph search is 3.\n"
+    )
     assert parse_output(holds)["verdict"] == "holds"
     with pytest.raises(TLCError, match="without a verdict"):
         parse_output("Error: parse error in module M\n")

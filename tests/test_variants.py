@@ -17,7 +17,7 @@ from specs.kafka_elr.logs import from_entries
 from specs.kafka_elr.types import NO_LEADER, RECOVERING, bit, mask_of, members
 
 SCENARIOS = Path(__file__).parent.parent / "specs" / "scenarios"
-SMALL = {"max_records": 1}      # N=3, min_isr=2; one record keeps holding checks to seconds
+SMALL = {"max_records": 1}  # N=3, min_isr=2; one record keeps holding checks to seconds
 
 
 def verdict(config: dict) -> tuple[str | None, int | None, list]:
@@ -25,16 +25,30 @@ def verdict(config: dict) -> tuple[str | None, int | None, list]:
     return r.invariant, (len(r.trace) - 1 if r.trace else None), r.trace
 
 
-@pytest.mark.parametrize("variant, invariant, steps, actions", [
-    ("hwm-ignores-min-isr", "ElrHasDataToHwm", 4,
-     ["Produce", "ShrinkIsr", "CommitAlterPartition", "AdvanceHwm"]),
-    ("hwm-on-maximal-isr", "ElrHasDataToHwm", 6,       # the KIP's 3-replica example
-     ["Produce", "Fetch", "ShrinkIsr", "CommitAlterPartition", "ExpandIsr", "AdvanceHwm"]),
-    ("no-unclean-detection", "ElrHasDataToHwm", 7,
-     ["FenceBroker", "Produce", "Fetch", "AdvanceHwm", "UncleanShutdown", "FenceBroker", "StartBroker"]),
-    ("legacy", "NoAckedLoss", 7,
-     ["FenceBroker", "Produce", "Fetch", "AdvanceHwm", "ShrinkIsr", "CommitAlterPartition", "UncleanShutdown"]),
-])
+@pytest.mark.parametrize(
+    "variant, invariant, steps, actions",
+    [
+        ("hwm-ignores-min-isr", "ElrHasDataToHwm", 4, ["Produce", "ShrinkIsr", "CommitAlterPartition", "AdvanceHwm"]),
+        (
+            "hwm-on-maximal-isr",
+            "ElrHasDataToHwm",
+            6,  # the KIP's 3-replica example
+            ["Produce", "Fetch", "ShrinkIsr", "CommitAlterPartition", "ExpandIsr", "AdvanceHwm"],
+        ),
+        (
+            "no-unclean-detection",
+            "ElrHasDataToHwm",
+            7,
+            ["FenceBroker", "Produce", "Fetch", "AdvanceHwm", "UncleanShutdown", "FenceBroker", "StartBroker"],
+        ),
+        (
+            "legacy",
+            "NoAckedLoss",
+            7,
+            ["FenceBroker", "Produce", "Fetch", "AdvanceHwm", "ShrinkIsr", "CommitAlterPartition", "UncleanShutdown"],
+        ),
+    ],
+)
 def test_mutants_are_violated_with_a_pinned_shortest_trace(variant, invariant, steps, actions):
     found, length, trace = verdict({"variant": variant})
     assert (found, length) == (invariant, steps)
@@ -46,7 +60,7 @@ def test_the_maximal_isr_mutant_tells_the_kips_story():
     r = check(spec)
     last = spec.describe(r.trace[-1].state)
     assert last["isr"] == [0] and last["elr"] == [1, 2] and last["pending_isr"] == [0, 1]
-    assert last["hwm"][0] == 1 and last["log"][2] == []        # ELR member 2 lacks r1 below the HWM
+    assert last["hwm"][0] == 1 and last["log"][2] == []  # ELR member 2 lacks r1 below the HWM
     assert "ELR member(s) [2] lack data below the high watermark" in spec.story(r.trace, r.invariant)
 
 
@@ -75,26 +89,41 @@ def test_unclean_leader_election_maps_to_aggressive_which_breaks_the_electable_s
     r = check(spec)
     assert r.invariant == "ElectableAtLeastMinIsr" and r.trace[-1].action == "UncleanRecovery"
     last = spec.describe(r.trace[-1].state)
-    assert last["unclean_shutdowns"] == len(last["lost_unregistered"])    # none registered yet
+    assert last["unclean_shutdowns"] == len(last["lost_unregistered"])  # none registered yet
     assert last["leader_recovery"] == "RECOVERING" and last["elr"] == []
 
 
 def test_every_variant_is_registered():
-    assert set(VARIANTS) == {"kip966", "legacy", "kip966-elr-only", "kafka-4", "hwm-ignores-min-isr",
-                             "hwm-on-maximal-isr", "balanced-fixed-responses", "no-unclean-detection",
-                             "reassignment-ignores-min-isr"}
+    assert set(VARIANTS) == {
+        "kip966",
+        "legacy",
+        "kip966-elr-only",
+        "kafka-4",
+        "hwm-ignores-min-isr",
+        "hwm-on-maximal-isr",
+        "balanced-fixed-responses",
+        "no-unclean-detection",
+        "reassignment-ignores-min-isr",
+    }
 
 
 # ---- recovery strategies on a leaderless partition --------------------------------
 
+
 def leaderless(spec, *, isr=(), elr=(), last_known_elr=(), fenced=(), logs=None):
     s = spec.init_states()[0]
     logs = logs or ((), (), ())
-    return s._replace(leader=NO_LEADER, isr=mask_of(isr), elr=mask_of(elr), last_known_elr=mask_of(last_known_elr),
-                      fenced=mask_of(fenced), log=tuple(map(from_entries, logs)))
+    return s._replace(
+        leader=NO_LEADER,
+        isr=mask_of(isr),
+        elr=mask_of(elr),
+        last_known_elr=mask_of(last_known_elr),
+        fenced=mask_of(fenced),
+        log=tuple(map(from_entries, logs)),
+    )
 
 
-LOGS = (((0, 1),), (), ((0, 1), (0, 2)))        # broker 2 has the longest log
+LOGS = (((0, 1),), (), ((0, 1), (0, 2)))  # broker 2 has the longest log
 
 
 def winners(strategy: str, **kw) -> list[int]:
@@ -111,7 +140,7 @@ def test_balanced_waits_for_every_last_known_elr_member():
     assert winners("balanced", last_known_elr=[0, 1], fenced=[1], logs=LOGS) == []
     # all answered: the winner ranks at least as high as every LastKnownELR member
     assert winners("balanced", last_known_elr=[0, 1], logs=LOGS) == [0, 2]
-    assert winners("balanced", elr=[1], fenced=[1], logs=LOGS) == []        # a fenced ELR member: wait
+    assert winners("balanced", elr=[1], fenced=[1], logs=LOGS) == []  # a fenced ELR member: wait
 
 
 def test_aggressive_elects_from_whoever_answered():
@@ -126,6 +155,7 @@ def test_an_unclean_recovery_is_recovering_with_a_singleton_isr():
 
 
 # ---- the rejected alternative, on the KIP's own example ---------------------------
+
 
 def replay_file(name: str):
     config, raw = split_scenario(read_file(SCENARIOS / name), name)
@@ -147,11 +177,12 @@ def test_balanced_waits_and_elects_the_replica_that_kept_it():
 
 # ---- kafka-4: the shipped controller's rules --------------------------------------
 
+
 def test_kafka4_elects_deterministically_in_assignment_order():
     spec = load({"variant": "kafka-4"})
     s = spec.init_states()[0]
-    (args, t), = [(a, t) for a, t in spec.instances("FenceBroker", s) if a["broker"] == 0]
-    assert args == {"broker": 0, "leader": 1} and t.leader == 1      # the first valid replica, not any
+    ((args, t),) = [(a, t) for a, t in spec.instances("FenceBroker", s) if a["broker"] == 0]
+    assert args == {"broker": 0, "leader": 1} and t.leader == 1  # the first valid replica, not any
     kip = load({})
     assert [a["leader"] for a, _t in kip.instances("FenceBroker", s) if a["broker"] == 0] == [1, 2]
 
@@ -169,7 +200,7 @@ def test_kafka4_min_isr_change_wipes_the_elr():
     spec = load({"variant": "kafka-4", "max_min_isr_changes": 1})
     s = spec.init_states()[0]._replace(isr=bit(0), elr=mask_of([1, 2]))
     outcomes = {a["min_isr"]: t for a, t in spec.instances("AlterMinIsr", s)}
-    assert all(t.elr == 0 for t in outcomes.values())                 # even when min ISR rises
+    assert all(t.elr == 0 for t in outcomes.values())  # even when min ISR rises
     kip = load({"max_min_isr_changes": 1})
     assert {a["min_isr"]: t.elr for a, t in kip.instances("AlterMinIsr", s)} == {1: 0, 3: mask_of([1, 2])}
 

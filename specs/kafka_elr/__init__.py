@@ -21,23 +21,31 @@ def load(given: dict[str, Any]) -> Kip966:
     config = resolve(schema(), given)
     cls = VARIANTS[config["variant"]]
     if config["brokers"] + config["spare_brokers"] > MAX_BROKERS:
-        raise ConfigError(f"config key 'spare_brokers': {config['spare_brokers']} with {config['brokers']} brokers "
-                          f"makes {config['brokers'] + config['spare_brokers']} (allowed: brokers + spare_brokers "
-                          f"<= {MAX_BROKERS})")
+        raise ConfigError(
+            f"config key 'spare_brokers': {config['spare_brokers']} with {config['brokers']} brokers "
+            f"makes {config['brokers'] + config['spare_brokers']} (allowed: brokers + spare_brokers "
+            f"<= {MAX_BROKERS})"
+        )
     # kafka-4's elections and the propagated views were not written for brokers outside the replica set
     for key in ("max_reassignments", "spare_brokers"):
         if config[key] and (config["variant"] == "kafka-4" or config["metadata"] == "propagated"):
-            what = "variant 'kafka-4'" if config["variant"] == "kafka-4" else "metadata = \"propagated\""
-            raise ConfigError(f"config key {key!r}: {config[key]} with {what} is not modelled (allowed: 0; "
-                              f"reassignment runs on the other variants with atomic metadata)")
+            what = "variant 'kafka-4'" if config["variant"] == "kafka-4" else 'metadata = "propagated"'
+            raise ConfigError(
+                f"config key {key!r}: {config[key]} with {what} is not modelled (allowed: 0; "
+                f"reassignment runs on the other variants with atomic metadata)"
+            )
     names = config["invariants"]
     if names is not None:
         unknown = [x for x in names if x not in cls.invariants]
         if unknown:
-            raise ConfigError(f"config key 'invariants': {unknown[0]!r} is not an invariant of variant "
-                              f"{config['variant']!r} (allowed: {', '.join(cls.invariants)})")
+            raise ConfigError(
+                f"config key 'invariants': {unknown[0]!r} is not an invariant of variant "
+                f"{config['variant']!r} (allowed: {', '.join(cls.invariants)})"
+            )
     unknown = [x for x in config["properties"] or [] if x not in cls.properties]
     if unknown:
-        raise ConfigError(f"config key 'properties': {unknown[0]!r} is not a temporal property of variant "
-                          f"{config['variant']!r} (allowed: {', '.join(cls.properties) or 'none'})")
+        raise ConfigError(
+            f"config key 'properties': {unknown[0]!r} is not a temporal property of variant "
+            f"{config['variant']!r} (allowed: {', '.join(cls.properties) or 'none'})"
+        )
     return cls(config)

@@ -9,7 +9,7 @@ from modelcheck.spec import Param
 
 from .types import NO_LEADER, members
 
-PREFERRED_REPLICA = 0   # the first replica of the assignment
+PREFERRED_REPLICA = 0  # the first replica of the assignment
 ACKS_NAMES = ("1", "all")
 ACKS_1, ACKS_ALL = 0, 1
 ADMIN_TYPES = ("PREFERRED", "UNCLEAN", "LONGEST_LOG_AGGRESSIVE", "LONGEST_LOG_BALANCED", "DESIGNATION")

@@ -11,8 +11,22 @@ from modelcheck.spec import action
 
 from . import logs, rules
 from .arguments import ACKS, ACKS_ALL, AT, BROKER, BROKER_SET, ELECTED, KEEP
-from .types import (NO_EPOCH, NO_LEADER, NO_PROPOSAL, OFFLINE_CLEAN, OFFLINE_DIRTY, RECOVERING, RUNNING, State, bit,
-                    contains, running_mask, size, with_, without)
+from .types import (
+    NO_EPOCH,
+    NO_LEADER,
+    NO_PROPOSAL,
+    OFFLINE_CLEAN,
+    OFFLINE_DIRTY,
+    RECOVERING,
+    RUNNING,
+    State,
+    bit,
+    contains,
+    running_mask,
+    size,
+    with_,
+    without,
+)
 
 
 class Broker:
@@ -30,11 +44,14 @@ class Broker:
         if ld == NO_LEADER or not self.running(s, ld) or s.produced >= self.max_records:
             return None
         if acks == ACKS_ALL and size(self.isr_seen_by(s, ld)) < self.min_isr_seen_by(s, ld):
-            return None     # NOT_ENOUGH_REPLICAS
+            return None  # NOT_ENOUGH_REPLICAS
         record = s.produced + 1
         entry = logs.entry(self.epoch_seen_by(s, ld), record)
-        return s._replace(log=replace_at(s.log, ld, logs.append(s.log[ld], entry)),
-                          produced=record, acks_all=with_(s.acks_all, record) if acks == ACKS_ALL else s.acks_all)
+        return s._replace(
+            log=replace_at(s.log, ld, logs.append(s.log[ld], entry)),
+            produced=record,
+            acks_all=with_(s.acks_all, record) if acks == ACKS_ALL else s.acks_all,
+        )
 
     @action("Fetch", broker=BROKER)
     def fetch(self, s: State, b: int) -> State | None:
@@ -75,12 +92,15 @@ class Broker:
         for b in range(self.n):
             if contains(quorum, b) and b != ld:
                 if not self.follows(s, b, ld):
-                    return None     # it has not fetched in this epoch: its log end is unknown
+                    return None  # it has not fetched in this epoch: its log end is unknown
                 new = min(new, logs.common_prefix_len(s.log[b], lead_log))
         if new <= s.hwm[ld]:
             return None
-        return s._replace(hwm=replace_at(s.hwm, ld, new), acked=s.acked | self.newly_acked(s, ld, new),
-                          exposed=logs.prefix(lead_log, new) if new > logs.length(s.exposed) else s.exposed)
+        return s._replace(
+            hwm=replace_at(s.hwm, ld, new),
+            acked=s.acked | self.newly_acked(s, ld, new),
+            exposed=logs.prefix(lead_log, new) if new > logs.length(s.exposed) else s.exposed,
+        )
 
     def hwm_may_advance(self, s: State, ld: int) -> bool:
         """KIP-966: the HWM advances only while the committed ISR (not the
@@ -143,8 +163,7 @@ class Broker:
         """The leader proposes to add caught-up followers. A RECOVERING leader
         does not grow the ISR (KIP-704)."""
         ld = self.acting_leader(s, at)
-        if not self.may_propose(s, ld) or self.reported_recovery(s) == RECOVERING \
-                or group & ~self.caught_up(s, ld):
+        if not self.may_propose(s, ld) or self.reported_recovery(s) == RECOVERING or group & ~self.caught_up(s, ld):
             return None
         return self.propose(s, ld, self.isr_seen_by(s, ld) | group)
 
@@ -157,8 +176,12 @@ class Broker:
         outside = running_mask(s) & ~s.fenced & s.replicas & ~self.isr_seen_by(s, ld)
         found = 0
         for b in range(self.n):
-            if contains(outside, b) and logs.length(s.log[b]) >= floor and logs.is_prefix(s.log[b], lead_log) \
-                    and self.follows(s, b, ld):
+            if (
+                contains(outside, b)
+                and logs.length(s.log[b]) >= floor
+                and logs.is_prefix(s.log[b], lead_log)
+                and self.follows(s, b, ld)
+            ):
                 found |= bit(b)
         return found
 
@@ -167,15 +190,16 @@ class Broker:
     def unclean_shutdown(self, s: State, b: int, keep: int) -> State | None:
         """A broker's process dies; its unflushed suffix is lost (any `keep`
         entries survive). No CleanShutdownFile is written."""
-        if s.unclean_shutdowns >= self.max_unclean_shutdowns or not self.running(s, b) \
-                or keep > logs.length(s.log[b]):
+        if s.unclean_shutdowns >= self.max_unclean_shutdowns or not self.running(s, b) or keep > logs.length(s.log[b]):
             return None
         s = self.forgotten(s, b)
-        return s._replace(status=replace_at(s.status, b, OFFLINE_DIRTY),
-                          log=replace_at(s.log, b, logs.prefix(s.log[b], keep)),
-                          hwm=replace_at(s.hwm, b, min(s.hwm[b], keep)),
-                          clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, NO_EPOCH),
-                          unclean_shutdowns=s.unclean_shutdowns + 1)
+        return s._replace(
+            status=replace_at(s.status, b, OFFLINE_DIRTY),
+            log=replace_at(s.log, b, logs.prefix(s.log[b], keep)),
+            hwm=replace_at(s.hwm, b, min(s.hwm[b], keep)),
+            clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, NO_EPOCH),
+            unclean_shutdowns=s.unclean_shutdowns + 1,
+        )
 
     @action("CleanShutdown", broker=BROKER, leader=ELECTED)
     def clean_shutdown(self, s: State, b: int, leader: int) -> State | None:
@@ -183,9 +207,11 @@ class Broker:
         CleanShutdownFile, leadership moves, it leaves the ISR."""
         if s.clean_shutdowns >= self.max_clean_shutdowns or not self.running(s, b) or contains(s.fenced, b):
             return None
-        t = self.forgotten(s, b)._replace(status=replace_at(s.status, b, OFFLINE_CLEAN),
-                       clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, s.broker_epoch[b]),
-                       clean_shutdowns=s.clean_shutdowns + 1)
+        t = self.forgotten(s, b)._replace(
+            status=replace_at(s.status, b, OFFLINE_CLEAN),
+            clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, s.broker_epoch[b]),
+            clean_shutdowns=s.clean_shutdowns + 1,
+        )
         return self.remove_broker(t, b, leader)
 
     @action("StartBroker", broker=BROKER)
@@ -196,9 +222,11 @@ class Broker:
         gets a new broker epoch and stays fenced."""
         if not contains(s.fenced, b) or self.running(s, b):
             return None
-        t = s._replace(status=replace_at(s.status, b, RUNNING),
-                       broker_epoch=replace_at(s.broker_epoch, b, s.broker_epoch[b] + 1),
-                       clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, NO_EPOCH))
+        t = s._replace(
+            status=replace_at(s.status, b, RUNNING),
+            broker_epoch=replace_at(s.broker_epoch, b, s.broker_epoch[b] + 1),
+            clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, NO_EPOCH),
+        )
         if not self.registration_is_clean(s, b):
             t = self.unclean_registration(t, b)
         # it serves only once its metadata has caught up (BrokerServer waits for it)

@@ -10,8 +10,19 @@ from modelcheck.spec import action
 
 from . import rules
 from .arguments import BROKER, ELECTED, LEADER, STRATEGY_AGGRESSIVE, STRATEGY_BALANCED, STRATEGY_NONE
-from .types import (NO_LEADER, NO_PROPOSAL, RECOVERED, RECOVERING, State, bit, contains, running_mask, size, with_,
-                    without)
+from .types import (
+    NO_LEADER,
+    NO_PROPOSAL,
+    RECOVERED,
+    RECOVERING,
+    State,
+    bit,
+    contains,
+    running_mask,
+    size,
+    with_,
+    without,
+)
 
 
 class Controller:
@@ -47,11 +58,29 @@ class Controller:
         partition, the partition epoch moved on, and an AlterPartition in
         flight (made at the old one) is stale (Kafka: INVALID_UPDATE_VERSION).
         Only that equality matters, so the epoch itself is not kept."""
-        if t.pending_isr == NO_PROPOSAL or (t.leader, t.leader_epoch, t.isr, t.elr, t.last_known_elr,
-                                            t.last_known_leader, t.leader_recovery, t.replicas, t.adding,
-                                            t.removing) == \
-                (s.leader, s.leader_epoch, s.isr, s.elr, s.last_known_elr, s.last_known_leader, s.leader_recovery,
-                 s.replicas, s.adding, s.removing):
+        if t.pending_isr == NO_PROPOSAL or (
+            t.leader,
+            t.leader_epoch,
+            t.isr,
+            t.elr,
+            t.last_known_elr,
+            t.last_known_leader,
+            t.leader_recovery,
+            t.replicas,
+            t.adding,
+            t.removing,
+        ) == (
+            s.leader,
+            s.leader_epoch,
+            s.isr,
+            s.elr,
+            s.last_known_elr,
+            s.last_known_leader,
+            s.leader_recovery,
+            s.replicas,
+            s.adding,
+            s.removing,
+        ):
             return t
         return t._replace(pending_stale=1)
 
@@ -63,9 +92,11 @@ class Controller:
         if leader == s.leader:
             return s
         return self.no_proposal(s)._replace(
-            leader=leader, leader_epoch=s.leader_epoch + 1,
+            leader=leader,
+            leader_epoch=s.leader_epoch + 1,
             leader_recovery=RECOVERING if unclean else s.leader_recovery,
-            last_known_leader=NO_LEADER if leader != NO_LEADER else s.last_known_leader)
+            last_known_leader=NO_LEADER if leader != NO_LEADER else s.last_known_leader,
+        )
 
     def elect(self, s: State, c: int, unclean: bool) -> State:
         """Make `c` leader. Outside the ISR (an ELR or unclean choice) the ISR
@@ -110,8 +141,13 @@ class Controller:
     def alter_partition_valid(self, s: State) -> bool:
         """The controller accepts the AlterPartition in flight."""
         p = s.pending_isr
-        return (not s.pending_stale and contains(p, s.leader) and not p & s.fenced and self.epochs_current(s)
-                and not (self.reported_recovery(s) == RECOVERING and size(p) > 1))
+        return (
+            not s.pending_stale
+            and contains(p, s.leader)
+            and not p & s.fenced
+            and self.epochs_current(s)
+            and not (self.reported_recovery(s) == RECOVERING and size(p) > 1)
+        )
 
     def epochs_current(self, s: State) -> bool:
         """Every proposed member is still registered with the epoch the leader saw."""
@@ -149,7 +185,7 @@ class Controller:
         the ISR through the ELR update; if the ISR empties, it is the
         LastKnownLeader; if it led, elect in the same record."""
         if s.leader != b and leader != NO_LEADER:
-            return None     # nothing to elect
+            return None  # nothing to elect
         s = s._replace(fenced=with_(s.fenced, b))
         if contains(s.isr, b):
             s = self.change_isr(s, without(s.isr, b))
@@ -163,8 +199,12 @@ class Controller:
     def unclean_registration(self, s: State, b: int) -> State:
         """The controller has detected that `b` shut down uncleanly: KIP-966
         removes it from ISR and ELR; an ELR member goes to LastKnownELR."""
-        return self.recorded(s, s._replace(isr=without(s.isr, b), elr=without(s.elr, b),
-                                           last_known_elr=s.last_known_elr | (s.elr & bit(b))))
+        return self.recorded(
+            s,
+            s._replace(
+                isr=without(s.isr, b), elr=without(s.elr, b), last_known_elr=s.last_known_elr | (s.elr & bit(b))
+            ),
+        )
 
     # ---- elections and the unclean recovery manager ---------------------------------------
     @action("ElectLeader", leader=LEADER)
@@ -186,7 +226,7 @@ class Controller:
         if s.leader != NO_LEADER or strategy == STRATEGY_NONE or rules.clean_candidates(s.isr, s.elr, s.fenced):
             return 0
         if s.isr or (s.elr and strategy != STRATEGY_AGGRESSIVE):
-            return 0    # wait for the fenced ISR/ELR members to come back
+            return 0  # wait for the fenced ISR/ELR members to come back
         answered = running_mask(s) & ~s.fenced & s.replicas
         if strategy == STRATEGY_BALANCED:
             return self.balanced_winners(s, answered)
@@ -216,7 +256,12 @@ class Controller:
         """A RECOVERING leader finishes recovery (KIP-704: aborts open
         transactions, then tells the controller it is RECOVERED)."""
         ld = s.leader
-        if ld == NO_LEADER or s.leader_recovery != RECOVERING or not self.running(s, ld) \
-                or self.epoch_seen_by(s, ld) != s.leader_epoch or self.leader_seen_by(s, ld) != ld:
-            return None     # under "propagated", only once it knows it leads
+        if (
+            ld == NO_LEADER
+            or s.leader_recovery != RECOVERING
+            or not self.running(s, ld)
+            or self.epoch_seen_by(s, ld) != s.leader_epoch
+            or self.leader_seen_by(s, ld) != ld
+        ):
+            return None  # under "propagated", only once it knows it leads
         return self.recorded(s, s._replace(leader_recovery=RECOVERED))

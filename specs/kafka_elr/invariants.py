@@ -9,20 +9,35 @@ from modelcheck.spec import goal, invariant, leads_to, weak
 
 from . import logs, rules
 from .arguments import STRATEGY_BALANCED, STRATEGY_NONE
-from .types import (NO_LEADER, NO_PROPOSAL, OFFLINE_CLEAN, OFFLINE_DIRTY, RECOVERED, RECOVERING, RUNNING, State, bit,
-                    contains, lost_unregistered, proposed, running_mask, size)
+from .types import (
+    NO_LEADER,
+    NO_PROPOSAL,
+    OFFLINE_CLEAN,
+    OFFLINE_DIRTY,
+    RECOVERED,
+    RECOVERING,
+    RUNNING,
+    State,
+    bit,
+    contains,
+    lost_unregistered,
+    proposed,
+    running_mask,
+    size,
+)
 
 # ---- fairness: what the temporal properties assume keeps happening -----------------
 # (an action a variant lacks asks nothing; docs/model.md "Temporal properties")
 # the controller acts: it fences a broker that stops heartbeating (and, within
 # max_fences, one cut off), unfences a running registered one, elects, runs the
 # unclean recovery and answers AlterPartition requests
-CONTROLLER = (*weak("FenceBroker", "UnfenceBroker", each="broker"),
-              *weak("ElectLeader", "UncleanRecovery", "CommitAlterPartition"))
+CONTROLLER = (
+    *weak("FenceBroker", "UnfenceBroker", each="broker"),
+    *weak("ElectLeader", "UncleanRecovery", "CommitAlterPartition"),
+)
 # replication goes on: followers fetch, the leader advances its HWM, grows the
 # ISR and finishes a recovery; propagated metadata reaches every running broker
-REPLICATION = (*weak("Fetch", "MetadataUpdate", each="broker"),
-               *weak("AdvanceHwm", "ExpandIsr", "CompleteRecovery"))
+REPLICATION = (*weak("Fetch", "MetadataUpdate", each="broker"), *weak("AdvanceHwm", "ExpandIsr", "CompleteRecovery"))
 # a stopped broker comes back
 RESTARTS = weak("StartBroker", each="broker")
 # the controller completes a reassignment it may complete
@@ -39,11 +54,22 @@ class Properties:
         n = self.n
         # sets are bitmasks: their union is in 0..2^N-1 iff each is (a negative one makes it negative)
         sets = s.isr | s.elr | s.last_known_elr | s.fenced | proposed(s) | s.replicas
-        if not (-1 <= s.leader < n and -1 <= s.last_known_leader < n and s.leader_epoch >= 0
-                and 0 <= sets < 1 << n and 0 <= s.leader_recovery <= 1 and s.min_isr >= 1
-                and s.pending_isr >= NO_PROPOSAL
-                and len(s.broker_epoch) == len(s.status) == len(s.clean_shutdown_epoch) == len(s.log) == len(s.hwm)
-                == len(s.pending_epochs) == n):
+        if not (
+            -1 <= s.leader < n
+            and -1 <= s.last_known_leader < n
+            and s.leader_epoch >= 0
+            and 0 <= sets < 1 << n
+            and 0 <= s.leader_recovery <= 1
+            and s.min_isr >= 1
+            and s.pending_isr >= NO_PROPOSAL
+            and len(s.broker_epoch)
+            == len(s.status)
+            == len(s.clean_shutdown_epoch)
+            == len(s.log)
+            == len(s.hwm)
+            == len(s.pending_epochs)
+            == n
+        ):
             return False
         for b in range(n):
             if not (RUNNING <= s.status[b] <= OFFLINE_DIRTY and 0 <= s.hwm[b] <= logs.length(s.log[b])):
@@ -51,8 +77,11 @@ class Properties:
         # the assignment: ISR and leader are replicas; adding and removing
         # split the replicas beyond the original and the target sets
         leader = bit(s.leader) if s.leader != NO_LEADER else 0
-        return not (s.isr | leader | s.adding | s.removing) & ~s.replicas and not s.adding & s.removing \
+        return (
+            not (s.isr | leader | s.adding | s.removing) & ~s.replicas
+            and not s.adding & s.removing
             and size(s.replicas & ~s.adding) == size(s.replicas & ~s.removing) == self.rf
+        )
 
     @invariant("ElrDisjointIsr")
     def elr_disjoint_isr(self, s: State) -> bool:
@@ -105,7 +134,7 @@ class Properties:
         shutdown"."""
         if size(s.isr | s.elr) >= self.eff_min_isr(s):
             return True
-        return s.unclean_shutdowns - size(lost_unregistered(s)) > 0   # some unclean shutdown was detected
+        return s.unclean_shutdowns - size(lost_unregistered(s)) > 0  # some unclean shutdown was detected
 
     @invariant("LogMatching")
     def log_matching(self, s: State) -> bool:
@@ -194,8 +223,14 @@ class Properties:
     def recovering_survives_reelection(self, s: State, t: State) -> bool:
         """A leaderless RECOVERING partition elects a leader cleanly and stays
         RECOVERING (KIP-704: only the leader ends the recovery)."""
-        return s.leader == NO_LEADER and s.leader_recovery == RECOVERING and t.leader != NO_LEADER \
-            and t.leader_recovery == RECOVERING and t.leader_epoch == s.leader_epoch + 1 and s.isr | s.elr != 0
+        return (
+            s.leader == NO_LEADER
+            and s.leader_recovery == RECOVERING
+            and t.leader != NO_LEADER
+            and t.leader_recovery == RECOVERING
+            and t.leader_epoch == s.leader_epoch + 1
+            and s.isr | s.elr != 0
+        )
 
     @goal("CleanShutdownRegistersClean", "StartBroker")
     def clean_shutdown_registers_clean(self, s: State, t: State) -> bool:

@@ -32,15 +32,24 @@ class Kafka4(Kip966):
     unclean.leader.election.enable, the first live replica (unclean)."""
 
     variant = "kafka-4"
-    admin_types = (PREFERRED, UNCLEAN)          # ElectLeaders: ElectionType PREFERRED / UNCLEAN
+    admin_types = (PREFERRED, UNCLEAN)  # ElectLeaders: ElectionType PREFERRED / UNCLEAN
     # no unclean recovery manager in 4.0, and no separate end of recovery (reported_recovery)
     # no reassignment modelled for 4.0 (the config refuses max_reassignments > 0 here)
-    omit = frozenset({"UncleanRecovery", "CompleteRecovery", "RecoveryCompletes", *Kip966.RECOVERY_MANAGER,
-                      *Kip966.REASSIGNMENT_NAMES})
+    omit = frozenset(
+        {
+            "UncleanRecovery",
+            "CompleteRecovery",
+            "RecoveryCompletes",
+            *Kip966.RECOVERY_MANAGER,
+            *Kip966.REASSIGNMENT_NAMES,
+        }
+    )
 
     def enable_symmetry(self) -> None:
-        raise SymmetryError("--symmetry: kafka-4 elects the first valid replica in assignment order "
-                            "(PartitionChangeBuilder.electAnyLeader), so brokers are not interchangeable")
+        raise SymmetryError(
+            "--symmetry: kafka-4 elects the first valid replica in assignment order "
+            "(PartitionChangeBuilder.electAnyLeader), so brokers are not interchangeable"
+        )
 
     def alive(self, s: State, r: int) -> bool:
         """ReplicationControlManager's isAcceptableLeader: registered, unfenced,
@@ -70,7 +79,7 @@ class Kafka4(Kip966):
         leader, unclean = self.elect_in_build(s, target_isr, elr, election)
         isr = target_isr
         if leader != s.leader:
-            if leader != NO_LEADER and elr & bit(leader):     # an ELR election is clean
+            if leader != NO_LEADER and elr & bit(leader):  # an ELR election is clean
                 isr, elr = bit(leader), elr & ~bit(leader)
             if unclean:
                 isr = bit(leader)

@@ -15,8 +15,8 @@ from __future__ import annotations
 EMPTY = 0
 ENTRY_BITS = 8
 RECORD_BITS = 3
-MAX_RECORDS = (1 << RECORD_BITS) - 1        # 7
-MAX_EPOCH = (1 << ENTRY_BITS - RECORD_BITS) - 1     # 31
+MAX_RECORDS = (1 << RECORD_BITS) - 1  # 7
+MAX_EPOCH = (1 << ENTRY_BITS - RECORD_BITS) - 1  # 31
 
 
 def entry(epoch: int, record: int) -> int:

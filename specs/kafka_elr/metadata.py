@@ -52,8 +52,9 @@ class Metadata:
         """`ld` has seen the partition as the controller has it now (so an
         AlterPartition it makes carries the current partition epoch; the
         fields it does not see cannot change what it proposes)."""
-        return not self.propagated or (s.seen_leader[ld] == s.leader and s.seen_epoch[ld] == s.leader_epoch
-                                       and s.seen_isr[ld] == s.isr)
+        return not self.propagated or (
+            s.seen_leader[ld] == s.leader and s.seen_epoch[ld] == s.leader_epoch and s.seen_isr[ld] == s.isr
+        )
 
     def delivered(self, s: State, b: int, with_min_isr: bool) -> State:
         """`s` once broker b has the controller's latest partition metadata
@@ -61,18 +62,23 @@ class Metadata:
         AlterPartition response carries only the partition)."""
         leads = s.leader == b
         min_isr = (s.min_isr if with_min_isr else s.seen_min_isr[b]) if leads else 0
-        return s._replace(seen_leader=replace_at(s.seen_leader, b, s.leader),
-                          seen_epoch=replace_at(s.seen_epoch, b, s.leader_epoch),
-                          seen_isr=replace_at(s.seen_isr, b, s.isr if leads else 0),
-                          seen_min_isr=replace_at(s.seen_min_isr, b, min_isr))
+        return s._replace(
+            seen_leader=replace_at(s.seen_leader, b, s.leader),
+            seen_epoch=replace_at(s.seen_epoch, b, s.leader_epoch),
+            seen_isr=replace_at(s.seen_isr, b, s.isr if leads else 0),
+            seen_min_isr=replace_at(s.seen_min_isr, b, min_isr),
+        )
 
     def forgotten(self, s: State, b: int) -> State:
         """`s` with broker b's view dropped (it stopped; it catches up when it starts)."""
         if not self.propagated:
             return s
-        return s._replace(seen_leader=replace_at(s.seen_leader, b, NO_LEADER),
-                          seen_epoch=replace_at(s.seen_epoch, b, 0), seen_isr=replace_at(s.seen_isr, b, 0),
-                          seen_min_isr=replace_at(s.seen_min_isr, b, 0))
+        return s._replace(
+            seen_leader=replace_at(s.seen_leader, b, NO_LEADER),
+            seen_epoch=replace_at(s.seen_epoch, b, 0),
+            seen_isr=replace_at(s.seen_isr, b, 0),
+            seen_min_isr=replace_at(s.seen_min_isr, b, 0),
+        )
 
     # ---- the metadata log reaches a broker ------------------------------------------------
     @action("MetadataUpdate", broker=RECEIVER)
@@ -83,7 +89,11 @@ class Metadata:
         if not self.running(s, b):
             return None
         t = self.delivered(s, b, True)
-        if t.seen_leader[b] == s.seen_leader[b] and t.seen_epoch[b] == s.seen_epoch[b] \
-                and t.seen_isr[b] == s.seen_isr[b] and t.seen_min_isr[b] == s.seen_min_isr[b]:
+        if (
+            t.seen_leader[b] == s.seen_leader[b]
+            and t.seen_epoch[b] == s.seen_epoch[b]
+            and t.seen_isr[b] == s.seen_isr[b]
+            and t.seen_min_isr[b] == s.seen_min_isr[b]
+        ):
             return None
         return t

@@ -9,8 +9,19 @@ from modelcheck.ops import lowest_bit, replace_at
 from modelcheck.spec import action
 
 from . import logs, rules
-from .arguments import (ADMIN_TYPE, DESIGNATION, ELECTED, LONGEST_LOG_AGGRESSIVE, MIN_ISR, PREFERRED,
-                        PREFERRED_REPLICA, STRATEGY_AGGRESSIVE, STRATEGY_BALANCED, TARGET, UNCLEAN)
+from .arguments import (
+    ADMIN_TYPE,
+    DESIGNATION,
+    ELECTED,
+    LONGEST_LOG_AGGRESSIVE,
+    MIN_ISR,
+    PREFERRED,
+    PREFERRED_REPLICA,
+    STRATEGY_AGGRESSIVE,
+    STRATEGY_BALANCED,
+    TARGET,
+    UNCLEAN,
+)
 from .types import NO_LEADER, State, contains, size
 
 
@@ -28,15 +39,24 @@ class Operators:
         s = s._replace(admin_elections=s.admin_elections + 1)
         p = PREFERRED_REPLICA
         if kind == PREFERRED:
-            if leader != NO_LEADER or desired != NO_LEADER or s.leader == p or not contains(s.isr, p) \
-                    or not self.unfenced(s, p):
+            if (
+                leader != NO_LEADER
+                or desired != NO_LEADER
+                or s.leader == p
+                or not contains(s.isr, p)
+                or not self.unfenced(s, p)
+            ):
                 return None
             return self.elect(s, p, False)
         if s.leader != NO_LEADER:
             return None
         if kind == DESIGNATION:
-            if leader != NO_LEADER or desired == NO_LEADER or not self.unfenced(s, desired) \
-                    or not contains(s.replicas, desired):
+            if (
+                leader != NO_LEADER
+                or desired == NO_LEADER
+                or not self.unfenced(s, desired)
+                or not contains(s.replicas, desired)
+            ):
                 return None
             return self.elect(s, desired, not contains(s.isr | s.elr, desired))
         if desired != NO_LEADER or leader == NO_LEADER:
@@ -75,8 +95,15 @@ class Operators:
         and join the ISR through the leader's AlterPartition as any follower."""
         if s.reassignments >= self.max_reassignments or s.adding | s.removing or target == s.replicas:
             return None
-        return self.recorded(s, s._replace(replicas=s.replicas | target, adding=target & ~s.replicas,
-                                           removing=s.replicas & ~target, reassignments=s.reassignments + 1))
+        return self.recorded(
+            s,
+            s._replace(
+                replicas=s.replicas | target,
+                adding=target & ~s.replicas,
+                removing=s.replicas & ~target,
+                reassignments=s.reassignments + 1,
+            ),
+        )
 
     @action("CompleteReassignment", leader=ELECTED)
     def complete_reassignment(self, s: State, leader: int) -> State | None:
@@ -119,7 +146,7 @@ class Operators:
         led = s.leader
         moved = led != NO_LEADER and contains(dropped, led)
         if not moved and leader != NO_LEADER:
-            return None     # nothing to elect
+            return None  # nothing to elect
         final = s.replicas & ~dropped
         t = self.change_isr(s._replace(replicas=final, adding=0, removing=0), s.isr & ~dropped)
         log, hwm = s.log, s.hwm
@@ -127,10 +154,14 @@ class Operators:
             if contains(dropped, b):
                 log, hwm = replace_at(log, b, logs.EMPTY), replace_at(hwm, b, 0)
         lkl = s.last_known_leader
-        t = t._replace(elr=t.elr & final, last_known_elr=t.last_known_elr & final, log=log, hwm=hwm,
-                       last_known_leader=NO_LEADER if lkl != NO_LEADER and contains(dropped, lkl) else lkl,
-                       below_min_isr_reassigned=1 if size(t.isr) < self.eff_min_isr(s)
-                       else s.below_min_isr_reassigned)
+        t = t._replace(
+            elr=t.elr & final,
+            last_known_elr=t.last_known_elr & final,
+            log=log,
+            hwm=hwm,
+            last_known_leader=NO_LEADER if lkl != NO_LEADER and contains(dropped, lkl) else lkl,
+            below_min_isr_reassigned=1 if size(t.isr) < self.eff_min_isr(s) else s.below_min_isr_reassigned,
+        )
         if moved:
             return self.reelect(t, leader)
         return self.no_proposal(t)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from . import logs
 from .types import ITF_TYPES, NO_LEADER, PER_BROKER, State, bit, describe, lost_unregistered, members
@@ -15,10 +15,21 @@ DOWN = {"OFFLINE_DIRTY": "down:dirty", "OFFLINE_CLEAN": "down:clean"}
 
 class KafkaPresentation:
     # what trace_row shows; other variables appear when they change
-    trace_columns = ("leader", "leader_epoch", "isr", "elr", "last_known_elr", "hwm", "log", "fenced",
-                     "status", "acked")
-    trace_legend = ("rN@E: record N written in leader epoch E (coloured by epoch); ✓ acked; "
-                    "| the broker's high watermark")
+    trace_columns: ClassVar[tuple[str, ...]] = (
+        "leader",
+        "leader_epoch",
+        "isr",
+        "elr",
+        "last_known_elr",
+        "hwm",
+        "log",
+        "fenced",
+        "status",
+        "acked",
+    )
+    trace_legend = (
+        "rN@E: record N written in leader epoch E (coloured by epoch); ✓ acked; | the broker's high watermark"
+    )
     itf_types = ITF_TYPES
 
     def trace_row(self, d: dict[str, Any]) -> tuple[dict[str, list], dict[str, list]]:
@@ -31,14 +42,18 @@ class KafkaPresentation:
         return columns, {f"b{b}": self.lane(d, b) for b in range(len(d["log"]))}
 
     def lane(self, d: dict[str, Any], b: int) -> list[tuple[str, str]]:
-        tags = [("leader", "bold #1f77b4", d["leader"] == b), ("isr", "#2ca02c", b in d["isr"]),
-                ("elr", "#9467bd", b in d["elr"]), ("lkelr", "#9467bd", b in d["last_known_elr"]),
-                ("fenced", "bold #d62728", b in d["fenced"]),
-                # a reassignment (the replica set is shown only when one may happen)
-                ("adding", "bold #17becf", b in d.get("adding", ())),
-                ("removing", "bold #ff7f0e", b in d.get("removing", ())),
-                ("no replica", "dim", "replicas" in d and b not in d["replicas"]),
-                (DOWN.get(d["status"][b], ""), "bold #d62728", d["status"][b] in DOWN)]
+        tags = [
+            ("leader", "bold #1f77b4", d["leader"] == b),
+            ("isr", "#2ca02c", b in d["isr"]),
+            ("elr", "#9467bd", b in d["elr"]),
+            ("lkelr", "#9467bd", b in d["last_known_elr"]),
+            ("fenced", "bold #d62728", b in d["fenced"]),
+            # a reassignment (the replica set is shown only when one may happen)
+            ("adding", "bold #17becf", b in d.get("adding", ())),
+            ("removing", "bold #ff7f0e", b in d.get("removing", ())),
+            ("no replica", "dim", "replicas" in d and b not in d["replicas"]),
+            (DOWN.get(d["status"][b], ""), "bold #d62728", d["status"][b] in DOWN),
+        ]
         cell = [part for tag, style, on in tags if on for part in ((tag, style), (" ", ""))]
         log, hwm = d["log"][b], d["hwm"][b]
         if not log:
@@ -47,8 +62,10 @@ class KafkaPresentation:
             if k == hwm:
                 cell += [("|", "bold"), (" ", "")]
             acked = "✓" if record in d["acked"] else ""
-            cell += [(f"r{record}@{epoch}{acked}", f"#000000 on {EPOCH_COLOURS[epoch % len(EPOCH_COLOURS)]}"),
-                     (" ", "")]
+            cell += [
+                (f"r{record}@{epoch}{acked}", f"#000000 on {EPOCH_COLOURS[epoch % len(EPOCH_COLOURS)]}"),
+                (" ", ""),
+            ]
         return cell + [("|", "bold")] if hwm == len(log) else cell[:-1]
 
     def format_value(self, name: str, value: Any) -> str:
@@ -65,46 +82,57 @@ class KafkaPresentation:
         d = describe(s)
         if invariant == "NoAckedLoss":
             electable = s.isr | s.elr | (bit(s.leader) if s.leader != NO_LEADER else 0)
-            lost = [r for r in members(s.acked)
-                    if not any(logs.records(s.log[b]) & bit(r) for b in members(electable))]
+            lost = [r for r in members(s.acked) if not any(logs.records(s.log[b]) & bit(r) for b in members(electable))]
             holders = {r: [b for b in range(len(s.log)) if logs.records(s.log[b]) & bit(r)] for r in lost}
-            return ("acked record(s) " + ", ".join(f"r{r}" for r in lost)
-                    + f" are on no replica the controller may elect cleanly (leader {s.leader}, "
-                    f"ISR {d['isr']}, ELR {d['elr']}); still held by "
-                    + "; ".join(f"r{r}: brokers {h or 'none'}" for r, h in holders.items()))
+            return (
+                "acked record(s) "
+                + ", ".join(f"r{r}" for r in lost)
+                + f" are on no replica the controller may elect cleanly (leader {s.leader}, "
+                f"ISR {d['isr']}, ELR {d['elr']}); still held by "
+                + "; ".join(f"r{r}: brokers {h or 'none'}" for r, h in holders.items())
+            )
         if invariant == "ConsistentRead":
-            return (f"leader {s.leader} does not hold what consumers may already have read "
-                    f"({self.format_value('exposed', d['exposed'])}): its log is "
-                    f"{self.format_value('exposed', d['log'][s.leader])}")
+            return (
+                f"leader {s.leader} does not hold what consumers may already have read "
+                f"({self.format_value('exposed', d['exposed'])}): its log is "
+                f"{self.format_value('exposed', d['log'][s.leader])}"
+            )
         if invariant == "ElrHasDataToHwm":
             bad = [b for b in members(s.elr & ~lost_unregistered(s)) if not logs.is_prefix(s.exposed, s.log[b])]
-            return (f"ELR member(s) {bad} lack data below the high watermark "
-                    f"({self.format_value('exposed', d['exposed'])})")
+            return (
+                f"ELR member(s) {bad} lack data below the high watermark ({self.format_value('exposed', d['exposed'])})"
+            )
         simple = {
             "LeaderUnfenced": f"leader {s.leader} is fenced (fenced: {d['fenced']}): the controller elected a broker "
-                              f"it had not unfenced",
+            f"it had not unfenced",
             "LeaderInIsr": f"leader {s.leader} is not in the ISR {d['isr']}",
             "ElrDisjointIsr": f"broker(s) {members(s.isr & s.elr)} are in both ISR {d['isr']} and ELR {d['elr']}",
             "ElrOnlyUnderMinIsr": f"ELR {d['elr']} is not empty while the ISR {d['isr']} has min ISR "
-                                  f"({self.eff_min_isr(s)}) members",
+            f"({self.eff_min_isr(s)}) members",
             "ElectableAtLeastMinIsr": f"ISR {d['isr']} + ELR {d['elr']} is below min ISR "
-                                      f"({self.eff_min_isr(s)}) and no unclean shutdown has been registered",
+            f"({self.eff_min_isr(s)}) and no unclean shutdown has been registered",
             "ElrWithinReplicas": f"ELR {d['elr']} or LastKnownELR {d['last_known_elr']} names a broker outside "
-                                 f"the replica set {d['replicas']}",
+            f"the replica set {d['replicas']}",
             "ReassignmentKeepsMinIsr": f"a reassignment ended with ISR {d['isr']}, below min ISR "
-                                       f"({self.eff_min_isr(s)})",
+            f"({self.eff_min_isr(s)})",
             "RecoveringIsrSingleton": f"the partition is RECOVERING with leader {s.leader} and ISR {d['isr']}",
         }
         if invariant in simple:
             return simple[invariant]
         down = [b for b, st in enumerate(d["status"]) if st != "RUNNING"]
         if invariant.startswith("Leaderless") or invariant == "BalancedElectsOnceLastKnownElrIsBack":
-            return (f"the partition stays without a leader for ever: ISR {d['isr']}, ELR {d['elr']}, "
-                    f"LastKnownELR {d['last_known_elr']}, fenced {d['fenced']}, not running {down}")
+            return (
+                f"the partition stays without a leader for ever: ISR {d['isr']}, ELR {d['elr']}, "
+                f"LastKnownELR {d['last_known_elr']}, fenced {d['fenced']}, not running {down}"
+            )
         if invariant == "ReassignmentEnds":
-            return (f"the reassignment (adding {d['adding']}, removing {d['removing']}) never ends: ISR {d['isr']}, "
-                    f"leader {s.leader}, fenced {d['fenced']}, not running {down}")
+            return (
+                f"the reassignment (adding {d['adding']}, removing {d['removing']}) never ends: ISR {d['isr']}, "
+                f"leader {s.leader}, fenced {d['fenced']}, not running {down}"
+            )
         if invariant == "HwmAdvancesAtMinIsr":
-            return (f"leader {s.leader}'s HWM stays at {d['hwm'][s.leader]} below its log end "
-                    f"{len(d['log'][s.leader])} for ever with ISR {d['isr']} at min ISR {d['min_isr']}")
-        return super().explain(invariant, s)
+            return (
+                f"leader {s.leader}'s HWM stays at {d['hwm'][s.leader]} below its log end "
+                f"{len(d['log'][s.leader])} for ever with ISR {d['isr']} at min ISR {d['min_isr']}"
+            )
+        return super().explain(invariant, s)  # type: ignore[misc]  # Spec's, after this mixin in Kip966's MRO

@@ -20,8 +20,17 @@ from modelcheck.ops import popcount
 from modelcheck.spec import Field, Spec, SymmetryError
 
 from . import logs
-from .arguments import (ACKS_NAMES, DESIGNATION, LONGEST_LOG_AGGRESSIVE, LONGEST_LOG_BALANCED, PREFERRED,
-                        PREFERRED_REPLICA, STRATEGIES, STRATEGY_AGGRESSIVE, UNCLEAN)
+from .arguments import (
+    ACKS_NAMES,
+    DESIGNATION,
+    LONGEST_LOG_AGGRESSIVE,
+    LONGEST_LOG_BALANCED,
+    PREFERRED,
+    PREFERRED_REPLICA,
+    STRATEGIES,
+    STRATEGY_AGGRESSIVE,
+    UNCLEAN,
+)
 from .broker import Broker
 from .controller import Controller
 from .invariants import Properties
@@ -29,8 +38,21 @@ from .metadata import Metadata
 from .operators import Operators
 from .presentation import KafkaPresentation
 from .story import KafkaStory
-from .types import (ALWAYS, NO_EPOCH, NO_LEADER, NO_PROPOSAL, PROPAGATED, REASSIGNING, RECOVERED, RUNNING, State,
-                    class_size, describe, members, symmetric_representative)
+from .types import (
+    ALWAYS,
+    NO_EPOCH,
+    NO_LEADER,
+    NO_PROPOSAL,
+    PROPAGATED,
+    REASSIGNING,
+    RECOVERED,
+    RUNNING,
+    State,
+    class_size,
+    describe,
+    members,
+    symmetric_representative,
+)
 from .types import layout as declared_layout
 
 
@@ -41,7 +63,16 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
     abstract = False
     variant = "kip966"
     state_type = State
-    admin_types = (PREFERRED, UNCLEAN, LONGEST_LOG_AGGRESSIVE, LONGEST_LOG_BALANCED, DESIGNATION)
+    admin_types: tuple[int, ...] = (PREFERRED, UNCLEAN, LONGEST_LOG_AGGRESSIVE, LONGEST_LOG_BALANCED, DESIGNATION)
+    # the config's bounds, set in __init__
+    max_records: int
+    max_unclean_shutdowns: int
+    max_clean_shutdowns: int
+    max_fences: int
+    max_isr_shrinks: int
+    max_min_isr_changes: int
+    max_admin_elections: int
+    max_reassignments: int
 
     def __init__(self, config: dict[str, Any]):
         self.config = config
@@ -50,8 +81,16 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
         # become replicas through a reassignment
         self.rf = config["brokers"]
         n = self.n = self.rf + config["spare_brokers"]
-        for bound in ("max_records", "max_unclean_shutdowns", "max_clean_shutdowns", "max_fences",
-                      "max_isr_shrinks", "max_min_isr_changes", "max_admin_elections", "max_reassignments"):
+        for bound in (
+            "max_records",
+            "max_unclean_shutdowns",
+            "max_clean_shutdowns",
+            "max_fences",
+            "max_isr_shrinks",
+            "max_min_isr_changes",
+            "max_admin_elections",
+            "max_reassignments",
+        ):
             setattr(self, bound, config[bound])
         self.acks_modes = tuple(ACKS_NAMES.index(a) for a in sorted(config["acks"]))
         self.unclean_leader_election = config["unclean_leader_election"]
@@ -59,35 +98,69 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
         self.propagated = config["metadata"] == "propagated"
         # KIP-966 compatibility: unclean.leader.election.enable=true maps to
         # the Aggressive recovery strategy.
-        self.strategy = STRATEGY_AGGRESSIVE if self.unclean_leader_election else \
-            STRATEGIES.index(config["unclean_recovery_strategy"])
+        self.strategy = (
+            STRATEGY_AGGRESSIVE
+            if self.unclean_leader_election
+            else STRATEGIES.index(config["unclean_recovery_strategy"])
+        )
         self.brokers = tuple(range(n))
-        self.assigned = (1 << self.rf) - 1      # the initial replica set
+        self.assigned = (1 << self.rf) - 1  # the initial replica set
         self.zeros = (0,) * n
         # ShrinkIsr/ExpandIsr groups: non-empty sets of brokers, smallest first, then lexicographic
         self.broker_sets = tuple(sorted(range(1, 1 << n), key=lambda m: (popcount(m), members(m))))
         self.targets = tuple(m for m in self.broker_sets if popcount(m) == self.rf)
-        self.visible = (ALWAYS, *((PROPAGATED,) if self.propagated else ()),
-                        *((REASSIGNING,) if self.max_reassignments else ()))
+        self.visible = (
+            ALWAYS,
+            *((PROPAGATED,) if self.propagated else ()),
+            *((REASSIGNING,) if self.max_reassignments else ()),
+        )
         self._checked = config["invariants"] if config["invariants"] is not None else list(self.invariants)
 
     # ---- engine interface ---------------------------------------------------
     def init_states(self) -> list[State]:
         n, m = self.n, self.config["min_isr"]
-        views = self.propagated     # every broker has seen the initial metadata; "atomic" keeps them constant
-        return [State(
-            leader=PREFERRED_REPLICA, leader_epoch=0, isr=self.assigned, elr=0, last_known_elr=0,
-            last_known_leader=NO_LEADER, leader_recovery=RECOVERED, fenced=0,
-            broker_epoch=(1,) * n, min_isr=self.config["min_isr"], replicas=self.assigned, adding=0, removing=0,
-            status=(RUNNING,) * n, clean_shutdown_epoch=(NO_EPOCH,) * n,
-            log=(logs.EMPTY,) * n, hwm=(0,) * n, pending_isr=NO_PROPOSAL, pending_epochs=self.zeros,
-            pending_stale=0, pending_from=NO_LEADER,
-            seen_leader=(PREFERRED_REPLICA if views else NO_LEADER,) * n, seen_epoch=self.zeros,
-            seen_isr=tuple(self.assigned if views and b == PREFERRED_REPLICA else 0 for b in range(n)),
-            seen_min_isr=tuple(m if views and b == PREFERRED_REPLICA else 0 for b in range(n)), acked=0, acks_all=0,
-            exposed=logs.EMPTY, produced=0, unclean_shutdowns=0,
-            clean_shutdowns=0, fences=0, isr_shrinks=0, min_isr_changes=0, admin_elections=0, reassignments=0,
-            below_min_isr_reassigned=0)]
+        views = self.propagated  # every broker has seen the initial metadata; "atomic" keeps them constant
+        return [
+            State(
+                leader=PREFERRED_REPLICA,
+                leader_epoch=0,
+                isr=self.assigned,
+                elr=0,
+                last_known_elr=0,
+                last_known_leader=NO_LEADER,
+                leader_recovery=RECOVERED,
+                fenced=0,
+                broker_epoch=(1,) * n,
+                min_isr=self.config["min_isr"],
+                replicas=self.assigned,
+                adding=0,
+                removing=0,
+                status=(RUNNING,) * n,
+                clean_shutdown_epoch=(NO_EPOCH,) * n,
+                log=(logs.EMPTY,) * n,
+                hwm=(0,) * n,
+                pending_isr=NO_PROPOSAL,
+                pending_epochs=self.zeros,
+                pending_stale=0,
+                pending_from=NO_LEADER,
+                seen_leader=(PREFERRED_REPLICA if views else NO_LEADER,) * n,
+                seen_epoch=self.zeros,
+                seen_isr=tuple(self.assigned if views and b == PREFERRED_REPLICA else 0 for b in range(n)),
+                seen_min_isr=tuple(m if views and b == PREFERRED_REPLICA else 0 for b in range(n)),
+                acked=0,
+                acks_all=0,
+                exposed=logs.EMPTY,
+                produced=0,
+                unclean_shutdowns=0,
+                clean_shutdowns=0,
+                fences=0,
+                isr_shrinks=0,
+                min_isr_changes=0,
+                admin_elections=0,
+                reassignments=0,
+                below_min_isr_reassigned=0,
+            )
+        ]
 
     def layout(self) -> list[Field]:
         """Value ranges for the kernel's packing, as VARIABLES declare them."""
@@ -106,23 +179,39 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
         return describe(state, self.visible)
 
     # the unclean recovery manager's properties and goals (a variant without it omits them)
-    RECOVERY_MANAGER = ("RecoveryKeepsLastKnownElrData", "NoneNeverElectsUnclean", "RecoveryElects",
-                        "BalancedRecoveryWaitsForLastKnownElr")
+    RECOVERY_MANAGER = (
+        "RecoveryKeepsLastKnownElrData",
+        "NoneNeverElectsUnclean",
+        "RecoveryElects",
+        "BalancedRecoveryWaitsForLastKnownElr",
+    )
 
     # reassignment's actions, invariants, goals and property
-    REASSIGNMENT_NAMES = ("ReassignPartition", "CompleteReassignment", "CancelReassignment", "ElrWithinReplicas",
-                          "ReassignmentKeepsMinIsr", "AddingReplicaJoinsIsr", "ReassignmentMovesLeader",
-                          "ReassignmentEnds")
+    REASSIGNMENT_NAMES = (
+        "ReassignPartition",
+        "CompleteReassignment",
+        "CancelReassignment",
+        "ElrWithinReplicas",
+        "ReassignmentKeepsMinIsr",
+        "AddingReplicaJoinsIsr",
+        "ReassignmentMovesLeader",
+        "ReassignmentEnds",
+    )
 
     # actions whose first guard is `counter >= config[bound]`, the counter
     # starting at 0 and never decreasing: never enabled when the bound is 0
-    BOUNDED = {"UncleanShutdown": "max_unclean_shutdowns", "CleanShutdown": "max_clean_shutdowns",
-               "ShrinkIsr": "max_isr_shrinks", "AlterMinIsr": "max_min_isr_changes",
-               "AdminElectLeaders": "max_admin_elections", "ReassignPartition": "max_reassignments"}
+    BOUNDED = {
+        "UncleanShutdown": "max_unclean_shutdowns",
+        "CleanShutdown": "max_clean_shutdowns",
+        "ShrinkIsr": "max_isr_shrinks",
+        "AlterMinIsr": "max_min_isr_changes",
+        "AdminElectLeaders": "max_admin_elections",
+        "ReassignPartition": "max_reassignments",
+    }
 
     def never_enabled(self) -> frozenset[str]:
         dormant = {a for a, bound in self.BOUNDED.items() if not self.config[bound]}
-        if not self.max_reassignments:      # nothing to complete or cancel
+        if not self.max_reassignments:  # nothing to complete or cancel
             dormant |= {"CompleteReassignment", "CancelReassignment"}
         return frozenset(dormant if self.propagated else dormant | {"MetadataUpdate"})
 
@@ -148,7 +237,8 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
         UNCLEAN elections pick the *first* live replica (KIP-460), so admin
         elections forbid symmetry."""
         if self.config["max_admin_elections"]:
-            raise SymmetryError("--symmetry: admin UNCLEAN elections pick the first live replica (KIP-460), "
-                                "so brokers are not interchangeable with max_admin_elections > 0")
+            raise SymmetryError(
+                "--symmetry: admin UNCLEAN elections pick the first live replica (KIP-460), "
+                "so brokers are not interchangeable with max_admin_elections > 0"
+            )
         self.symmetric = True
-

@@ -6,13 +6,13 @@ spec's own predicates (`facts`), never guessed from what changed."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from modelcheck.result import Step
 
 from .types import describe
 
-MAX_SENTENCES = 3   # plus the closing sentence that names what broke
+MAX_SENTENCES = 3  # plus the closing sentence that names what broke
 
 
 def _records(log: list) -> str:
@@ -29,8 +29,11 @@ def _acting(args: dict[str, Any], a: dict[str, Any], judges_min_isr: bool) -> st
     at = args.get("at")
     if at is None:
         return f"leader {a['leader']}"
-    stale = [f"deposed: the controller's leader is {a['leader'] if a['leader'] != -1 else 'none'}"] \
-        if at != a["leader"] else []
+    stale = (
+        [f"deposed: the controller's leader is {a['leader'] if a['leader'] != -1 else 'none'}"]
+        if at != a["leader"]
+        else []
+    )
     if judges_min_isr and a["seen_min_isr"][at] != a["min_isr"]:
         stale.append(f"still seeing min.insync.replicas {a['seen_min_isr'][at]}")
     return f"leader {at}" + (f" ({', '.join(stale)})" if stale else "")
@@ -41,8 +44,11 @@ def phrase(action: str, args: dict[str, Any], a: dict[str, Any], b: dict[str, An
     the spec's verdicts on it (`facts`, KafkaStory.facts)."""
     who = args.get("broker")
     leader = _acting(args, a, action == "AdvanceHwm" or args.get("acks") == "all")
-    elected = f" and broker {b['leader']} is elected (epoch {b['leader_epoch']})" if b["leader"] != a["leader"] and \
-        b["leader"] != -1 else (" and the partition is left leaderless" if b["leader"] != a["leader"] else "")
+    elected = (
+        f" and broker {b['leader']} is elected (epoch {b['leader_epoch']})"
+        if b["leader"] != a["leader"] and b["leader"] != -1
+        else (" and the partition is left leaderless" if b["leader"] != a["leader"] else "")
+    )
     if action == "Produce":
         return f"{leader} appends r{b['produced']} (acks={args['acks']})"
     if action == "Fetch":
@@ -67,26 +73,40 @@ def phrase(action: str, args: dict[str, Any], a: dict[str, Any], b: dict[str, An
     if action == "UncleanShutdown":
         return f"broker {who} crashes and keeps {_records(b['log'][who])} of {_records(a['log'][who])}"
     if action == "StartBroker":
-        return (f"broker {who} restarts and registers " + ("cleanly" if facts["clean"] else "uncleanly")
-                + f" (ISR {_set(b['isr'])}, ELR {_set(b['elr'])}){elected}")
+        return (
+            f"broker {who} restarts and registers "
+            + ("cleanly" if facts["clean"] else "uncleanly")
+            + f" (ISR {_set(b['isr'])}, ELR {_set(b['elr'])}){elected}"
+        )
     if action == "UnfenceBroker":
         return f"broker {who} is unfenced{elected}"
     if action in ("ElectLeader", "UncleanRecovery", "AdminElectLeaders"):
-        how = {"ElectLeader": "the controller elects", "UncleanRecovery": "the unclean recovery elects",
-               "AdminElectLeaders": f"an admin {args.get('type', '')} election makes"}[action]
-        return (f"{how} {b['leader']} leader ({b['leader_recovery']}, ISR {_set(b['isr'])}, "
-                f"log {_records(b['log'][b['leader']])})" if b["leader"] != -1 else f"{how} no leader")
+        how = {
+            "ElectLeader": "the controller elects",
+            "UncleanRecovery": "the unclean recovery elects",
+            "AdminElectLeaders": f"an admin {args.get('type', '')} election makes",
+        }[action]
+        return (
+            f"{how} {b['leader']} leader ({b['leader_recovery']}, ISR {_set(b['isr'])}, "
+            f"log {_records(b['log'][b['leader']])})"
+            if b["leader"] != -1
+            else f"{how} no leader"
+        )
     if action == "CompleteRecovery":
         return f"leader {b['leader']} completes its recovery"
     if action == "MetadataUpdate":
         return f"broker {who} receives the latest metadata (leader {b['leader']}, epoch {b['leader_epoch']})"
     if action == "ReassignPartition":
-        return (f"an operator reassigns the partition to {_set(args['replicas'])} (adding {_set(b['adding'])}, "
-                f"removing {_set(b['removing'])})")
+        return (
+            f"an operator reassigns the partition to {_set(args['replicas'])} (adding {_set(b['adding'])}, "
+            f"removing {_set(b['removing'])})"
+        )
     if action in ("CompleteReassignment", "CancelReassignment"):
         how = "the controller completes" if action == "CompleteReassignment" else "an operator cancels"
-        return (f"{how} the reassignment: replicas {_set(b['replicas'])}, ISR {_set(b['isr'])}, "
-                f"ELR {_set(b['elr'])}{elected}")
+        return (
+            f"{how} the reassignment: replicas {_set(b['replicas'])}, ISR {_set(b['isr'])}, "
+            f"ELR {_set(b['elr'])}{elected}"
+        )
     if action == "AlterMinIsr":
         return f"min.insync.replicas becomes {args['min_isr']} (ELR {_set(b['elr'])})"
     return action
@@ -118,12 +138,14 @@ class KafkaStory:
         """Three sentences or fewer of steps, then why the last state breaks
         `invariant`."""
         states = [describe(s.state) for s in trace]
-        phrases = [phrase(s.action, s.args, a, b, self.facts(s.action, s.args, p.state))
-                   for p, s, a, b in zip(trace, trace[1:], states, states[1:])]
+        phrases = [
+            phrase(cast(str, s.action), s.args, a, b, self.facts(cast(str, s.action), s.args, p.state))
+            for p, s, a, b in zip(trace, trace[1:], states, states[1:])
+        ]
         per = -(-len(phrases) // MAX_SENTENCES) if phrases else 1
         sentences = []
         for i in range(0, len(phrases), per):
-            chunk = phrases[i:i + per]
+            chunk = phrases[i : i + per]
             text = ", ".join(chunk[:-1]) + (" and " if len(chunk) > 1 else "") + chunk[-1]
             lead = "Then " if i else f"From the initial state ({_initial(trace[0].state)}), "
             sentences.append(lead + text + ".")

@@ -12,8 +12,9 @@ of brokers (symmetry) all follow from it.
 from __future__ import annotations
 
 import linecache
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from modelcheck.ops import popcount, replace_at
 from modelcheck.spec import Field
@@ -22,8 +23,8 @@ from modelcheck.views.itf import BOOL, INT, STR, Fun, Option, Seq, Set, Tup, Typ
 from . import logs
 
 NO_LEADER = -1
-NO_EPOCH = -1            # an empty CleanShutdownFile / no last-written epoch
-NO_PROPOSAL = -1         # pending_isr when no AlterPartition is in flight
+NO_EPOCH = -1  # an empty CleanShutdownFile / no last-written epoch
+NO_PROPOSAL = -1  # pending_isr when no AlterPartition is in flight
 RECOVERED, RECOVERING = 0, 1
 RUNNING, OFFLINE_CLEAN, OFFLINE_DIRTY = 0, 1, 2
 STATUS_NAMES = ("RUNNING", "OFFLINE_CLEAN", "OFFLINE_DIRTY")
@@ -33,14 +34,14 @@ RECOVERY_NAMES = ("RECOVERED", "RECOVERING")
 # ---- the state variables, each declared once ----------------------------------------
 # A variable's kind says how its ints read (describe, ITF) and how a
 # renaming of the brokers acts on it (symmetry).
-NUMBER = "number"           # an int: a count, an epoch, an offset
-FLAG = "flag"               # 0 or 1, read as a boolean
-NAMED = "named"             # an index into the variable's `names`
-BROKER_ID = "broker id"     # a broker, or -1 for none
-BROKERS = "broker set"      # a set of brokers (bit b: broker b)
-PROPOSAL = "proposal"       # a set of brokers, or NO_PROPOSAL (-1) for none
-RECORDS = "record set"      # a set of record numbers (bit r: record r)
-LOG = "log"                 # a packed log (logs.py)
+NUMBER = "number"  # an int: a count, an epoch, an offset
+FLAG = "flag"  # 0 or 1, read as a boolean
+NAMED = "named"  # an index into the variable's `names`
+BROKER_ID = "broker id"  # a broker, or -1 for none
+BROKERS = "broker set"  # a set of brokers (bit b: broker b)
+PROPOSAL = "proposal"  # a set of brokers, or NO_PROPOSAL (-1) for none
+RECORDS = "record set"  # a set of record numbers (bit r: record r)
+LOG = "log"  # a packed log (logs.py)
 
 ALWAYS, PROPAGATED, REASSIGNING, NEVER = "always", "propagated", "reassigning", "never"
 
@@ -53,6 +54,7 @@ class Var:
     means, and when traces show it (a variable constant in a config is
     hidden there). A `derived` one is computed from the state (shown, not
     stored)."""
+
     name: str
     kind: str
     lo: Callable[[Any], int]
@@ -121,43 +123,106 @@ VARIABLES = (
     Var("last_known_leader", BROKER_ID, _none, _last_broker, "the last ISR member when the ISR emptied, -1"),
     Var("leader_recovery", NAMED, _zero, _one, "KIP-704's is_unclean", names=RECOVERY_NAMES),
     Var("fenced", BROKERS, _zero, _sets, "brokers the controller has fenced"),
-    Var("broker_epoch", NUMBER, _one, lambda c: 1 + _restarts(c), "the epoch of each broker's registration",
-        per_broker=True),
+    Var(
+        "broker_epoch",
+        NUMBER,
+        _one,
+        lambda c: 1 + _restarts(c),
+        "the epoch of each broker's registration",
+        per_broker=True,
+    ),
     Var("min_isr", NUMBER, _one, _min_isr, "min.insync.replicas now (AlterMinIsr changes it)"),
     # the assignment (max_reassignments > 0; else constant): the replica set
     # (during a reassignment the original and the target replicas together)
     # and, while one is in progress, its adding and removing replicas
-    Var("replicas", BROKERS, lambda c: 1 if c.max_reassignments else c.assigned,
-        lambda c: _sets(c) if c.max_reassignments else c.assigned, "the partition's replica set", shown=REASSIGNING),
-    Var("adding", BROKERS, _zero, _when("max_reassignments", _sets), "replicas a reassignment adds",
-        shown=REASSIGNING),
-    Var("removing", BROKERS, _zero, _when("max_reassignments", _sets), "replicas a reassignment removes",
-        shown=REASSIGNING),
+    Var(
+        "replicas",
+        BROKERS,
+        lambda c: 1 if c.max_reassignments else c.assigned,
+        lambda c: _sets(c) if c.max_reassignments else c.assigned,
+        "the partition's replica set",
+        shown=REASSIGNING,
+    ),
+    Var("adding", BROKERS, _zero, _when("max_reassignments", _sets), "replicas a reassignment adds", shown=REASSIGNING),
+    Var(
+        "removing",
+        BROKERS,
+        _zero,
+        _when("max_reassignments", _sets),
+        "replicas a reassignment removes",
+        shown=REASSIGNING,
+    ),
     # brokers
-    Var("status", NAMED, _zero, lambda c: OFFLINE_DIRTY, "each broker's process", per_broker=True,
-        names=STATUS_NAMES),
-    Var("clean_shutdown_epoch", NUMBER, _none, lambda c: 1 + _restarts(c),
-        "what each broker's CleanShutdownFile holds, -1 if none", per_broker=True),
+    Var("status", NAMED, _zero, lambda c: OFFLINE_DIRTY, "each broker's process", per_broker=True, names=STATUS_NAMES),
+    Var(
+        "clean_shutdown_epoch",
+        NUMBER,
+        _none,
+        lambda c: 1 + _restarts(c),
+        "what each broker's CleanShutdownFile holds, -1 if none",
+        per_broker=True,
+    ),
     Var("log", LOG, _zero, _log, "each broker's log: entries (leader epoch, record)", per_broker=True),
     Var("hwm", NUMBER, _zero, lambda c: c.max_records, "each broker's high watermark", per_broker=True),
     Var("pending_isr", PROPOSAL, _none, _sets, "the ISR the leader's AlterPartition in flight proposes"),
-    Var("pending_epochs", NUMBER, _zero, lambda c: 1 + _restarts(c),
-        "each proposed member's broker epoch then (KIP-903), 0 if not proposed", per_broker=True, shown=NEVER),
+    Var(
+        "pending_epochs",
+        NUMBER,
+        _zero,
+        lambda c: 1 + _restarts(c),
+        "each proposed member's broker epoch then (KIP-903), 0 if not proposed",
+        per_broker=True,
+        shown=NEVER,
+    ),
     Var("pending_stale", FLAG, _zero, _one, "the partition changed since the proposal (its partition epoch is old)"),
     # each broker's view: the metadata last delivered to it (metadata =
     # "propagated"; constant under "atomic", where every broker sees the
     # controller's state). ISR and min ISR only matter to a broker that sees
     # itself as leader, so they are 0 for the others (one state, not many).
-    Var("pending_from", BROKER_ID, _none, _when("propagated", _last_broker, -1),
-        "the broker that made the proposal", shown=PROPAGATED),
-    Var("seen_leader", BROKER_ID, _none, _when("propagated", _last_broker, -1), "the leader each broker knows",
-        per_broker=True, shown=PROPAGATED),
-    Var("seen_epoch", NUMBER, _zero, _when("propagated", _max_epoch), "the leader epoch each broker knows",
-        per_broker=True, shown=PROPAGATED),
-    Var("seen_isr", BROKERS, _zero, _when("propagated", _sets), "the ISR a broker that leads knows",
-        per_broker=True, shown=PROPAGATED),
-    Var("seen_min_isr", NUMBER, _zero, _when("propagated", _min_isr), "the min ISR a broker that leads knows",
-        per_broker=True, shown=PROPAGATED),
+    Var(
+        "pending_from",
+        BROKER_ID,
+        _none,
+        _when("propagated", _last_broker, -1),
+        "the broker that made the proposal",
+        shown=PROPAGATED,
+    ),
+    Var(
+        "seen_leader",
+        BROKER_ID,
+        _none,
+        _when("propagated", _last_broker, -1),
+        "the leader each broker knows",
+        per_broker=True,
+        shown=PROPAGATED,
+    ),
+    Var(
+        "seen_epoch",
+        NUMBER,
+        _zero,
+        _when("propagated", _max_epoch),
+        "the leader epoch each broker knows",
+        per_broker=True,
+        shown=PROPAGATED,
+    ),
+    Var(
+        "seen_isr",
+        BROKERS,
+        _zero,
+        _when("propagated", _sets),
+        "the ISR a broker that leads knows",
+        per_broker=True,
+        shown=PROPAGATED,
+    ),
+    Var(
+        "seen_min_isr",
+        NUMBER,
+        _zero,
+        _when("propagated", _min_isr),
+        "the min ISR a broker that leads knows",
+        per_broker=True,
+        shown=PROPAGATED,
+    ),
     # ghosts (for invariants) and bound counters; all part of the identity,
     # since each can change a later verdict (see docs/model.md)
     Var("acked", RECORDS, _zero, lambda c: (1 << c.max_records + 1) - 1, "records acknowledged to acks=all"),
@@ -165,31 +230,48 @@ VARIABLES = (
     Var("exposed", LOG, _zero, _log, "the longest prefix a consumer may have read (the highest HWM's)"),
     Var("produced", NUMBER, _zero, lambda c: c.max_records, "records produced"),
     Var("unclean_shutdowns", NUMBER, _zero, _bound("max_unclean_shutdowns"), "unclean shutdowns so far"),
-    Var("lost_unregistered", BROKERS, _zero, _sets, "brokers that crashed dirty and have not re-registered",
-        derived=lambda s: lost_unregistered(s)),
+    Var(
+        "lost_unregistered",
+        BROKERS,
+        _zero,
+        _sets,
+        "brokers that crashed dirty and have not re-registered",
+        derived=lambda s: lost_unregistered(s),
+    ),
     Var("clean_shutdowns", NUMBER, _zero, _bound("max_clean_shutdowns"), "clean shutdowns so far"),
     Var("fences", NUMBER, _zero, _bound("max_fences"), "fencings of a running broker so far"),
     Var("isr_shrinks", NUMBER, _zero, _bound("max_isr_shrinks"), "ISR shrinks proposed so far"),
     Var("min_isr_changes", NUMBER, _zero, _bound("max_min_isr_changes"), "min ISR changes so far"),
     Var("admin_elections", NUMBER, _zero, _bound("max_admin_elections"), "admin elections so far"),
-    Var("reassignments", NUMBER, _zero, _bound("max_reassignments"), "reassignments started so far",
-        shown=REASSIGNING),
-    Var("below_min_isr_reassigned", FLAG, _zero, _when("max_reassignments", _one),
-        "a completion or cancellation left the ISR under min ISR", shown=REASSIGNING),
+    Var("reassignments", NUMBER, _zero, _bound("max_reassignments"), "reassignments started so far", shown=REASSIGNING),
+    Var(
+        "below_min_isr_reassigned",
+        FLAG,
+        _zero,
+        _when("max_reassignments", _one),
+        "a completion or cancellation left the ISR under min ISR",
+        shown=REASSIGNING,
+    ),
 )
 
 
 PER_BROKER = frozenset(v.name for v in VARIABLES if v.per_broker)
 
-# the stored variables, in VARIABLES' order: the kernel packs them so
-State = NamedTuple("State", [(v.name, tuple[int, ...] if v.per_broker else int)
-                             for v in VARIABLES if v.derived is None])
+# the stored variables, in VARIABLES' order: the kernel packs them so. Made
+# from the table at run time, the type is opaque to mypy (Any): its fields
+# are checked where they are made, by the NamedTuple and the spec's tests.
+if TYPE_CHECKING:
+    State: TypeAlias = Any
+else:
+    State = NamedTuple(
+        "State", [(v.name, tuple[int, ...] if v.per_broker else int) for v in VARIABLES if v.derived is None]
+    )
 
 
 _FIELD = {name: i for i, name in enumerate(State._fields)}
 
 
-def _replace(self: State, **changes) -> State:
+def _replace(self: State, **changes: int | tuple[int, ...]) -> State:
     """NamedTuple._replace without its loop over all the fields in Python: a
     step changes one to four of them, and this is the commonest operation
     of the interpreted hot path (typing.NamedTuple forbids defining it in
@@ -288,7 +370,7 @@ def describe(s: State, shown: tuple[str, ...] = (ALWAYS, PROPAGATED, REASSIGNING
     named = {}
     for v in VARIABLES:
         if v.shown in shown:
-            x = v.derived(s) if v.derived is not None else s[_FIELD[v.name]]
+            x: Any = v.derived(s) if v.derived is not None else s[_FIELD[v.name]]
             named[v.name] = [shown_value(v, e) for e in x] if v.per_broker else shown_value(v, x)
     return named
 
@@ -298,14 +380,24 @@ def layout(c: Any) -> list[Field]:
     return [Field(v.name, v.lo(c), v.hi(c), c.n if v.per_broker else None) for v in VARIABLES if v.derived is None]
 
 
-ITF_KINDS: dict[str, Type] = {NUMBER: INT, BROKER_ID: INT, FLAG: BOOL, NAMED: STR, BROKERS: Set(INT),
-                              RECORDS: Set(INT), PROPOSAL: Option(Set(INT)), LOG: Seq(Tup(INT, INT))}
+ITF_KINDS: dict[str, Type] = {
+    NUMBER: INT,
+    BROKER_ID: INT,
+    FLAG: BOOL,
+    NAMED: STR,
+    BROKERS: Set(INT),
+    RECORDS: Set(INT),
+    PROPOSAL: Option(Set(INT)),
+    LOG: Seq(Tup(INT, INT)),
+}
 # the Apalache type of each described variable (a per-broker one is a function of the broker)
-ITF_TYPES = {v.name: Fun(ITF_KINDS[v.kind]) if v.per_broker else ITF_KINDS[v.kind]
-             for v in VARIABLES if v.shown != NEVER}
+ITF_TYPES = {
+    v.name: Fun(ITF_KINDS[v.kind]) if v.per_broker else ITF_KINDS[v.kind] for v in VARIABLES if v.shown != NEVER
+}
 
 
 # ---- symmetry over the brokers -------------------------------------------------------
+
 
 def renamed_mask(m: int, to: tuple[int, ...]) -> int:
     out = 0
@@ -346,9 +438,10 @@ def _renaming(v: Var) -> str | None:
     """How renaming the brokers acts on `v` (an expression of `s` and
     `to`), None where it holds no broker (records and epochs stay)."""
     x = f"s.{v.name}"
-    if v.per_broker:    # indices are brokers; so may the values be
+    if v.per_broker:  # indices are brokers; so may the values be
         return {BROKER_ID: "renamed_ids_per_broker", BROKERS: "renamed_masks_per_broker"}.get(
-            v.kind, "renamed_per_broker") + f"({x}, to)"
+            v.kind, "renamed_per_broker"
+        ) + f"({x}, to)"
     if v.kind == BROKER_ID:
         return f"renamed_id({x}, to)"
     if v.kind == BROKERS:
@@ -370,10 +463,11 @@ def _generated(name: str, source: str) -> Callable:
 
 PERMUTE_SOURCE = (
     "def permute(s: State, to: tuple[int, ...]) -> State:\n"
-    "    \"\"\"`s` with broker b renamed to[b] everywhere a broker id appears.\"\"\"\n"
+    '    """`s` with broker b renamed to[b] everywhere a broker id appears."""\n'
     "    return s._replace(\n"
     + "".join(f"        {v.name}={_renaming(v)},\n" for v in VARIABLES if v.derived is None and _renaming(v))
-    + "    )\n")
+    + "    )\n"
+)
 permute = _generated("permute", PERMUTE_SOURCE)
 
 
@@ -384,11 +478,28 @@ def view(s: State, b: int) -> tuple[int, ...]:
     come first, so the sorted form keeps the replica set in the lowest ids
     (where it is constant, without reassignments, it stays so). The log
     is left out: `view_key` compares it apart."""
-    return (1 - (s.replicas >> b & 1), s.status[b], s.clean_shutdown_epoch[b] + 1, s.broker_epoch[b], s.hwm[b],
-            s.isr >> b & 1, s.elr >> b & 1, s.last_known_elr >> b & 1, s.fenced >> b & 1, int(s.leader == b),
-            int(s.last_known_leader == b), s.pending_epochs[b], int(s.pending_from == b),
-            int(s.seen_leader[b] == b), int(s.seen_leader[b] == s.leader), s.seen_epoch[b],
-            popcount(s.seen_isr[b]), s.seen_min_isr[b], s.adding >> b & 1, s.removing >> b & 1)
+    return (
+        1 - (s.replicas >> b & 1),
+        s.status[b],
+        s.clean_shutdown_epoch[b] + 1,
+        s.broker_epoch[b],
+        s.hwm[b],
+        s.isr >> b & 1,
+        s.elr >> b & 1,
+        s.last_known_elr >> b & 1,
+        s.fenced >> b & 1,
+        int(s.leader == b),
+        int(s.last_known_leader == b),
+        s.pending_epochs[b],
+        int(s.pending_from == b),
+        int(s.seen_leader[b] == b),
+        int(s.seen_leader[b] == s.leader),
+        s.seen_epoch[b],
+        popcount(s.seen_isr[b]),
+        s.seen_min_isr[b],
+        s.adding >> b & 1,
+        s.removing >> b & 1,
+    )
 
 
 # the bits each of view()'s values takes in view_key (63 in all): epochs below
@@ -414,11 +525,14 @@ def sorted_renaming(s: State, identity: tuple[int, ...]) -> tuple[int, ...]:
     keys = identity
     for b in range(len(identity)):
         keys = replace_at(keys, b, view_key(s, b))
-    order = identity                   # order[k]: the broker that becomes k
+    order = identity  # order[k]: the broker that becomes k
     for k in range(1, len(identity)):  # insertion sort of the brokers by view
         j = k
-        while j > 0 and (keys[order[j]] < keys[order[j - 1]]
-                         or keys[order[j]] == keys[order[j - 1]] and s.log[order[j]] < s.log[order[j - 1]]):
+        while j > 0 and (
+            keys[order[j]] < keys[order[j - 1]]
+            or keys[order[j]] == keys[order[j - 1]]
+            and s.log[order[j]] < s.log[order[j - 1]]
+        ):
             moved = order[j - 1]
             order = replace_at(replace_at(order, j - 1, order[j]), j, moved)
             j -= 1
@@ -438,7 +552,7 @@ def class_size(s: State, identity: tuple[int, ...]) -> int:
     renamings, fixing, swaps_fix = 1, 1, True
     for b in range(len(identity)):
         renamings *= b + 1
-        same = 1                        # b and the brokers before it with b's view
+        same = 1  # b and the brokers before it with b's view
         for a in range(b):
             if view(s, a) == view(s, b) and s.log[a] == s.log[b]:
                 same += 1
@@ -459,7 +573,7 @@ def nth_renaming(number: int, identity: tuple[int, ...]) -> tuple[int, ...]:
     n = len(identity)
     to, used, rest, step = identity, 0, number, 1
     for k in range(1, n):
-        step *= k                       # (n-1)!
+        step *= k  # (n-1)!
     for i in range(n):
         pick = rest // step
         rest -= pick * step
@@ -472,7 +586,7 @@ def nth_renaming(number: int, identity: tuple[int, ...]) -> tuple[int, ...]:
                 if seen == pick:
                     to = replace_at(to, i, b)
                     used |= 1 << b
-                    seen = n            # taken: no other b matches
+                    seen = n  # taken: no other b matches
     return to
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from modelcheck.ops import popcount
 
 from . import rules
-from .kafka4 import Kafka4
 from .arguments import PREFERRED, UNCLEAN
+from .kafka4 import Kafka4
 from .protocol import Kip966
 from .types import NO_LEADER, State, bit, size
 
@@ -17,9 +17,19 @@ class Legacy(Kip966):
     motivation ("last replica standing") is a counterexample here."""
 
     variant = "legacy"
-    admin_types = (PREFERRED, UNCLEAN)      # KIP-460 only
-    omit = frozenset({"UncleanRecovery", "ElrDisjointIsr", "ElrOnlyUnderMinIsr", "ElrWithinReplicas",
-                      "ElrHasDataToHwm", "ElectableAtLeastMinIsr", *Kip966.RECOVERY_MANAGER, "ElrMemberElected"})
+    admin_types = (PREFERRED, UNCLEAN)  # KIP-460 only
+    omit = frozenset(
+        {
+            "UncleanRecovery",
+            "ElrDisjointIsr",
+            "ElrOnlyUnderMinIsr",
+            "ElrWithinReplicas",
+            "ElrHasDataToHwm",
+            "ElectableAtLeastMinIsr",
+            *Kip966.RECOVERY_MANAGER,
+            "ElrMemberElected",
+        }
+    )
 
     def change_isr(self, s: State, proposal: int) -> State:
         return self.recorded(s, s._replace(isr=proposal if proposal else s.isr))
@@ -28,10 +38,10 @@ class Legacy(Kip966):
         return True
 
     def registration_is_clean(self, s: State, b: int) -> bool:
-        return True     # nothing is detected, so nothing is removed
+        return True  # nothing is detected, so nothing is removed
 
     def may_end_reassignment(self, s: State, isr: int) -> bool:
-        return isr != 0     # before KIP-966 4a/4b: any non-empty ISR
+        return isr != 0  # before KIP-966 4a/4b: any non-empty ISR
 
     def candidates(self, s: State) -> tuple[int, bool]:
         """An unfenced ISR member; else, with unclean.leader.election.enable,
@@ -50,7 +60,7 @@ class ElrOnly(Kip966):
     LastKnownLeader to be unfenced."""
 
     variant = "kip966-elr-only"
-    admin_types = (PREFERRED, UNCLEAN)      # no LONGEST_LOG_* or DESIGNATION without the recovery manager
+    admin_types = (PREFERRED, UNCLEAN)  # no LONGEST_LOG_* or DESIGNATION without the recovery manager
     omit = frozenset({"UncleanRecovery", *Kip966.RECOVERY_MANAGER})
 
     def candidates(self, s: State) -> tuple[int, bool]:
@@ -104,7 +114,7 @@ class BalancedFixedResponses(Kip966):
         winners = 0
         for w in range(self.n):
             if answered >> w & 1:
-                outranked = 0       # responders ranking at most as high as w, w included
+                outranked = 0  # responders ranking at most as high as w, w included
                 for x in range(self.n):
                     if answered >> x & 1 and rules.recovery_rank(s.log[x]) <= rules.recovery_rank(s.log[w]):
                         outranked += 1
@@ -136,6 +146,17 @@ class NoUncleanDetection(Kip966):
         return True
 
 
-VARIANTS: dict[str, type[Kip966]] = {cls.variant: cls for cls in (
-    Kip966, Legacy, ElrOnly, Kafka4, HwmIgnoresMinIsr, HwmOnMaximalIsr, BalancedFixedResponses, NoUncleanDetection,
-    ReassignmentIgnoresMinIsr)}
+VARIANTS: dict[str, type[Kip966]] = {
+    cls.variant: cls
+    for cls in (
+        Kip966,
+        Legacy,
+        ElrOnly,
+        Kafka4,
+        HwmIgnoresMinIsr,
+        HwmOnMaximalIsr,
+        BalancedFixedResponses,
+        NoUncleanDetection,
+        ReassignmentIgnoresMinIsr,
+    )
+}
