@@ -1,12 +1,17 @@
-"""Shared fixtures: checks that are expensive run once per session.
+"""Shared fixtures: checks that are expensive run once per session; and,
+for the whole suite, the kernels it uses compiled before its workers start.
 
-Kernels compile as tests meet them; a worker that needs one another
-worker is compiling waits for it on the cache's lock and loads it (no
-up-front compile of every kernel: the fast tier needs few of them)."""
+The fast tier (-m "not slow") compiles no kernel up front: its tests
+compile what they meet, and a worker that needs a kernel another is
+compiling waits on the cache's lock and loads it."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +22,42 @@ from specs.kafka_elr import load
 # against the compile (modelcheck/engine/__init__.py); tests that ask for
 # the fast engine mean the compiled one, except those that test the race.
 os.environ.setdefault("MODELCHECK_KERNEL", "compiled")
+
+# The kernels the whole suite compiles (a variant's, for a number of
+# brokers), in two halves of about equal compile time: compiled here two at
+# a time, both cores busy, before the workers start and meet them.
+WARM = [
+    [("kip966", 3), ("kip966", 4), ("legacy", 3), ("kip966-elr-only", 3), ("hwm-ignores-min-isr", 3),
+     ("derived_specs.LeaderlessKip966", 3)],
+    [("kafka-4", 3), ("hwm-on-maximal-isr", 3), ("balanced-fixed-responses", 3), ("no-unclean-detection", 3),
+     ("kip966", 2), ("reassignment-ignores-min-isr", 3)],
+]  # fmt: skip
+COMPILE = """
+import importlib, json, sys
+sys.path.insert(0, "tests")
+from modelcheck.engine.kernel import kernel_for
+from specs.kafka_elr import load
+for name, brokers in json.loads(sys.argv[1]):
+    config = {"brokers": brokers, "min_isr": min(2, brokers), "max_admin_elections": 1, "max_clean_shutdowns": 1,
+              "max_min_isr_changes": 1}
+    if "." in name:
+        module, cls = name.rsplit(".", 1)
+        spec = getattr(importlib.import_module(module), cls)(load(config).config)
+    else:
+        spec = load({**config, "variant": name})
+    kernel_for(spec)
+"""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") or config.getoption("numprocesses", default=None) in (None, 0, "0"):
+        return  # a worker, or no workers: kernels compile as tests meet them
+    if "slow" in (config.option.markexpr or ""):
+        return  # a tier: it compiles what its tests meet
+    root = Path(__file__).resolve().parent.parent
+    procs = [subprocess.Popen([sys.executable, "-c", COMPILE, json.dumps(half)], cwd=root) for half in WARM]
+    for p in procs:
+        p.wait()
 
 
 @pytest.fixture(scope="session")

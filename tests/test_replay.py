@@ -172,7 +172,7 @@ def test_a_step_cannot_violate_a_temporal_property():
         ),
         (
             {"action": "Produce", "acks": "all", "expect": {"pending_stale": 0}},
-            "step 1: expect pending_stale = 0 is not a value of pending_stale (a boolean)",
+            "step 1: expect pending_stale = 0 is not a value of pending_stale (Bool)",
         ),
     ],
 )
