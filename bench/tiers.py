@@ -24,10 +24,13 @@ def pytest(args: list[str], cache: str | None) -> tuple[float, str]:
     """(wall s, pytest's summary line) of one run."""
     env = {**os.environ, **({"MODELCHECK_CACHE": cache} if cache else {})}
     started = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", *args], cwd=ROOT, env=env, capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rf", *args], cwd=ROOT, env=env, capture_output=True, text=True
+    )
     wall = time.perf_counter() - started
     lines = p.stdout.strip().splitlines()
-    return wall, lines[-1] if lines else f"exit {p.returncode}"
+    failed = [line for line in lines if line.startswith("FAILED")]
+    return wall, "\n".join([lines[-1] if lines else f"exit {p.returncode}", *failed])
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,12 @@ from specs.kafka_elr import load
 # against the compile (modelcheck/engine/__init__.py); tests that ask for
 # the fast engine mean the compiled one, except those that test the race.
 os.environ.setdefault("MODELCHECK_KERNEL", "compiled")
+
+# A suite started in the background (a shell's `cmd &`, a bench) inherits
+# SIGINT ignored, and so would every process it starts; the tests of
+# Ctrl-C need it delivered, as at a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # The kernels the whole suite compiles (a variant's, for a number of
 # brokers), in two halves of about equal compile time: compiled here two at
