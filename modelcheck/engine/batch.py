@@ -51,6 +51,10 @@ class Candidates:
     def __len__(self) -> int:
         return len(self.parents)
 
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """The fields in the kernel's `expand` argument order (its output buffers)."""
+        return tuple(getattr(self, f) for f in self.FIELDS)
+
     def take(self, sel: np.ndarray | slice) -> Candidates:
         return Candidates(*(getattr(self, f)[sel] for f in self.FIELDS))
 

@@ -17,6 +17,7 @@ import numpy as np
 from ..config import ConfigError
 from ..fingerprint import fingerprint
 from ..spec import Spec
+from .batch import Candidates
 
 CHUNK = 32  # consecutive walks a task runs
 PICKS = ("swarm", "action", "instance")  # the first is the default
@@ -236,12 +237,7 @@ class KernelSteps:
         self.module = load_module(k.cache_dir, "walk", WALK_SOURCE.replace("GLUE", k.module.__name__))
         most = max(1, sum(len(spec._instances[a]) for a in spec.actions))
         self.buffers = (
-            np.empty((most, k.words), np.uint64),
-            np.empty((most, k.key_words), np.uint64),
-            np.empty(most, np.int64),
-            np.empty(most, np.uint16),
-            np.empty(most, np.uint8),
-            np.empty(most, np.uint16),
+            *Candidates.empty(k.words, k.key_words, most).arrays(),
             np.zeros(max(1, k.goal_count), np.uint8),
         )
 

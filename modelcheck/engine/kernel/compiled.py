@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ...spec import Spec
+from ..batch import Candidates
 from .cache import cache_dir, load_module, module_name
 from .errors import KernelError, KernelUnavailable
 from .flatten import Flattener
@@ -177,21 +178,9 @@ class Kernel:
         self.keys(rows)
         self.check(rows, 0, len(rows))
         self.class_sizes(rows, 0, len(rows))
-        m = 1 << 12
+        buffers = Candidates.empty(self.words, self.key_words, 1 << 12).arrays()
         self.module.expand(
-            self.params,
-            self.tables,
-            rows,
-            0,
-            1,
-            np.empty((m, self.words), np.uint64),
-            np.empty((m, self.key_words), np.uint64),
-            np.empty(m, np.int64),
-            np.empty(m, np.uint16),
-            np.empty(m, np.uint8),
-            np.empty(m, np.uint16),
-            0,
-            np.zeros(max(1, self.goal_count), np.uint8),
+            self.params, self.tables, rows, 0, 1, *buffers, 0, np.zeros(max(1, self.goal_count), np.uint8)
         )
         if self.property_count:
             self.labels(rows)
