@@ -56,8 +56,6 @@ def to_toml(config: dict[str, Any], steps: list[ScenarioStep], description: str 
             lines.append(f"expect = {toml_value(step.expect)}")
         if step.violates:
             lines.append(f"violates = {toml_value(step.violates)}")
-        if not step.enabled:
-            lines.append("enabled = false")
     return "\n".join(lines) + "\n"
 
 
