@@ -17,6 +17,9 @@ class ScenarioStep:
     args: dict[str, Any]
     expect: dict[str, Any]
     violates: list[str]
+    # False: the scenario asserts that no instance is enabled here (a request
+    # the protocol refuses); the state is kept and the replay goes on
+    enabled: bool = True
 
 
 @dataclass
@@ -32,7 +35,7 @@ class StepReport:
     @property
     def ok(self) -> bool:
         return (
-            self.enabled
+            self.enabled == self.step.enabled
             and self.error is None
             and not self.mismatches
             and sorted(self.violated) == sorted(self.step.violates)

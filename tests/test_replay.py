@@ -117,6 +117,11 @@ def test_an_underspecified_step_is_ambiguous():
             [{"action": "Produce", "violates": ["NoAckedLoss", "NoAckedLoss"]}],
             "step 1: violates: 'NoAckedLoss' is listed twice",
         ),
+        ([{"action": "Produce", "enabled": "no"}], "step 1: 'enabled' must be true or false"),
+        (
+            [{"action": "Produce", "enabled": False, "expect": {"leader": 0}}],
+            "step 1: a step with enabled = false has no state to expect or violate",
+        ),
     ],
 )
 def test_bad_steps_are_rejected_before_running(steps, message):
@@ -212,3 +217,29 @@ def test_every_shipped_scenario_replays(name):
 def test_a_scenario_needs_steps():
     with pytest.raises(ConfigError, match="'steps' must be a non-empty array"):
         run({"config": {}})
+
+
+def test_a_step_may_say_that_no_instance_is_enabled():
+    """`enabled = false` asserts a refusal (a Kafka test's "election not
+    needed"): it passes where nothing is enabled, keeps the state, and the
+    replay goes on; where an instance is enabled the step fails and replay stops."""
+    refused = {"action": "CommitAlterPartition", "enabled": False}
+    reports = run({"config": {}, "steps": [refused, {"action": "Produce", "acks": "all", "expect": {"produced": 1}}]})
+    assert [r.ok for r in reports] == [True, True]
+    assert not reports[0].enabled and reports[0].error is None and reports[0].state["produced"] == 0
+    reports = run({"config": {}, "steps": [{"action": "Produce", "acks": "all", "enabled": False}, refused]})
+    assert len(reports) == 1 and not reports[0].ok
+    assert reports[0].error == "enabled (acks=all), expected not"
+
+
+def test_a_scenario_may_say_what_it_reproduces():
+    """The `[conformance]` table (tests/test_conformance.py reads it) is
+    carried, not interpreted; anything but a table is bad input."""
+    steps = [{"action": "Produce", "acks": "all"}]
+    assert run({"config": {}, "conformance": {"test": "T.m", "line": 3}, "steps": steps})[0].ok
+    with pytest.raises(ConfigError, match=re.escape("test: 'conformance' must be a table")):
+        run({"config": {}, "conformance": "T.m", "steps": steps})
+    with pytest.raises(
+        ConfigError, match=re.escape("unknown top-level key 'kafka' (allowed: config, steps, description, conformance)")
+    ):
+        run({"config": {}, "kafka": {}, "steps": steps})

@@ -4,7 +4,12 @@ written, by the explorer, with scenario.py's `to_toml`).
 A step names an action, some of its arguments (an argument may be left out
 when only one enabled instance matches), and optionally `expect` (state
 variables after the step) and `violates` (the invariants it is expected to
-break; by default none). Replay stops at the first step that is not enabled.
+break; by default none), or `enabled = false` (no instance may be enabled
+there: the protocol refuses the request, and the state is kept). Replay
+stops at the first step that is not enabled (or is, against `enabled = false`).
+A file may carry a `[conformance]` table saying what it reproduces (the
+Kafka test, its broker mapping, its status); replay checks only that it is
+a table, and tests/test_conformance.py reads it.
 """
 
 from __future__ import annotations
@@ -25,16 +30,17 @@ from ..views.report import print_replay, replay_json
 from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail
 from .inputs import Loader
 
-STEP_KEYS = ("action", "expect", "violates")
+STEP_KEYS = ("action", "expect", "violates", "enabled")
+TOP_KEYS = ("config", "steps", "description", "conformance")
 
 
 def split_scenario(data: dict[str, Any], where: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The `[config]` table and the `[[steps]]` array of a scenario file.
     `[config]` is required (empty: the defaults), so a scenario never
     replays a config it does not name."""
-    unknown = sorted(set(data) - {"config", "steps", "description"})
+    unknown = sorted(set(data) - set(TOP_KEYS))
     if unknown:
-        raise ConfigError(f"{where}: unknown top-level key {unknown[0]!r} (allowed: config, steps, description)")
+        raise ConfigError(f"{where}: unknown top-level key {unknown[0]!r} (allowed: {', '.join(TOP_KEYS)})")
     if "config" not in data:
         raise ConfigError(f"{where}: needs a [config] table (empty: the default config)")
     config, steps = data["config"], data.get("steps")
@@ -42,6 +48,8 @@ def split_scenario(data: dict[str, Any], where: str) -> tuple[dict[str, Any], li
         raise ConfigError(f"{where}: 'config' must be a table")
     if not isinstance(data.get("description", ""), str):
         raise ConfigError(f"{where}: 'description' must be a string")
+    if not isinstance(data.get("conformance", {}), dict):
+        raise ConfigError(f"{where}: 'conformance' must be a table")
     if not isinstance(steps, list) or not steps or not all(isinstance(s, dict) for s in steps):
         raise ConfigError(f"{where}: 'steps' must be a non-empty array of tables ([[steps]])")
     return config, steps
@@ -72,11 +80,16 @@ def parse_steps(spec: Spec, raw: list[dict[str, Any]], where: str) -> list[Scena
         violates = r.get("violates", [])
         if not isinstance(violates, list):
             raise ConfigError(f"{at}: 'violates' must be a list of invariants")
+        enabled = r.get("enabled", True)
+        if not isinstance(enabled, bool):
+            raise ConfigError(f"{at}: 'enabled' must be true or false")
+        if not enabled and (expect or violates):
+            raise ConfigError(f"{at}: a step with enabled = false has no state to expect or violate")
         for k, invariant in enumerate(violates):
             checked_invariant(spec, invariant, f"{at}: violates", properties=False)
             if invariant in violates[:k]:
                 raise ConfigError(f"{at}: violates: {invariant!r} is listed twice")
-        steps.append(ScenarioStep(name, args, expect, violates))
+        steps.append(ScenarioStep(name, args, expect, violates, enabled))
     return steps
 
 
@@ -115,6 +128,13 @@ def replay(spec: Spec, steps: list[ScenarioStep]) -> tuple[dict[str, Any], list[
     for i, step in enumerate(steps, 1):
         matches = apply_step(spec, state, step.action, step.args)
         distinct = {spec.canonical(t): (a, t) for a, t in matches}
+        if not step.enabled:
+            if distinct:
+                options = "; ".join(", ".join(f"{k}={v}" for k, v in a.items()) or "-" for a, _ in distinct.values())
+                reports.append(StepReport(i, step, enabled=True, error=f"enabled ({options}), expected not"))
+                break
+            reports.append(StepReport(i, step, enabled=False, state=spec.describe(state)))
+            continue
         if not distinct:
             reports.append(StepReport(i, step, enabled=False, error="not enabled"))
             break
@@ -128,7 +148,7 @@ def replay(spec: Spec, steps: list[ScenarioStep]) -> tuple[dict[str, Any], list[
         now = spec.describe(state)
         report = StepReport(
             i,
-            ScenarioStep(step.action, args, step.expect, step.violates),
+            ScenarioStep(step.action, args, step.expect, step.violates, step.enabled),
             enabled=True,
             violated=spec.violated(state),
             state=now,

@@ -168,7 +168,7 @@ def replay_table(spec: Spec, reports: list[StepReport]) -> Table:
         table.add_row(
             str(r.index),
             Text(format_action(r.step.action, r.step.args)),
-            "yes" if r.enabled else "NO",
+            "yes" if r.enabled else "no, as expected" if not r.step.enabled else "NO",
             Text(expect),
             ", ".join(r.violated) or "-",
             Text("ok" if r.ok else "FAIL", style="green" if r.ok else "bold red"),
