@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 
 from kafka_oracle import (
     NO_LEADER,
@@ -148,32 +149,45 @@ def fenced(s: State, b: int) -> bool:
     return bool(s.fenced >> b & 1)
 
 
-def events(spec, s: State) -> Iterator[tuple[str, dict, list[Callable[[Controller], None]]]]:
+# what Kafka's controller does for an event (a Controller method with its arguments)
+Way = Callable[[Controller], object]
+
+
+def events(spec, s: State) -> Iterator[tuple[str, dict, list[Way]]]:
     """Each controller event of the model in state s: its action, the
-    arguments that pick it out, and what Kafka may do for it (empty when
+    arguments that pick it out, and what Kafka may do for it (none when
     the event cannot happen here)."""
+
+    def when(possible: bool, *ways: Way) -> list[Way]:
+        return list(ways) if possible else []
+
     for b in spec.brokers:
         may_fence = not fenced(s, b) and (not running(s, b) or s.fences < spec.max_fences)
-        yield "FenceBroker", {"broker": b}, [lambda c, b=b: c.fence_stale_broker(b)] if may_fence else []
+        yield "FenceBroker", {"broker": b}, when(may_fence, partial(Controller.fence_stale_broker, broker=b))
         may_unfence = fenced(s, b) and running(s, b)
-        yield "UnfenceBroker", {"broker": b}, [lambda c, b=b: c.heartbeat_unfence(b)] if may_unfence else []
-        may_start = fenced(s, b) and not running(s, b)
-        epochs = (s.clean_shutdown_epoch[b], s.broker_epoch[b] + 1)
-        yield "StartBroker", {"broker": b}, [lambda c, b=b, e=epochs: c.register_broker(b, *e)] if may_start else []
+        yield "UnfenceBroker", {"broker": b}, when(may_unfence, partial(Controller.heartbeat_unfence, broker=b))
+        start = partial(
+            Controller.register_broker,
+            broker=b,
+            previous_broker_epoch=s.clean_shutdown_epoch[b],
+            new_broker_epoch=s.broker_epoch[b] + 1,
+        )
+        yield "StartBroker", {"broker": b}, when(fenced(s, b) and not running(s, b), start)
         may_stop = s.clean_shutdowns < spec.max_clean_shutdowns and running(s, b) and not fenced(s, b)
-        yield "CleanShutdown", {"broker": b}, [lambda c, b=b: c.heartbeat_shutdown(b)] if may_stop else []
+        yield "CleanShutdown", {"broker": b}, when(may_stop, partial(Controller.heartbeat_shutdown, broker=b))
     in_flight = s.pending_isr != NO_PROPOSAL
-    yield "CommitAlterPartition", {}, [lambda c: commit(c, s, spec.propagated)] if in_flight else []
-    yield "ElectLeader", {}, [lambda c: c.maybe_balance_partition_leaders(), lambda c: c.maybe_elect_unclean_leaders()]
+    yield "CommitAlterPartition", {}, when(in_flight, partial(commit, s=s, propagated=spec.propagated))
+    tasks = (Controller.maybe_balance_partition_leaders, Controller.maybe_elect_unclean_leaders)
+    yield "ElectLeader", {}, when(True, *tasks)
     admin = s.admin_elections < spec.max_admin_elections
     for kind in spec.admin_types:
         name = ADMIN_TYPES[kind]
-        election = ELECTION_TYPES[name]
-        yield "AdminElectLeaders", {"type": name}, [lambda c, e=election: c.elect_leader(e)] if admin else []
+        elect = partial(Controller.elect_leader, election_type=ELECTION_TYPES[name])
+        yield "AdminElectLeaders", {"type": name}, when(admin, elect)
     alter = s.min_isr_changes < spec.max_min_isr_changes
     for v in range(1, spec.rf + 1):
-        ways = [lambda c, v=v, topic=topic: c.incremental_alter_min_isr(v, topic) for topic in (True, False)]
-        yield "AlterMinIsr", {"min_isr": v}, ways if alter else []
+        ways = (partial(Controller.incremental_alter_min_isr, value=v, topic_level=topic) for topic in (True, False))
+        yield "AlterMinIsr", {"min_isr": v}, when(alter, *ways)
 
 
 def commit(c: Controller, s: State, propagated: bool) -> None:
@@ -207,7 +221,7 @@ def without_proposal(o: Outcome) -> Outcome:
     return replace(o, live_proposal=NO_PROPOSAL)
 
 
-def oracle_outcomes(spec, s: State, action: str, ways: list) -> frozenset[Outcome]:
+def oracle_outcomes(spec, s: State, action: str, ways: list[Way]) -> frozenset[Outcome]:
     out = set()
     for way in ways:
         c = controller_of(spec, s)
