@@ -17,9 +17,13 @@ from typing import Any
 
 import pytest
 from kafka_oracle import (
+    NO_LEADER,
     PREFERRED,
     RECOVERED,
     RECOVERING,
+    UNCLEAN,
+    BrokerRegistration,
+    Controller,
     PartitionChangeBuilder,
     PartitionChangeRecord,
     PartitionRegistration,
@@ -266,3 +270,19 @@ def test_the_oracle_keeps_the_last_known_leader_through_an_unclean_shutdown_as_k
     """testEligibleLeaderReplicas_IsrCanShrinkToZero, its second build: no lastKnownElr field."""
     record = built(registration([], [1, 2, 3, 4], [1], -1), lambda r: False, unclean_shutdown=[2])
     assert record is not None and record.last_known_elr is None
+
+
+def test_in_kafka_a_last_known_elr_of_minus_one_blocks_even_an_unclean_election():
+    """What the model cannot reach (docs/conformance.md): with
+    lastKnownElr [-1], canElectLastKnownLeader answers -1 before the
+    UNCLEAN fallback (PCB:274-286), so every broker alive and unfenced, no
+    election elects anyone."""
+    partition = PartitionRegistration((0, 1), (), NO_LEADER, RECOVERING, 4, 9, (), (NO_LEADER,))
+    alive = {b: BrokerRegistration(epoch=2, fenced=False, in_controlled_shutdown=False) for b in (0, 1)}
+    c = Controller(partition, alive, 1, True)
+    assert c.elect_leader(UNCLEAN) == "ELIGIBLE_LEADERS_NOT_AVAILABLE"
+    c.maybe_elect_unclean_leaders()
+    c.maybe_balance_partition_leaders()
+    assert c.partition == partition
+    c.partition = replace(partition, last_known_elr=())
+    assert c.elect_leader(UNCLEAN) == "NONE" and c.partition.leader == 0
