@@ -414,11 +414,14 @@ class Controller:
         self.replay(records)
 
     def heartbeat_shutdown(self, broker: int) -> None:
-        """An unfenced broker asks to shut down (BHM:440-449): with
-        leaderships, CONTROLLED_SHUTDOWN first (its own write event); then,
-        once the broker is out of them or its session times out, it is
-        fenced (SHUTDOWN_NOW, BHM:453-466, or the timeout): handleBrokerFenced."""
-        if self.partition.leader == broker:  # BrokersToIsrs.hasLeaderships
+        """A broker asks to shut down (RCM:1608-1628). Fenced, it is granted
+        SHUTDOWN_NOW at once (BHM:406-410). Unfenced with leaderships, it
+        enters CONTROLLED_SHUTDOWN first (BHM:440-444, its own write event),
+        and once out of them or once its session times out it is fenced
+        too (SHUTDOWN_NOW, BHM:453-466, or the timeout). Unfenced without
+        leaderships, SHUTDOWN_NOW (BHM:445-448). SHUTDOWN_NOW is handleBrokerFenced."""
+        fenced = self.registrations[broker].fenced
+        if not fenced and self.partition.leader == broker:  # BrokersToIsrs.hasLeaderships
             records: list = []
             self.handle_broker_in_controlled_shutdown(broker, records)
             self.replay(records)

@@ -14,7 +14,8 @@ the model's, applied to both sides):
 - UnfenceBroker b: fenced, running b heartbeats, caught up (BHM:406-416);
 - StartBroker b: stopped, fenced b registers a new incarnation with the
   epoch of its clean-shutdown file (or -1), getting the next broker epoch;
-- CleanShutdown b: running, unfenced b asks to shut down, then is fenced;
+- CleanShutdown b: running b asks to shut down, and is fenced (an
+  unfenced leader goes through controlled shutdown first);
 - CommitAlterPartition: the proposal in flight reaches the controller from
   its proposer, with the epochs it was made at, RECOVERED (Partition.makeLeader
   marks a new leader RECOVERED at once, Partition.scala:752-766, and sends its
@@ -173,7 +174,7 @@ def events(spec, s: State) -> Iterator[tuple[str, dict, list[Way]]]:
             new_broker_epoch=s.broker_epoch[b] + 1,
         )
         yield "StartBroker", {"broker": b}, when(fenced(s, b) and not running(s, b), start)
-        may_stop = s.clean_shutdowns < spec.max_clean_shutdowns and running(s, b) and not fenced(s, b)
+        may_stop = s.clean_shutdowns < spec.max_clean_shutdowns and running(s, b)
         yield "CleanShutdown", {"broker": b}, when(may_stop, partial(Controller.heartbeat_shutdown, broker=b))
     in_flight = s.pending_isr != NO_PROPOSAL
     yield "CommitAlterPartition", {}, when(in_flight, partial(commit, s=s, propagated=spec.propagated))

@@ -63,6 +63,21 @@ def clean_reregistration_of_an_isr_member(d: Difference) -> bool:
     )
 
 
+def orderly_stop_of_a_fenced_broker(d: Difference) -> bool:
+    """A fenced broker that runs asks to shut down: Kafka grants it
+    SHUTDOWN_NOW, handled as a fence (BHM:406-410, RCM:1618-1620), which
+    takes it out of an ISR it is still in (after the KAFKA-19522 election);
+    the spec's CleanShutdown refuses a fenced broker (it can only crash)."""
+    s, b = d.state, d.args.get("broker", -1)
+    return (
+        d.action == "CleanShutdown"
+        and contains(s.fenced, b)
+        and not d.spec
+        and bool(d.oracle)
+        and all(b not in o.isr for o in d.oracle)
+    )
+
+
 def min_isr_record_with_the_value_in_force(d: Difference) -> bool:
     """min.insync.replicas set on the cluster to the value in force: Kafka
     writes the config record anyway (KAFKA-14136, CCM:303-304) and its
@@ -91,6 +106,7 @@ KNOWN = (
         "kafka-4, clean re-registration",
         clean_reregistration_of_an_isr_member,
     ),
+    Known("orderly stop of a fenced broker", "all variants, the clean-shutdown file", orderly_stop_of_a_fenced_broker),
     Known("min ISR config records", "kafka-4, min ISR config records", min_isr_record_with_the_value_in_force),
     Known("lastKnownElr [-1]", "docs/model.md kafka-4, maybeUpdateLastKnownLeader", last_known_elr_of_no_leader),
 )
@@ -104,7 +120,7 @@ CONFIGS: dict[str, tuple[dict[str, Any], set[str]]] = {
     ),
     "2 brokers, fenced last known leader": (
         {"brokers": 2, "max_unclean_shutdowns": 2, "max_clean_shutdowns": 1},
-        {"clean re-registration of an ISR member"},
+        {"clean re-registration of an ISR member", "orderly stop of a fenced broker"},
     ),
     "2 brokers, min ISR 1, fenced last known leader": (
         {"brokers": 2, "min_isr": 1, "max_unclean_shutdowns": 2},
