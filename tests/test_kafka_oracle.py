@@ -38,7 +38,8 @@ from specs.kafka_elr.types import NO_PROPOSAL, State, contains
 @dataclass(frozen=True)
 class Known:
     """A difference the spec has today, not silently filtered: its name,
-    where issue 31 describes it, and a predicate matching exactly it."""
+    where it is described (issue 31's bullet, or docs/model.md for a
+    choice the model states), and a predicate matching exactly it."""
 
     name: str
     bullet: str
@@ -112,7 +113,8 @@ KNOWN = (
 )
 
 # the configs compared (all without records: the controller never reads a
-# log), with the known differences each must show; seconds on the 2-core machine
+# log), with the known differences each must show; FAST ones take at most
+# 1.5 s each on the 2-core machine, the others up to 6 s
 CONFIGS: dict[str, tuple[dict[str, Any], set[str]]] = {
     "2 brokers, operators": (
         {"brokers": 2, "max_min_isr_changes": 1, "max_admin_elections": 1},
