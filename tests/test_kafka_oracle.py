@@ -183,7 +183,7 @@ def test_each_known_difference_is_still_there(name):
 
 
 @pytest.mark.slow
-def test_every_controller_action_was_compared_where_it_changes_something():
+def test_every_controller_action_was_compared_where_it_changes_something() -> None:
     """Both sides changed the controller, and agreed, for every controller
     action the model has (UncleanRecovery and CompleteRecovery are not
     kafka-4's): the comparison did compare."""
