@@ -70,10 +70,10 @@ def check_command(
             max_memory=None if engine == "spark" else parse_size(max_memory) if max_memory else default_limit()
         )
         if resume_dir:
-            given, engine, symmetry, fingerprint_bits = resumed(
-                load, resume_dir, given, bool(config or overrides), engine, symmetry, fingerprint_bits
-            )
             control.checkpoints, control.resume = Checkpoints(resume_dir, checkpoint_every), True
+            given, engine, symmetry, fingerprint_bits = resumed(
+                load, control.checkpoints, given, bool(config or overrides), engine, symmetry, fingerprint_bits
+            )
         spec = load(given)
         if expected is not None:
             expected = parse_expectation(expected, spec, str(config), "[expected] verdict")
@@ -128,7 +128,7 @@ def check_command(
 
 def resumed(
     load: Loader,
-    directory: str,
+    checkpoints: Checkpoints,
     given: dict[str, Any],
     config_given: bool,
     engine: str,
@@ -136,28 +136,26 @@ def resumed(
     fingerprint_bits: str,
 ) -> tuple[dict[str, Any], str, bool, str]:
     """The config, engine, symmetry and fingerprint bits of the check
-    checkpointed in `directory`; what the command line says of them must
-    agree."""
-    checkpoints = Checkpoints(directory)
+    checkpointed in `checkpoints` (opened, locked and verified here); what
+    the command line says of them must agree."""
     checkpoints.prepare(resuming=True)
     state = checkpoints.load()[0]
     saved = state["identity"]
     config = {k: v for k, v in saved["config"].items() if v is not None}
-    if config_given and load(given).config != saved["config"]:
-        now = load(given).config
-        key = next(k for k in now if now[k] != saved["config"].get(k))
+    where = f"--resume {checkpoints.dir}"
+    merged = load(given).config if config_given else saved["config"]
+    if merged != saved["config"]:
+        key = next(k for k in merged if merged[k] != saved["config"].get(k))
         raise ConfigError(
-            f"--resume {directory}: the checkpoint's {key} is {json.dumps(saved['config'].get(key))}, "
-            f"not {json.dumps(now[key])} (leave out the config to take the checkpoint's)"
+            f"{where}: the checkpoint's {key} is {json.dumps(saved['config'].get(key))}, "
+            f"not {json.dumps(merged[key])} (leave out the config to take the checkpoint's)"
         )
     ctx = click.get_current_context()
     explicit = lambda name: ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE  # noqa: E731
     bits = str(state.get("fingerprint_bits") or 64)
     for name, now, then in (("engine", engine, saved["engine"]), ("fingerprint_bits", fingerprint_bits, bits)):
         if explicit(name) and now != then:
-            raise ConfigError(
-                f"--resume {directory}: the checkpoint was written with --{name.replace('_', '-')} {then}, not {now}"
-            )
+            raise ConfigError(f"{where}: the checkpoint was written with --{name.replace('_', '-')} {then}, not {now}")
     if symmetry and not saved["symmetry"]:
-        raise ConfigError(f"--resume {directory}: the checkpoint was written without --symmetry")
+        raise ConfigError(f"{where}: the checkpoint was written without --symmetry")
     return config, saved["engine"], saved["symmetry"], bits
