@@ -310,3 +310,25 @@ def test_a_directory_without_search_permission_is_one_line_exit_2(option):
         assert got == (2, "", f"error: checkpoint directory {str(ck)!r}: Permission denied\n")
     finally:
         shutil.rmtree(shared)
+
+
+def test_a_resume_reads_a_partial_set_over_the_checkpoints_config(tmp_path):
+    ck = copy_of("bfs", tmp_path)
+    answers_as_uninterrupted(invoke("check", "--resume", ck, "--set", "max_records=1", "--json", "-q"), "bfs")
+    refused(
+        invoke("check", "--resume", ck, "--set", "variant=kip966"),
+        f'--resume {ck}: the checkpoint\'s variant is "legacy", not "kip966" '
+        "(leave out the config to take the checkpoint's)",
+    )
+
+
+def test_resume_with_checkpoint_is_refused_before_anything_is_created(tmp_path):
+    ck = copy_of("bfs", tmp_path)
+    before = {p.name: p.read_bytes() for p in ck.iterdir()}
+    r = invoke("check", "--resume", ck, "--checkpoint", tmp_path / "b")
+    refused(
+        r,
+        f"--checkpoint {str(tmp_path / 'b')!r} with --resume: a resumed check keeps checkpointing into its "
+        "--resume directory; leave out --checkpoint",
+    )
+    assert not (tmp_path / "b").exists() and {p.name: p.read_bytes() for p in ck.iterdir()} == before

@@ -66,24 +66,29 @@ def check_command(
                 "lost executor by itself (its shards' state is in files), and its memory is Spark's "
                 "(spark.driver.memory, spark.executor.memory)"
             )
+        if resume_dir and checkpoint_dir:
+            raise ConfigError(
+                f"--checkpoint {checkpoint_dir!r} with --resume: a resumed check keeps checkpointing into "
+                "its --resume directory; leave out --checkpoint"
+            )
         control = Control(
             max_memory=None if engine == "spark" else parse_size(max_memory) if max_memory else default_limit()
         )
         if resume_dir:
             control.checkpoints, control.resume = Checkpoints(resume_dir, checkpoint_every), True
             given, engine, symmetry, fingerprint_bits = resumed(
-                load, control.checkpoints, given, bool(config or overrides), engine, symmetry, fingerprint_bits
+                load, control.checkpoints, given, engine, symmetry, fingerprint_bits
             )
         spec = load(given)
         if expected is not None:
             expected = parse_expectation(expected, spec, str(config), "[expected] verdict")
         if symmetry:
             spec.enable_symmetry()
-        if checkpoint_dir:
-            control.checkpoints = Checkpoints(checkpoint_dir, checkpoint_every)
-            control.checkpoints.prepare(resuming=False)
         if trace_out:
             check_file(trace_out, "--trace-out")
+        if checkpoint_dir:  # last: nothing is created before every option has been checked
+            control.checkpoints = Checkpoints(checkpoint_dir, checkpoint_every)
+            control.checkpoints.prepare(resuming=False)
     except ConfigError as e:
         fail(str(e))
     stopped = None
@@ -130,20 +135,20 @@ def resumed(
     load: Loader,
     checkpoints: Checkpoints,
     given: dict[str, Any],
-    config_given: bool,
     engine: str,
     symmetry: bool,
     fingerprint_bits: str,
 ) -> tuple[dict[str, Any], str, bool, str]:
     """The config, engine, symmetry and fingerprint bits of the check
     checkpointed in `checkpoints` (opened, locked and verified here); what
-    the command line says of them must agree."""
+    the command line says of them must agree: a config file or --set given
+    too is read over the checkpoint's config, which it must leave as it is."""
     checkpoints.prepare(resuming=True)
     state = checkpoints.load()[0]
     saved = state["identity"]
     config = {k: v for k, v in saved["config"].items() if v is not None}
     where = f"--resume {checkpoints.dir}"
-    merged = load(given).config if config_given else saved["config"]
+    merged = load({**config, **given}).config
     if merged != saved["config"]:
         key = next(k for k in merged if merged[k] != saved["config"].get(k))
         raise ConfigError(
