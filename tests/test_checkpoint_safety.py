@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from resuming import interrupted, resume
 
 from cli import main
@@ -332,3 +334,96 @@ def test_resume_with_checkpoint_is_refused_before_anything_is_created(tmp_path):
         "--resume directory; leave out --checkpoint",
     )
     assert not (tmp_path / "b").exists() and {p.name: p.read_bytes() for p in ck.iterdir()} == before
+
+
+# ---- fuzzing: random damage to real checkpoints -------------------------------------------------------------------
+@st.composite
+def damaged(draw, ck: Path) -> list[str]:
+    """Damage `ck` as a disk, a copy or a hand might, one to three times;
+    what was done, for the report of a failing example."""
+    done = []
+    for _ in range(draw(st.integers(1, 3))):
+        names = sorted(p.name for p in ck.iterdir())
+        kind = draw(st.sampled_from(["flip", "truncate", "zeros", "append", "delete", "rename", "edit"]))
+        if kind == "edit" and MANIFEST not in names or not names:
+            continue
+        name = MANIFEST if kind == "edit" else draw(st.sampled_from(names))
+        path = ck / name
+        data = bytearray(path.read_bytes())
+        at = draw(st.integers(0, 1 << 20)) % max(1, len(data))
+        if kind == "flip" and data:
+            data[at] ^= 1 << draw(st.integers(0, 7))
+        elif kind == "truncate":
+            del data[at:]
+        elif kind == "zeros":
+            end = min(len(data), at + draw(st.integers(1, 1 << 16)))
+            data[at:end] = bytes(end - at)
+        elif kind == "append":
+            data += draw(st.binary(min_size=1, max_size=64))
+        elif kind == "delete":
+            path.unlink()
+        elif kind == "rename":
+            path.rename(ck / draw(st.sampled_from([*names, "x.bin", f"{name}.old"])))
+        elif kind == "edit":
+            data = bytearray(edited(draw, json.loads(data)).encode())
+        if kind not in ("delete", "rename"):
+            path.write_bytes(bytes(data))
+        done.append(f"{kind} {name} at {at}")
+    return done
+
+
+def edited(draw, manifest: dict) -> str:
+    """The manifest with one value replaced (not sealed again: a damage, not a forgery)."""
+    places: list = []
+
+    def walk(node) -> None:
+        for key, value in node.items() if isinstance(node, dict) else enumerate(node):
+            places.append((node, key))
+            if isinstance(value, dict | list):
+                walk(value)
+
+    walk(manifest)
+    node, key = draw(st.sampled_from(places))
+    old = node[key]
+    node[key] = draw(
+        st.one_of(
+            st.sampled_from([None, True, -1, 0, "", [], {}, "../x.bin"]),
+            st.integers(-2, 1 << 40),
+            st.just(old + 1 if isinstance(old, int) and not isinstance(old, bool) else old),
+            st.text(max_size=8),
+        )
+    )
+    return json.dumps(manifest, indent=1)
+
+
+FUZZ = settings(
+    max_examples=50,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+@pytest.mark.parametrize("engine", ["fast", "bfs"])
+@pytest.mark.slow
+def test_fuzz_a_damaged_checkpoint_resumes_to_the_same_answer_or_is_refused(engine):
+    uninterrupted(engine)
+    checkpoint_of(engine)
+
+    @FUZZ
+    @given(st.data())
+    def fuzz(data):
+        with tempfile.TemporaryDirectory() as where:
+            ck = copy_of(engine, Path(where))
+            data.draw(damaged(ck))
+            r = resumed(ck)
+            if r.exit_code == 2:
+                assert r.stdout == "" and len(r.stderr.splitlines()) == 1, r.stderr
+                assert r.stderr.startswith(f"error: --resume {str(ck)!r}") or r.stderr.startswith(
+                    f"error: checkpoint directory {str(ck)!r}"
+                ), r.stderr
+            else:
+                answers_as_uninterrupted(r, engine)
+
+    fuzz()
