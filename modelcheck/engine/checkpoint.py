@@ -137,7 +137,7 @@ class Checkpoints:
                 self._claim_directory(where)
         except OSError as e:
             self.release()
-            raise ConfigError(f"checkpoint directory {str(self.dir)!r}: {e.strerror}") from None
+            raise ConfigError(f"{where}: {e.strerror}") from None
         except ConfigError:
             self.release()
             raise
