@@ -144,7 +144,8 @@ def main() -> None:
     "--checkpoint",
     "checkpoint_dir",
     metavar="DIR",
-    help="Save the search in DIR (created; it must hold no checkpoint yet) every --checkpoint-every "
+    help="Save the search in DIR (created if missing; else it must be empty or hold no checkpoint "
+    "yet: DIR is modelcheck's alone, locked while a run writes there) every --checkpoint-every "
     "seconds and when it stops (Ctrl-C, SIGTERM, --max-memory), so that --resume DIR continues it "
     "after a stop, a kill or a crash. Engines fast and bfs.",
 )
@@ -162,8 +163,9 @@ def main() -> None:
     "--resume",
     "resume_dir",
     metavar="DIR",
-    help="Continue the check checkpointed in DIR, with its config, engine and symmetry (a CONFIG.toml "
-    "or --set given too must agree); it ends with exactly the counts, verdict and counterexample "
+    help="Continue the check checkpointed in DIR (verified whole first: a damaged one is refused), with "
+    "its config, engine and symmetry (a CONFIG.toml or --set given too is read over its config and "
+    "must agree); it ends with exactly the counts, verdict and counterexample "
     "of an uninterrupted run, and keeps checkpointing into DIR. --workers may differ.",
 )
 @click.option(

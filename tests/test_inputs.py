@@ -22,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from nobody import as_nobody
 from rich.console import Console
 
 from cli import main
@@ -43,7 +44,6 @@ ROOT = Path(__file__).parent.parent
 SCENARIO = (ROOT / "specs/scenarios/motivation-legacy.toml").read_text()
 GATE = '[[entry]]\nname = "kip966"\nconfig = { max_records = 1, max_fences = 0 }\nexpect = "holds"\n'
 MATRIX = 'title = "t"\n[[cell]]\nname = "kip966"\nconfig = { max_records = 1, max_fences = 0 }\n'
-NOBODY = 65534
 
 
 def legacy_counterexample() -> dict[str, Any]:
@@ -65,30 +65,6 @@ def refused(r, *parts: str) -> None:
     assert r.stdout == "" and len(r.stderr.splitlines()) == 1 and r.stderr.startswith("error: "), r.stderr
     for part in parts:
         assert part in r.stderr, r.stderr
-
-
-def as_nobody(*args: str) -> tuple[int, str, str]:
-    """The command run by an ordinary user (in a forked child that drops
-    root's privileges: root reads a mode-000 file, and the interpreter may
-    live where that user cannot run it): (exit code, stdout, stderr)."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        try:
-            os.close(read)
-            if os.geteuid() == 0:
-                os.setgroups([])
-                os.setgid(NOBODY)
-                os.setuid(NOBODY)
-            r = invoke(*args)
-            os.write(write, json.dumps([r.exit_code, r.stdout, r.stderr]).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as f:
-        data = f.read()
-    os.waitpid(pid, 0)
-    return tuple(json.loads(data))
 
 
 @pytest.fixture

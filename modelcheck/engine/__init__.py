@@ -22,8 +22,10 @@ check runs the engine that wrote its checkpoint."""
 
 from __future__ import annotations
 
+import functools
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ParamSpec
 
 from ..config import ConfigError
 from ..result import CheckResult
@@ -35,8 +37,26 @@ if TYPE_CHECKING:
     from .kernel import Kernel
 
 ENGINES = ("fast", "bfs", "spark")
+P = ParamSpec("P")
 
 
+def _releasing(check: Callable[P, CheckResult]) -> Callable[P, CheckResult]:
+    """`check`, which unlocks its checkpoint directory when it ends, however
+    it ends (a result, a stop, an error): another run may write there then."""
+
+    @functools.wraps(check)
+    def run(*args: P.args, **kwargs: P.kwargs) -> CheckResult:
+        try:
+            return check(*args, **kwargs)
+        finally:
+            control = kwargs.get("control")
+            if isinstance(control, Control) and control.checkpoints:
+                control.checkpoints.release()
+
+    return run
+
+
+@_releasing
 def run(
     spec: Spec,
     *,

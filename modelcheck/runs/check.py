@@ -66,24 +66,29 @@ def check_command(
                 "lost executor by itself (its shards' state is in files), and its memory is Spark's "
                 "(spark.driver.memory, spark.executor.memory)"
             )
+        if resume_dir and checkpoint_dir:
+            raise ConfigError(
+                f"--checkpoint {checkpoint_dir!r} with --resume: a resumed check keeps checkpointing into "
+                "its --resume directory; leave out --checkpoint"
+            )
         control = Control(
             max_memory=None if engine == "spark" else parse_size(max_memory) if max_memory else default_limit()
         )
         if resume_dir:
-            given, engine, symmetry, fingerprint_bits = resumed(
-                load, resume_dir, given, bool(config or overrides), engine, symmetry, fingerprint_bits
-            )
             control.checkpoints, control.resume = Checkpoints(resume_dir, checkpoint_every), True
+            given, engine, symmetry, fingerprint_bits = resumed(
+                load, control.checkpoints, given, engine, symmetry, fingerprint_bits
+            )
         spec = load(given)
         if expected is not None:
             expected = parse_expectation(expected, spec, str(config), "[expected] verdict")
         if symmetry:
             spec.enable_symmetry()
-        if checkpoint_dir:
-            control.checkpoints = Checkpoints(checkpoint_dir, checkpoint_every)
-            control.checkpoints.prepare(resuming=False)
         if trace_out:
             check_file(trace_out, "--trace-out")
+        if checkpoint_dir:  # last: nothing is created before every option has been checked
+            control.checkpoints = Checkpoints(checkpoint_dir, checkpoint_every)
+            control.checkpoints.prepare(resuming=False)
     except ConfigError as e:
         fail(str(e))
     stopped = None
@@ -128,36 +133,34 @@ def check_command(
 
 def resumed(
     load: Loader,
-    directory: str,
+    checkpoints: Checkpoints,
     given: dict[str, Any],
-    config_given: bool,
     engine: str,
     symmetry: bool,
     fingerprint_bits: str,
 ) -> tuple[dict[str, Any], str, bool, str]:
     """The config, engine, symmetry and fingerprint bits of the check
-    checkpointed in `directory`; what the command line says of them must
-    agree."""
-    checkpoints = Checkpoints(directory)
+    checkpointed in `checkpoints` (opened, locked and verified here); what
+    the command line says of them must agree: a config file or --set given
+    too is read over the checkpoint's config, which it must leave as it is."""
     checkpoints.prepare(resuming=True)
     state = checkpoints.load()[0]
     saved = state["identity"]
     config = {k: v for k, v in saved["config"].items() if v is not None}
-    if config_given and load(given).config != saved["config"]:
-        now = load(given).config
-        key = next(k for k in now if now[k] != saved["config"].get(k))
+    where = f"--resume {checkpoints.dir}"
+    merged = load({**config, **given}).config
+    if merged != saved["config"]:
+        key = next(k for k in merged if merged[k] != saved["config"].get(k))
         raise ConfigError(
-            f"--resume {directory}: the checkpoint's {key} is {json.dumps(saved['config'].get(key))}, "
-            f"not {json.dumps(now[key])} (leave out the config to take the checkpoint's)"
+            f"{where}: the checkpoint's {key} is {json.dumps(saved['config'].get(key))}, "
+            f"not {json.dumps(merged[key])} (leave out the config to take the checkpoint's)"
         )
     ctx = click.get_current_context()
     explicit = lambda name: ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE  # noqa: E731
     bits = str(state.get("fingerprint_bits") or 64)
     for name, now, then in (("engine", engine, saved["engine"]), ("fingerprint_bits", fingerprint_bits, bits)):
         if explicit(name) and now != then:
-            raise ConfigError(
-                f"--resume {directory}: the checkpoint was written with --{name.replace('_', '-')} {then}, not {now}"
-            )
+            raise ConfigError(f"{where}: the checkpoint was written with --{name.replace('_', '-')} {then}, not {now}")
     if symmetry and not saved["symmetry"]:
-        raise ConfigError(f"--resume {directory}: the checkpoint was written without --symmetry")
+        raise ConfigError(f"{where}: the checkpoint was written without --symmetry")
     return config, saved["engine"], saved["symmetry"], bits
