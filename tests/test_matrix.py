@@ -82,6 +82,11 @@ def test_a_verdict_that_differs_from_its_pin_exits_1(tmp_path):
             ('variant = "legacy" }', 'variant = "legacy", invariants = ["ConsistentRead"] }'),
             "cell 1 (legacy): expect: 'NoAckedLoss' is not an invariant this config checks (ConsistentRead)",
         ),
+        (
+            ('variant = "hwm-ignores-min-isr" }', 'properties = ["LeaderlessGetsLeader"] }\nsymmetry = true'),
+            "cell 2 (no HWM rule): symmetry = true with temporal properties: fair cycles are searched in the states "
+            "themselves (a cycle of a class need not be one of its members); leave out symmetry = true",
+        ),
         (('claim = "the last replica standing"', "claim = 7"), "cell 1 (legacy): claim is 7; allowed: text"),
         (('title = "t"', 'title = ["t"]'), 'title is ["t"]; allowed: text'),
     ],
@@ -89,8 +94,8 @@ def test_a_verdict_that_differs_from_its_pin_exits_1(tmp_path):
 def test_bad_matrix_files_exit_2_with_one_line(tmp_path, change, message):
     text = CELLS.replace(*change)
     assert text != CELLS
-    r = run(tmp_path, text)
-    assert r.exit_code == 2 and r.stdout == ""
+    r = run(tmp_path, text, "--out", str(tmp_path / "v.md"))
+    assert r.exit_code == 2 and r.stdout == "" and not (tmp_path / "v.md").exists()
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: ")
     assert message in r.stderr, r.stderr
 

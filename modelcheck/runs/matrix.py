@@ -25,6 +25,7 @@ from typing import Any, NoReturn
 import click
 
 from ..config import ConfigError, read_file, shown
+from ..engine import refuse_unsupported
 from ..engine import run as run_engine
 from ..engine.control import Control
 from ..lifetime import Stopped, StopRequest, end_pool, exit_code, stop_on_signals, worker_pool
@@ -147,6 +148,7 @@ def read_entries(
             spec = loader(config)
             if c.get("symmetry"):
                 spec.enable_symmetry()
+            refuse_unsupported(spec, "fast", symmetry="symmetry = true")
         except ConfigError as e:
             raise ConfigError(f"{where}: {e}") from None
         if "expect" in c:
