@@ -252,7 +252,7 @@ def replay(scenario: str, as_json: bool) -> None:
 
 CELL_MEMORY_HELP = (
     "Bound each cell's memory (e.g. 4G; see check --max-memory). Default: 80% of RAM shared "
-    "among the --jobs running at once. A cell stopped at it reports so, matching no pin."
+    "among the cells running at once (--jobs, or fewer cells). A cell stopped at it reports so, matching no pin."
 )
 DEFAULT_MATRIX = Path(kafka_elr.__file__).parent.parent / "matrix.toml"
 

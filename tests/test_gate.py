@@ -337,3 +337,15 @@ def test_a_gate_file_changed_during_the_run_is_not_updated_wrong(tmp_path, monke
         f"error: {path}: cannot read its entries back to update them (KeyError: 'legacy')"
     )
     assert "states" not in path.read_text()
+
+
+@pytest.mark.slow
+def test_entries_share_memory_among_the_processes_that_run_them_not_jobs(tmp_path, cell_pools):
+    from modelcheck.memory import default_limit
+
+    text = f'[[entry]]\nname = "a"\n{TINY_ENTRY}[[entry]]\nname = "b"\n{TINY_ENTRY}'
+    _path, r = gate(tmp_path, text, "-j", "40", "--json")
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    assert [(x["memory_limit"], x["spilled"]) for x in rows] == [(default_limit(share_among=2), False)] * 2
+    assert cell_pools == [2]

@@ -169,3 +169,29 @@ goals = ["RecoveryElects", "ElrMemberElected"]
 def test_exercises_and_goals_must_name_what_the_variant_has(tmp_path, line, message):
     r = run(tmp_path, CELLS.replace('claim = "the last', line + '\nclaim = "the last'))
     assert r.exit_code == 2 and message in r.stderr, r.stderr
+
+
+# ---- resources: processes and memory follow the cells that run, not -j ----------------------
+
+
+@pytest.mark.slow
+def test_processes_and_memory_shares_follow_the_cells_that_run_not_jobs(tmp_path, cell_pools):
+    """`matrix --only ONE -j 40` gave the cell 1/40 of the memory and forked 40 processes."""
+    from modelcheck.memory import default_limit
+
+    pools = cell_pools
+    r = run(tmp_path, CELLS, "--only", "legacy", "-j", "40", "--json")
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)
+    assert (row["memory_limit"], row["spilled"], pools) == (default_limit(), False, [])  # one cell: run here
+    r = run(tmp_path, CELLS, "-j", "40", "--json")
+    assert r.exit_code == 0, r.output
+    assert [x["memory_limit"] for x in json.loads(r.stdout)] == [default_limit(share_among=2)] * 2 and pools == [2]
+
+
+def test_a_cell_stopped_at_the_memory_limit_is_stopped_in_the_json_never_holds(tmp_path):
+    r = run(tmp_path, CELLS, "--only", "legacy", "--max-memory", "1M", "--json")
+    assert r.exit_code == 1, r.output
+    (row,) = json.loads(r.stdout)
+    assert (row["verdict"], row["invariant"], row["as_expected"]) == ("stopped", None, False)
+    assert (row["memory_limit"], row["spilled"], row["segments"]) == (1 << 20, None, None)

@@ -33,7 +33,7 @@ from ..lifetime import Stopped, StopRequest, exit_code, stop_on_signals
 from ..output import check_dir, check_file, make_dir, write_text
 from ..views.terminal import format_action, stderr_console
 from ..views.tracefile import TraceFile
-from ..views.verdicts import print_gate
+from ..views.verdicts import memory_json, print_gate
 from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail
 from .inputs import cell_memory
 from .matrix import Cell, Loader, Row, read_entries, run
@@ -302,6 +302,7 @@ def summary_rows(outcomes: list[Outcome]) -> list[dict[str, Any]]:
             "elapsed_s": round(o.row.elapsed_s, 3) if o.row else None,
             "budget_s": o.entry.budget_s,
             "failures": o.failures,
+            **memory_json(o.row),
         }
         for o in outcomes
     ]
@@ -323,6 +324,7 @@ def gate_command(
     with `update`, their counts re-pinned; exits 0 if every entry passes."""
     try:
         entries = read_gate(gate_file, load)
+        jobs = min(jobs, len(entries))  # the processes, and the shares of memory, of the entries
         limit = cell_memory(max_memory, jobs)
         if junit_file:
             check_file(junit_file, "--junit")

@@ -70,6 +70,7 @@ class Row:
     goals: dict[str, bool] = field(default_factory=dict)
     loop: int | None = None  # a temporal property's lasso: the step the last one returns to
     triggers: dict[str, int] = field(default_factory=dict)  # CheckResult.triggers
+    memory: dict[str, Any] = field(default_factory=dict)  # memory_limit, and whether it spilled (segments)
 
     @property
     def as_expected(self) -> bool | None:
@@ -211,7 +212,18 @@ def run_cell(loader: Loader, cell: Cell, max_memory: int | None = None, stop: St
     except Stopped as e:
         if e.signum is not None:
             raise
-        return Row(cell, f"stopped: {e.why}", None, None, e.distinct, e.generated, e.depth, e.elapsed_s, spec.config)
+        return Row(
+            cell,
+            f"stopped: {e.why}",
+            None,
+            None,
+            e.distinct,
+            e.generated,
+            e.depth,
+            e.elapsed_s,
+            spec.config,
+            memory={"memory_limit": max_memory},
+        )
     story = "" if r.holds else spec.story(r.trace, r.invariant, r.loop)
     return Row(
         cell,
@@ -229,6 +241,7 @@ def run_cell(loader: Loader, cell: Cell, max_memory: int | None = None, stop: St
         r.goals,
         r.loop,
         r.triggers,
+        {k: r.run_info[k] for k in ("memory_limit", "spilled", "segments") if k in r.run_info},
     )
 
 
@@ -243,8 +256,10 @@ def run(
     """(index, row) as cells finish, `jobs` processes at a time (1: in this
     process), each within `max_memory`; once `stop()` is true, cells not
     yet finished are dropped; once `request` is set (a signal), they are
-    killed and Stopped is raised. Worker processes die with this one."""
+    killed and Stopped is raised. Worker processes die with this one, and
+    are never more than the cells."""
     request = StopRequest() if request is None else request
+    jobs = min(jobs, len(cells))
     if jobs <= 1:
         for i, cell in enumerate(cells):
             if stop():
@@ -403,10 +418,11 @@ def matrix_command(
             raise ConfigError(f"--only {unknown[0]!r}: no such cell in {path}")
         if out:
             check_file(out, "--out")
+        cells = [c for c in cells if not only or c.name in only]
+        jobs = min(jobs, len(cells))  # the processes, and the shares of memory, of the cells that run
         limit = cell_memory(max_memory, jobs)
     except ConfigError as e:
         fail(str(e))
-    cells = [c for c in cells if not only or c.name in only]
     console = stderr_console()
     rows: list[Any] = [None] * len(cells)
     with stop_on_signals() as request, request.polling():
