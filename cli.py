@@ -223,7 +223,8 @@ def check(**options: Any) -> None:
     Exit status: 0 all invariants (and properties) hold, 1 one is violated
     (the shortest counterexample, or a lasso, is printed), 2 bad input or an engine that cannot run
     here (no Java for Spark, no Spark master at the URL, ...), 3 an
-    internal error (a traceback; a bug to report). An [expected] verdict
+    internal error (a traceback; a bug to report), 4 --trace-out could not
+    be written (said after the result). An [expected] verdict
     in CONFIG.toml is reported, not turned into the exit status.
     """
     check_command(kafka_elr.load, **options)
@@ -283,7 +284,8 @@ def matrix(**options: Any) -> None:
     that holds while one of those actions never fired, or a goal was never
     reached, is marked VACUOUS (the "never fired" column lists the rest).
 
-    Exit status: 0 every cell is as pinned, 1 one differs, 2 bad input;
+    Exit status: 0 every cell is as pinned, 1 one differs, 2 bad input, 4
+    --out could not be written (said after the table);
     Ctrl-C or SIGTERM stops every cell at once (130, 143: the cells done
     are shown, --out is not written).
     """
@@ -341,7 +343,8 @@ def gate(junit: str | None, update_baseline: bool, **options: Any) -> None:
 
     Exit status: 0 every entry passes, 1 one fails (verdict, count, a
     vacuous holds or budget), 2 bad gate file or an output that cannot be
-    written (checked before the run; --update-baseline included); Ctrl-C or
+    written (checked before the run; --update-baseline included), 4 an
+    output whose write failed after the run (said after the table); Ctrl-C or
     SIGTERM stops every entry at once (130, 143), and --junit and
     --trace-dir still report what ran (the rest as skipped).
     """
@@ -584,7 +587,8 @@ def simulate(**options: Any) -> None:
 
     Exit status: 0 no violation found (the search is not exhaustive: it
     says nothing of the states it did not visit), 1 a violation (the
-    shrunk counterexample is printed), 2 bad input, 130/143 stopped.
+    shrunk counterexample is printed), 2 bad input, 4 --trace-out could not
+    be written (said after the result), 130/143 stopped.
     """
     from modelcheck.runs.simulate import simulate_command
 

@@ -34,7 +34,7 @@ from ..result import parse_expectation
 from ..trace import described
 from ..views.terminal import stderr_console
 from ..views.verdicts import matrix_json, print_matrix
-from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail, write_output
+from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
 from .inputs import Loader, cell_memory
 
 CELL_KEYS = {"name", "config", "expect", "claim", "note", "symmetry", "exercises", "goals"}
@@ -444,11 +444,12 @@ def matrix_command(
                 markup=False,
             )
             sys.exit(exit_code(e))
+    outputs = Outputs()
     if out:
         command = "modelcheck matrix" + (f" {matrix_file}" if matrix_file else "") + f" --out {out}"
-        write_output(out, "--out", markdown(meta, rows, command, jobs) + "\n")
+        outputs.write(out, "--out", markdown(meta, rows, command, jobs) + "\n")
     if as_json:
         click.echo(json.dumps(matrix_json(rows)))
     else:
         print_matrix(rows)
-    sys.exit(EXIT_VIOLATED if any(r.as_expected is False for r in rows) else EXIT_HOLDS)
+    outputs.exit(EXIT_VIOLATED if any(r.as_expected is False for r in rows) else EXIT_HOLDS)

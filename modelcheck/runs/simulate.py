@@ -19,7 +19,7 @@ from ..trace import described
 from ..views.progress import Progress
 from ..views.report import print_simulation, simulation_json
 from ..views.tracefile import TraceFile
-from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail, write_output
+from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
 from .inputs import Loader, check_spark_options, load_check_config
 
 
@@ -93,18 +93,16 @@ def simulate_command(
         except ConfigError as e:  # the engine cannot start here (e.g. no Java for Spark)
             fail(str(e))
     trace = described(spec, result.trace)
+    outputs = Outputs()
     if trace_out and result.invariant:
-        write_output(
-            trace_out,
-            "--trace-out",
-            json.dumps(TraceFile(spec.config, result.invariant, trace).to_json(), indent=1) + "\n",
-        )
+        text = json.dumps(TraceFile(spec.config, result.invariant, trace).to_json(), indent=1) + "\n"
+        trace_out = trace_out if outputs.write(trace_out, "--trace-out", text) else None
     rate = result.states_visited / result.elapsed_s if result.elapsed_s else 0.0
     if as_json:
         click.echo(json.dumps(simulation_json(spec, result, trace, the_plan, weight, rate)))
     else:
         print_simulation(spec, result, the_plan, trace_out, rate)
-    sys.exit(EXIT_VIOLATED if result.invariant else EXIT_HOLDS)
+    outputs.exit(EXIT_VIOLATED if result.invariant else EXIT_HOLDS)
 
 
 def simulation_kernel(spec: Any, engine: str, progress: Progress) -> Any:
