@@ -281,6 +281,24 @@ def python_for_nobody() -> str | None:
     return None
 
 
+def as_nobody(exe: str, home: Path, *args: str) -> subprocess.CompletedProcess:
+    """modelcheck ARGS run by user 65534 (interpreted: root's kernel cache is not its)."""
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "MODELCHECK_KERNEL": "interpreted",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), *site.getsitepackages()]),
+    }
+    return subprocess.run(
+        [*NOBODY, exe, "-c", "import cli; cli.main()", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=home,
+        timeout=60,
+    )
+
+
 @pytest.fixture
 def shared_dir():
     """A directory every user may read but only root may write."""
@@ -321,20 +339,7 @@ def test_permission_denied_as_an_ordinary_user_is_one_line_before_the_run(shared
         '[[entry]]\nname = "legacy"\nconfig = { variant = "legacy" }\nexpect = "holds"\n'
     )
     before = sorted(p.name for p in shared_dir.iterdir())
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(shared_dir),
-        "MODELCHECK_KERNEL": "interpreted",
-        "PYTHONPATH": os.pathsep.join([str(ROOT), *site.getsitepackages()]),
-    }
-    p = subprocess.run(
-        [*NOBODY, exe, "-c", "import cli; cli.main()", *[a.replace("DIR", str(shared_dir)) for a in args]],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=shared_dir,
-        timeout=60,
-    )
+    p = as_nobody(exe, shared_dir, *[a.replace("DIR", str(shared_dir)) for a in args])
     assert p.returncode == 2 and p.stdout == "", p.stderr
     assert p.stderr == message.replace("DIR", str(shared_dir)) + "\n"
     assert sorted(p.name for p in shared_dir.iterdir()) == before
@@ -352,20 +357,7 @@ def test_another_users_file_in_a_sticky_directory_is_refused_before_the_run():
         sticky.chmod(0o1777)
         (sticky / "root.json").write_text("keep")
         (sticky / "root.json").chmod(0o666)
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(sticky),
-            "MODELCHECK_KERNEL": "interpreted",
-            "PYTHONPATH": os.pathsep.join([str(ROOT), *site.getsitepackages()]),
-        }
-        p = subprocess.run(
-            [*NOBODY, exe, "-c", "import cli; cli.main()", *LEGACY, "--trace-out", str(sticky / "root.json")],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=sticky,
-            timeout=60,
-        )
+        p = as_nobody(exe, sticky, *LEGACY, "--trace-out", str(sticky / "root.json"))
         assert (p.returncode, p.stdout) == (2, ""), p.stderr
         assert p.stderr == (
             f"error: --trace-out {sticky / 'root.json'}: another user's file in a sticky directory "
