@@ -510,15 +510,15 @@ def explore(**options: Any) -> None:
     type=click.IntRange(min=1),
     default=100,
     show_default=True,
-    help="Steps a walk takes at most (it ends sooner at a violation or where nothing is enabled).",
+    help="Steps a walk takes at most, up to 100,000 (it ends sooner at a violation or where nothing is enabled).",
 )
 @click.option(
     "--seed",
     type=click.IntRange(min=0),
     default=0,
     show_default=True,
-    help="The seed: the same seed, config and options give the same walks, results and trace, "
-    "whatever --workers or --engine.",
+    help="The seed, 0 to 2^64 - 1: the same seed, config and options give the same walks, results and "
+    "trace, whatever --workers or --engine.",
 )
 @click.option(
     "--weight",
@@ -546,7 +546,8 @@ def explore(**options: Any) -> None:
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help="Processes running walks (the results do not depend on it).",
+    help="Processes running walks (the results do not depend on it); more than the CPUs this process may "
+    "use runs as many as those, with a warning.",
 )
 @click.option(
     "--engine",
@@ -573,6 +574,13 @@ def explore(**options: Any) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of tables.")
 @click.option("--trace-out", metavar="FILE", help="Write the shrunk counterexample (JSON, as check's) to FILE.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@click.option(
+    "--max-memory",
+    metavar="SIZE",
+    help="Bound this process's memory (anonymous resident memory, e.g. 4G, 512M, as check's): the "
+    "distinct states seen grow with the walks (8 bytes each), and past it the walks stop with one "
+    "line (exit 2) saying what they did. Default: 80% of RAM (or of a cgroup's limit).",
+)
 def simulate(**options: Any) -> None:
     """Random walks through a configuration too large to check
     exhaustively (TLC's -simulate): each walk takes a random enabled action
@@ -585,9 +593,12 @@ def simulate(**options: Any) -> None:
     modelcheck simulate --set brokers=5 --set min_isr=3 --set max_unclean_shutdowns=3
     modelcheck simulate --set brokers=5 --walks 20000 --depth 60 --seed 7 --workers 2
 
+    Nothing is held in proportion to --walks (10^20 walks start at once);
+    what grows is the set of distinct states seen, bounded by --max-memory.
+
     Exit status: 0 no violation found (the search is not exhaustive: it
     says nothing of the states it did not visit), 1 a violation (the
-    shrunk counterexample is printed), 2 bad input, 4 --trace-out could not
+    shrunk counterexample is printed), 2 bad input or the memory limit, 4 --trace-out could not
     be written (said after the result), 130/143 stopped.
     """
     from modelcheck.runs.simulate import simulate_command

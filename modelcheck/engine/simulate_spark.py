@@ -7,6 +7,7 @@ from each machine's cache, compiled once a machine)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from itertools import islice
 from typing import Any
 
 from ..lifetime import StopRequest
@@ -41,11 +42,8 @@ def run_chunks(
         shipped = sc.broadcast((spec, kernel))
         tasks = partitions or sc.defaultParallelism
         todo = chunks(p)
-        per_round = tasks * CHUNKS_A_TASK
-        for start in range(0, len(todo), per_round):
-            if fold.done or stop.asked:
-                break
-            batch = todo[start : start + per_round]
+        while not fold.done and not stop.asked:
+            batch = list(islice(todo, tasks * CHUNKS_A_TASK))
             rdd = sc.parallelize(batch, min(len(batch), tasks))
             for chunk in rdd.mapPartitions(lambda items: _walks(shipped, p, items)).collect():
                 fold.add(chunk)
