@@ -94,6 +94,7 @@ def check_dir(path: str, option: str) -> None:
     if existing == target and not stat.S_ISDIR(st.st_mode):
         raise ConfigError(f"{option} {path}: is not a directory")
     _writable_dir(existing, option, path)
+    _replaceable(existing, None, option, path)
 
 
 def make_dir(path: str, option: str) -> None:

@@ -142,14 +142,15 @@ def test_an_output_that_fails_after_the_run_comes_after_the_result_exit_4(
 
 
 @ROOT_ONLY
-@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("command", [*COMMANDS, "gate --trace-dir"])
 @pytest.mark.parametrize("target", ["/proc/x.dot", "/sys/x.dot"])
 def test_a_file_system_that_takes_no_file_is_refused_before_the_run(tmp_path, trace, monkeypatch, command, target):
     """As root, the permission bits let any directory be written, and the
     run started; its output then failed."""
     for work in ("modelcheck.runs.check.run_engine", "modelcheck.runs.matrix.run", "modelcheck.runs.gate.run_gate"):
         monkeypatch.setattr(work, lambda *a, **k: pytest.fail("the run started"))
-    r = invoke(*commands(tmp_path, trace, target)[command])
+    args = commands(tmp_path, trace, target)[command.replace("--trace-dir", "--junit")]
+    r = invoke(*args[:-2], command.split()[-1], target)
     why = {"/proc": "No such file or directory", "/sys": "Permission denied"}[os.path.dirname(target)]
     assert (r.exit_code, r.stdout) == (2, ""), r.output
     option = command.split()[-1]
