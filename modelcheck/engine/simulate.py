@@ -129,7 +129,11 @@ def simulate(
         if engine == "spark":
             from .simulate_spark import run_chunks
 
-            run_chunks(spec, kernel, p, fold, master, partitions, spark_settings, stop, report)
+            try:
+                run_chunks(spec, kernel, p, fold, master, partitions, spark_settings, stop, report)
+            except Stopped as e:  # asked while Spark started: said below with the counts
+                if e.signum is None:
+                    raise
         elif workers <= 1:
             steps = KernelSteps(kernel, spec) if kernel is not None else SpecSteps(spec)
             last = time.perf_counter()

@@ -38,7 +38,7 @@ def run_chunks(
 ) -> None:
     """Fold `p`'s chunks, run on Spark a round at a time, until a violation
     (every chunk before it folded), the last walk, or a stop request."""
-    with spark_context(master, type(spec).__module__.split(".")[0], settings) as sc:
+    with spark_context(master, type(spec).__module__.split(".")[0], settings, stop=stop) as sc:
         shipped = sc.broadcast((spec, kernel))
         tasks = partitions or sc.defaultParallelism
         todo = chunks(p)
