@@ -195,3 +195,27 @@ def test_a_cell_stopped_at_the_memory_limit_is_stopped_in_the_json_never_holds(t
     (row,) = json.loads(r.stdout)
     assert (row["verdict"], row["invariant"], row["as_expected"]) == ("stopped", None, False)
     assert (row["memory_limit"], row["spilled"], row["segments"]) == (1 << 20, None, None)
+
+
+def test_a_cell_the_search_cannot_finish_is_a_stopped_row_and_the_others_are_reported(tmp_path, monkeypatch):
+    """A limit met while running (temporal properties' graph too big for
+    the memory limit) was a traceback, exit 3, after the other cells ran."""
+    from modelcheck.config import ConfigError
+    from modelcheck.runs import matrix as mx
+
+    real = mx.run_engine
+
+    def too_big_for_legacy(spec, **kwargs):
+        if spec.config["variant"] == "legacy":
+            raise ConfigError("the behaviour graph needs 2.0 GiB beyond what the check holds")
+        return real(spec, **kwargs)
+
+    monkeypatch.setattr(mx, "run_engine", too_big_for_legacy)
+    r = run(tmp_path, CELLS, "--json", "--out", str(tmp_path / "v.md"))
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    rows = {x["name"]: x for x in json.loads(r.stdout)}
+    assert rows["legacy"]["verdict"] == "stopped" and rows["legacy"]["as_expected"] is False
+    assert (rows["no HWM rule"]["invariant"], rows["no HWM rule"]["as_expected"]) == ("ElrHasDataToHwm", True)
+    assert (
+        "| stopped: the behaviour graph needs 2.0 GiB beyond what the check holds |" in (tmp_path / "v.md").read_text()
+    )

@@ -202,13 +202,17 @@ def read_matrix(path: str, loader: Loader) -> tuple[dict[str, Any], list[Cell]]:
 
 
 def run_cell(loader: Loader, cell: Cell, max_memory: int | None = None, stop: StopRequest | None = None) -> Row:
-    """The cell's check as a row; a cell stopped at the memory limit is a
-    row whose verdict says so (it matches no pin). A stop signal propagates."""
+    """The cell's check as a row; a cell stopped at the memory limit, or by
+    a limit of the search itself (a behaviour graph too big for it), is a
+    row whose verdict says so (it matches no pin), not an error that loses
+    every other cell's. A stop signal propagates."""
     spec = loader(cell.config)
     if cell.symmetry:
         spec.enable_symmetry()
     try:
         r = run_engine(spec, control=Control(stop=StopRequest() if stop is None else stop, max_memory=max_memory))
+    except ConfigError as e:  # the entries were validated before any ran: a limit met while running
+        return Row(cell, f"stopped: {e}", None, None, 0, 0, 0, 0.0, spec.config, memory={"memory_limit": max_memory})
     except Stopped as e:
         if e.signum is not None:
             raise
