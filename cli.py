@@ -225,7 +225,8 @@ def check(**options: Any) -> None:
     Exit status: 0 all invariants (and properties) hold, 1 one is violated
     (the shortest counterexample, or a lasso, is printed), 2 bad input or an engine that cannot run
     here (no Java for Spark, no Spark master at the URL, ...), 3 an
-    internal error (a traceback; a bug to report). An [expected] verdict
+    internal error (a traceback; a bug to report), 4 --trace-out could not
+    be written (said after the result). An [expected] verdict
     in CONFIG.toml is reported, not turned into the exit status.
     """
     check_command(kafka_elr.load, **options)
@@ -254,7 +255,7 @@ def replay(scenario: str, as_json: bool) -> None:
 
 CELL_MEMORY_HELP = (
     "Bound each cell's memory (e.g. 4G; see check --max-memory). Default: 80% of RAM shared "
-    "among the --jobs running at once. A cell stopped at it reports so, matching no pin."
+    "among the cells running at once (--jobs, or fewer cells). A cell stopped at it reports so, matching no pin."
 )
 DEFAULT_MATRIX = Path(kafka_elr.__file__).parent.parent / "matrix.toml"
 
@@ -285,7 +286,8 @@ def matrix(**options: Any) -> None:
     that holds while one of those actions never fired, or a goal was never
     reached, is marked VACUOUS (the "never fired" column lists the rest).
 
-    Exit status: 0 every cell is as pinned, 1 one differs, 2 bad input;
+    Exit status: 0 every cell is as pinned, 1 one differs, 2 bad input, 4
+    --out could not be written (said after the table);
     Ctrl-C or SIGTERM stops every cell at once (130, 143: the cells done
     are shown, --out is not written).
     """
@@ -343,7 +345,8 @@ def gate(junit: str | None, update_baseline: bool, **options: Any) -> None:
 
     Exit status: 0 every entry passes, 1 one fails (verdict, count, a
     vacuous holds or budget), 2 bad gate file or an output that cannot be
-    written (checked before the run; --update-baseline included); Ctrl-C or
+    written (checked before the run; --update-baseline included), 4 an
+    output whose write failed after the run (said after the table); Ctrl-C or
     SIGTERM stops every entry at once (130, 143), and --junit and
     --trace-dir still report what ran (the rest as skipped).
     """
@@ -509,15 +512,15 @@ def explore(**options: Any) -> None:
     type=click.IntRange(min=1),
     default=100,
     show_default=True,
-    help="Steps a walk takes at most (it ends sooner at a violation or where nothing is enabled).",
+    help="Steps a walk takes at most, up to 100,000 (it ends sooner at a violation or where nothing is enabled).",
 )
 @click.option(
     "--seed",
     type=click.IntRange(min=0),
     default=0,
     show_default=True,
-    help="The seed: the same seed, config and options give the same walks, results and trace, "
-    "whatever --workers or --engine.",
+    help="The seed, 0 to 2^64 - 1: the same seed, config and options give the same walks, results and "
+    "trace, whatever --workers or --engine.",
 )
 @click.option(
     "--weight",
@@ -545,7 +548,8 @@ def explore(**options: Any) -> None:
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help="Processes running walks (the results do not depend on it).",
+    help="Processes running walks (the results do not depend on it); more than the CPUs this process may "
+    "use runs as many as those, with a warning.",
 )
 @click.option(
     "--engine",
@@ -572,6 +576,13 @@ def explore(**options: Any) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of tables.")
 @click.option("--trace-out", metavar="FILE", help="Write the shrunk counterexample (JSON, as check's) to FILE.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@click.option(
+    "--max-memory",
+    metavar="SIZE",
+    help="Bound this process's memory (anonymous resident memory, e.g. 4G, 512M, as check's): the "
+    "distinct states seen grow with the walks (8 bytes each), and past it the walks stop with one "
+    "line (exit 2) saying what they did. Default: 80% of RAM (or of a cgroup's limit).",
+)
 def simulate(**options: Any) -> None:
     """Random walks through a configuration too large to check
     exhaustively (TLC's -simulate): each walk takes a random enabled action
@@ -584,9 +595,13 @@ def simulate(**options: Any) -> None:
     modelcheck simulate --set brokers=5 --set min_isr=3 --set max_unclean_shutdowns=3
     modelcheck simulate --set brokers=5 --walks 20000 --depth 60 --seed 7 --workers 2
 
+    Nothing is held in proportion to --walks (10^20 walks start at once);
+    what grows is the set of distinct states seen, bounded by --max-memory.
+
     Exit status: 0 no violation found (the search is not exhaustive: it
     says nothing of the states it did not visit), 1 a violation (the
-    shrunk counterexample is printed), 2 bad input, 130/143 stopped.
+    shrunk counterexample is printed), 2 bad input or the memory limit, 4 --trace-out could not
+    be written (said after the result), 130/143 stopped.
     """
     from modelcheck.runs.simulate import simulate_command
 

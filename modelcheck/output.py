@@ -56,10 +56,32 @@ def check_file(path: str, option: str, stdout: bool = False) -> None:
         raise ConfigError(f"{option} {path}: is a directory")
     if st is None or stat.S_ISREG(st.st_mode):  # replaced: a temporary file goes beside it
         _writable_dir(os.path.dirname(target), option, path)
+        _replaceable(os.path.dirname(target), st, option, path)
     if st is None:
         return
     if stat.S_ISREG(st.st_mode) and not st.st_mode & stat.S_IWUSR or not os.access(target, os.W_OK):
         raise ConfigError(f"{option} {path}: is read-only")
+
+
+def _replaceable(directory: str, st: os.stat_result | None, option: str, shown: str) -> None:
+    """What the permission bits do not tell: a file system that takes no
+    new file (/proc, /sys: tried, with a temporary file removed at once),
+    and another user's file in a sticky directory such as /tmp, which only
+    its owner, the directory's or root may replace."""
+    try:
+        fd, probe = tempfile.mkstemp(dir=directory, prefix=".modelcheck-", suffix=".tmp")
+    except OSError as e:
+        raise ConfigError(f"{option} {shown}: cannot write in directory {directory!r} ({e.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)
+    if st is None or os.geteuid() in (0, st.st_uid):
+        return
+    parent = os.stat(directory)
+    if parent.st_mode & stat.S_ISVTX and parent.st_uid != os.geteuid():
+        raise ConfigError(
+            f"{option} {shown}: another user's file in a sticky directory "
+            f"({directory!r}): only its owner may replace it"
+        )
 
 
 def check_dir(path: str, option: str) -> None:
@@ -72,6 +94,7 @@ def check_dir(path: str, option: str) -> None:
     if existing == target and not stat.S_ISDIR(st.st_mode):
         raise ConfigError(f"{option} {path}: is not a directory")
     _writable_dir(existing, option, path)
+    _replaceable(existing, None, option, path)
 
 
 def make_dir(path: str, option: str) -> None:

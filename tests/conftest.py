@@ -79,3 +79,19 @@ def default_kip966():
 def default_legacy():
     spec = load({"variant": "legacy"})
     return spec, run(spec, engine="fast", workers=2)
+
+
+@pytest.fixture
+def cell_pools(monkeypatch) -> list[int]:
+    """The size of every pool of processes matrix and gate start for their cells."""
+    from modelcheck.runs import matrix
+
+    sizes: list[int] = []
+    real = matrix.worker_pool
+
+    def pool(jobs: int):
+        sizes.append(jobs)
+        return real(jobs)
+
+    monkeypatch.setattr(matrix, "worker_pool", pool)
+    return sizes

@@ -155,6 +155,22 @@ def test_bad_gate_files_exit_2_with_one_line(tmp_path, change, message):
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: ") and message in r.stderr, r.stderr
 
 
+def test_symmetry_with_properties_is_refused_before_any_entry_runs_and_nothing_is_written(tmp_path):
+    """It ran the entries before it, then a traceback (exit 3), --junit and
+    --trace-dir never written; check refuses the same pair with exit 2."""
+    both = 'variant = "kip966", properties = ["LeaderlessGetsLeader"] }\nsymmetry = true'
+    text = GATE.replace('variant = "hwm-ignores-min-isr" }', both)
+    junit, traces = tmp_path / "j.xml", tmp_path / "traces"
+    _path, r = gate(tmp_path, text, "--junit", str(junit), "--trace-dir", str(traces))
+    assert (r.exit_code, r.stdout) == (2, ""), r.output
+    assert r.stderr == (
+        f"error: {tmp_path / 'gate.toml'}: entry 3 (no HWM rule): symmetry = true with temporal properties: fair "
+        "cycles are searched in the states themselves (a cycle of a class need not be one of its members); "
+        "leave out symmetry = true\n"
+    )
+    assert not junit.exists() and not traces.exists()
+
+
 def test_a_vacuous_holds_fails_its_entry(tmp_path):
     text = GATE.replace(
         "states = 8302",
@@ -279,7 +295,7 @@ def test_the_reports_are_written_when_the_baseline_cannot_be(tmp_path, monkeypat
     path, r = gate(
         tmp_path, text, "--update-baseline", "--junit", str(tmp_path / "j.xml"), "--trace-dir", str(tmp_path / "traces")
     )
-    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.exit_code == 4 and "Traceback" not in r.output and "0 passed, 1 failed" in r.stdout
     assert r.stderr.splitlines()[-1] == f"error: --update-baseline {path}: cannot write: No space left on device"
     assert path.read_text() == text and (tmp_path / "traces" / "legacy.json").exists()
     assert ET.parse(tmp_path / "j.xml").getroot().get("failures") == "1"
@@ -317,7 +333,19 @@ def test_a_gate_file_changed_during_the_run_is_not_updated_wrong(tmp_path, monke
     path = tmp_path / "gate.toml"
     path.write_text(f'[[entry]]\nname = "legacy"\n{TINY_ENTRY}')
     r = CliRunner().invoke(main, ["gate", str(path), "-j", "1", "--update-baseline"])
-    assert r.exit_code == 2 and r.stderr.splitlines()[-1] == (
+    assert r.exit_code == 4 and r.stderr.splitlines()[-1] == (
         f"error: {path}: cannot read its entries back to update them (KeyError: 'legacy')"
     )
-    assert "states" not in path.read_text()
+    assert "states" not in path.read_text() and "1 passed, 0 failed" in r.stdout  # the result all the same
+
+
+@pytest.mark.slow
+def test_entries_share_memory_among_the_processes_that_run_them_not_jobs(tmp_path, cell_pools):
+    from modelcheck.memory import default_limit
+
+    text = f'[[entry]]\nname = "a"\n{TINY_ENTRY}[[entry]]\nname = "b"\n{TINY_ENTRY}'
+    _path, r = gate(tmp_path, text, "-j", "40", "--json")
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    assert [(x["memory_limit"], x["spilled"]) for x in rows] == [(default_limit(share_among=2), False)] * 2
+    assert cell_pools == [2]

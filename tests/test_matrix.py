@@ -82,6 +82,11 @@ def test_a_verdict_that_differs_from_its_pin_exits_1(tmp_path):
             ('variant = "legacy" }', 'variant = "legacy", invariants = ["ConsistentRead"] }'),
             "cell 1 (legacy): expect: 'NoAckedLoss' is not an invariant this config checks (ConsistentRead)",
         ),
+        (
+            ('variant = "hwm-ignores-min-isr" }', 'properties = ["LeaderlessGetsLeader"] }\nsymmetry = true'),
+            "cell 2 (no HWM rule): symmetry = true with temporal properties: fair cycles are searched in the states "
+            "themselves (a cycle of a class need not be one of its members); leave out symmetry = true",
+        ),
         (('claim = "the last replica standing"', "claim = 7"), "cell 1 (legacy): claim is 7; allowed: text"),
         (('title = "t"', 'title = ["t"]'), 'title is ["t"]; allowed: text'),
     ],
@@ -89,8 +94,8 @@ def test_a_verdict_that_differs_from_its_pin_exits_1(tmp_path):
 def test_bad_matrix_files_exit_2_with_one_line(tmp_path, change, message):
     text = CELLS.replace(*change)
     assert text != CELLS
-    r = run(tmp_path, text)
-    assert r.exit_code == 2 and r.stdout == ""
+    r = run(tmp_path, text, "--out", str(tmp_path / "v.md"))
+    assert r.exit_code == 2 and r.stdout == "" and not (tmp_path / "v.md").exists()
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: ")
     assert message in r.stderr, r.stderr
 
@@ -164,3 +169,53 @@ goals = ["RecoveryElects", "ElrMemberElected"]
 def test_exercises_and_goals_must_name_what_the_variant_has(tmp_path, line, message):
     r = run(tmp_path, CELLS.replace('claim = "the last', line + '\nclaim = "the last'))
     assert r.exit_code == 2 and message in r.stderr, r.stderr
+
+
+# ---- resources: processes and memory follow the cells that run, not -j ----------------------
+
+
+@pytest.mark.slow
+def test_processes_and_memory_shares_follow_the_cells_that_run_not_jobs(tmp_path, cell_pools):
+    """`matrix --only ONE -j 40` gave the cell 1/40 of the memory and forked 40 processes."""
+    from modelcheck.memory import default_limit
+
+    pools = cell_pools
+    r = run(tmp_path, CELLS, "--only", "legacy", "-j", "40", "--json")
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)
+    assert (row["memory_limit"], row["spilled"], pools) == (default_limit(), False, [])  # one cell: run here
+    r = run(tmp_path, CELLS, "-j", "40", "--json")
+    assert r.exit_code == 0, r.output
+    assert [x["memory_limit"] for x in json.loads(r.stdout)] == [default_limit(share_among=2)] * 2 and pools == [2]
+
+
+def test_a_cell_stopped_at_the_memory_limit_is_stopped_in_the_json_never_holds(tmp_path):
+    r = run(tmp_path, CELLS, "--only", "legacy", "--max-memory", "1M", "--json")
+    assert r.exit_code == 1, r.output
+    (row,) = json.loads(r.stdout)
+    assert (row["verdict"], row["invariant"], row["as_expected"]) == ("stopped", None, False)
+    assert (row["memory_limit"], row["spilled"], row["segments"]) == (1 << 20, None, None)
+
+
+def test_a_cell_the_search_cannot_finish_is_a_stopped_row_and_the_others_are_reported(tmp_path, monkeypatch):
+    """A limit met while running (temporal properties' graph too big for
+    the memory limit) was a traceback, exit 3, after the other cells ran."""
+    from modelcheck.config import ConfigError
+    from modelcheck.runs import matrix as mx
+
+    real = mx.run_engine
+
+    def too_big_for_legacy(spec, **kwargs):
+        if spec.config["variant"] == "legacy":
+            raise ConfigError("the behaviour graph needs 2.0 GiB beyond what the check holds")
+        return real(spec, **kwargs)
+
+    monkeypatch.setattr(mx, "run_engine", too_big_for_legacy)
+    r = run(tmp_path, CELLS, "--json", "--out", str(tmp_path / "v.md"))
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    rows = {x["name"]: x for x in json.loads(r.stdout)}
+    assert rows["legacy"]["verdict"] == "stopped" and rows["legacy"]["as_expected"] is False
+    assert (rows["no HWM rule"]["invariant"], rows["no HWM rule"]["as_expected"]) == ("ElrHasDataToHwm", True)
+    assert (
+        "| stopped: the behaviour graph needs 2.0 GiB beyond what the check holds |" in (tmp_path / "v.md").read_text()
+    )

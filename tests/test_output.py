@@ -86,7 +86,7 @@ def test_a_device_is_written_to_never_replaced(tmp_path, trace, command):
 
 
 @ROOT_ONLY
-@pytest.mark.parametrize("command", ["check --trace-out", "spark-env --out", "trace export -o", "graph -o"])
+@pytest.mark.parametrize("command", ["spark-env --out", "trace export -o", "graph -o"])
 def test_a_full_device_is_one_line_exit_2_and_stays_a_device(tmp_path, trace, command):
     os.mknod(tmp_path / "full.dot", 0o666 | stat.S_IFCHR, os.makedev(1, 7))
     r = invoke(*commands(tmp_path, trace, "full.dot")[command])
@@ -95,6 +95,66 @@ def test_a_full_device_is_one_line_exit_2_and_stays_a_device(tmp_path, trace, co
     assert r.stderr == f"error: {option} {tmp_path / 'full.dot'}: cannot write: No space left on device\n"
     st = (tmp_path / "full.dot").lstat()
     assert stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(1, 7)
+
+
+AFTER_A_RUN = {  # the outputs written once a run is over, and what its result printed says
+    "check --trace-out": ([*LEGACY, "--trace-out", "OUT"], "violated: NoAckedLoss"),
+    "simulate --trace-out": (
+        ["simulate", "-q", "--set", "max_unclean_shutdowns=2", "--walks", "300", "--depth", "40", "--seed", "3",
+         "--pick", "action", "--trace-out", "OUT"],
+        "violated: NoAckedLoss in walk",
+    ),
+    "matrix --out": (["matrix", "TMP/m.toml", "-j", "1", "--out", "OUT"], "violated: NoAckedLoss"),
+    "gate --junit": (["gate", "TMP/g.toml", "-j", "1", "--junit", "OUT"], "0 passed, 1 failed, 0 skipped"),
+    "gate --trace-dir": (["gate", "TMP/g.toml", "-j", "1", "--trace-dir", "OUT"], "0 passed, 1 failed, 0 skipped"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", AFTER_A_RUN)
+@pytest.mark.parametrize("as_json", [False, True])
+def test_an_output_that_fails_after_the_run_comes_after_the_result_exit_4(
+    tmp_path, trace, monkeypatch, command, as_json
+):
+    """`--trace-out /dev/full` printed the write error and never the verdict:
+    a run of hours lost its answer to a full disk."""
+    commands(tmp_path, trace, "unused")  # the matrix and gate files
+    args, result = AFTER_A_RUN[command]
+    out = tmp_path / ("traces" if command.endswith("--trace-dir") else "out")
+    args = [a.replace("OUT", str(out)).replace("TMP", str(tmp_path)) for a in args]
+    if as_json:
+        if command.startswith("matrix"):
+            result = '"invariant": "NoAckedLoss"'
+        elif command.startswith("gate"):
+            result = '"status": "failed"'
+        else:
+            result = '"verdict": "violated"'
+
+    def no_space(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(output.os, "fsync", no_space)  # every file written fails as on a full disk
+    r = invoke(*args, *(["--json"] if as_json else []))
+    shown = out / "legacy.json" if command.endswith("--trace-dir") else out
+    failure = f"error: {command.split()[-1]} {shown}: cannot write: No space left on device\n"
+    assert (r.exit_code, r.stderr.endswith(failure), result in r.stdout) == (4, True, True), r.output
+    assert r.output.endswith(failure) and "Traceback" not in r.output  # the result, then the failure
+    assert not os.path.exists(shown) and not [p for p in tmp_path.rglob(".modelcheck-*")]
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("command", [*COMMANDS, "gate --trace-dir"])
+@pytest.mark.parametrize("target", ["/proc/x.dot", "/sys/x.dot"])
+def test_a_file_system_that_takes_no_file_is_refused_before_the_run(tmp_path, trace, monkeypatch, command, target):
+    """As root, the permission bits let any directory be written, and the
+    run started; its output then failed."""
+    for work in ("modelcheck.runs.check.run_engine", "modelcheck.runs.matrix.run", "modelcheck.runs.gate.run_gate"):
+        monkeypatch.setattr(work, lambda *a, **k: pytest.fail("the run started"))
+    args = commands(tmp_path, trace, target)[command.replace("--trace-dir", "--junit")]
+    r = invoke(*args[:-2], command.split()[-1], target)
+    why = {"/proc": "No such file or directory", "/sys": "Permission denied"}[os.path.dirname(target)]
+    assert (r.exit_code, r.stdout) == (2, ""), r.output
+    option = command.split()[-1]
+    assert r.stderr == f"error: {option} {target}: cannot write in directory '{os.path.dirname(target)}' ({why})\n"
 
 
 def test_stdout_full_is_one_line_exit_2(trace):
@@ -181,8 +241,9 @@ def test_a_failed_write_keeps_the_existing_file_and_leaves_no_temporary(tmp_path
     with pytest.raises(ConfigError, match=r"^--trace-out .*t.json: cannot write: No space left on device$"):
         output.write_text(str(path), "--trace-out", "new and longer")
     r = invoke(*LEGACY, "--trace-out", str(path))
-    assert r.exit_code == 2 and r.stderr == f"error: --trace-out {path}: cannot write: No space left on device\n"
+    assert r.stderr == f"error: --trace-out {path}: cannot write: No space left on device\n"
     assert path.read_text() == "good" and [p.name for p in tmp_path.iterdir()] == ["t.json"]
+    assert r.exit_code == 4 and "violated: NoAckedLoss" in r.stdout
 
 
 def test_modes_new_files_follow_the_umask_replaced_ones_keep_theirs(tmp_path):
@@ -219,6 +280,24 @@ def python_for_nobody() -> str | None:
         if exe and subprocess.run([*NOBODY, exe, "-c", probe], capture_output=True).returncode == 0:
             return exe
     return None
+
+
+def as_nobody(exe: str, home: Path, *args: str) -> subprocess.CompletedProcess:
+    """modelcheck ARGS run by user 65534 (interpreted: root's kernel cache is not its)."""
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "MODELCHECK_KERNEL": "interpreted",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), *site.getsitepackages()]),
+    }
+    return subprocess.run(
+        [*NOBODY, exe, "-c", "import cli; cli.main()", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=home,
+        timeout=60,
+    )
 
 
 @pytest.fixture
@@ -261,20 +340,32 @@ def test_permission_denied_as_an_ordinary_user_is_one_line_before_the_run(shared
         '[[entry]]\nname = "legacy"\nconfig = { variant = "legacy" }\nexpect = "holds"\n'
     )
     before = sorted(p.name for p in shared_dir.iterdir())
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(shared_dir),
-        "MODELCHECK_KERNEL": "interpreted",
-        "PYTHONPATH": os.pathsep.join([str(ROOT), *site.getsitepackages()]),
-    }
-    p = subprocess.run(
-        [*NOBODY, exe, "-c", "import cli; cli.main()", *[a.replace("DIR", str(shared_dir)) for a in args]],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=shared_dir,
-        timeout=60,
-    )
+    p = as_nobody(exe, shared_dir, *[a.replace("DIR", str(shared_dir)) for a in args])
     assert p.returncode == 2 and p.stdout == "", p.stderr
     assert p.stderr == message.replace("DIR", str(shared_dir)) + "\n"
     assert sorted(p.name for p in shared_dir.iterdir()) == before
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+def test_another_users_file_in_a_sticky_directory_is_refused_before_the_run():
+    """Writable by its mode, so it passed the check; the rename over it
+    after the run failed (only its owner may replace it in /tmp)."""
+    exe = python_for_nobody()
+    if exe is None:
+        pytest.skip("no interpreter user 65534 can run")
+    sticky = Path(tempfile.mkdtemp(prefix="modelcheck-sticky-"))
+    try:
+        sticky.chmod(0o1777)
+        (sticky / "root.json").write_text("keep")
+        (sticky / "root.json").chmod(0o666)
+        p = as_nobody(exe, sticky, *LEGACY, "--trace-out", str(sticky / "root.json"))
+        assert (p.returncode, p.stdout) == (2, ""), p.stderr
+        assert p.stderr == (
+            f"error: --trace-out {sticky / 'root.json'}: another user's file in a sticky directory "
+            f"('{sticky}'): only its owner may replace it\n"
+        )
+        assert (
+            sorted(x.name for x in sticky.iterdir()) == ["root.json"] and (sticky / "root.json").read_text() == "keep"
+        )
+    finally:
+        shutil.rmtree(sticky)

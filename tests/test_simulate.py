@@ -307,6 +307,9 @@ def test_nothing_found_is_never_holds():
         (["--engine", "spark", "--workers", "2"], "--workers applies to --engine local"),
         (["--set", "brokers=9"], "brokers"),
         (["--trace-out", "/nonexistent/dir/t.json"], "--trace-out"),
+        (["--seed", str(2**64)], f"--seed {2**64}: allowed: 0 to 2^64 - 1 ({2**64 - 1})"),  # exit 3 before
+        (["--depth", "100001"], "--depth 100001: allowed: 1 to 100,000 steps a walk"),
+        (["--max-memory", "lots"], "--max-memory 'lots': expected a size such as 512M"),
     ],
 )
 def test_bad_input_is_one_line(args, message):
@@ -343,3 +346,61 @@ def test_simulate_refuses_temporal_properties_in_one_line():
     r = CliRunner().invoke(main, ["simulate", "--set", 'properties=["LeaderlessGetsLeader"]', "--walks", "10"])
     assert r.exit_code == 2 and r.stdout == ""
     assert r.stderr.startswith("error: properties: random walks check invariants only") and r.stderr.count("\n") == 1
+
+
+# ---- resources: nothing in proportion to --walks, memory bounded, workers capped --------------
+
+
+def test_more_workers_than_cpus_run_as_many_as_the_cpus_with_a_warning(monkeypatch):
+    """`-w 40` forked 40 processes on 2 cores."""
+    import modelcheck.engine.simulate as engine
+
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0})
+    monkeypatch.setattr(engine, "_on_processes", lambda *a: pytest.fail(f"{a[4]} worker processes on one CPU"))
+    r = invoke("simulate", "--walks", "64", "--depth", "30", "--workers", "40", "--json", "-q")
+    assert r.exit_code == 0, r.output
+    assert r.stderr == "warning: --workers 40: 1 CPU(s) here; running 1 worker process(es)\n"
+    assert json.loads(r.stdout)["workers"] == 1
+
+
+def test_past_the_memory_limit_the_walks_stop_in_one_line_exit_2():
+    r = invoke("simulate", "--walks", str(10**20), "--max-memory", "10M", "-q")
+    assert (r.exit_code, r.stdout) == (2, ""), r.output
+    assert r.stderr.startswith(
+        "simulate stopped at the memory limit 10.0 MiB (--max-memory; the distinct states seen grow with the "
+        "walks) after "
+    )
+    assert r.stderr.count("\n") == 1 and "no verdict: " in r.stderr and " 0 states visited" not in r.stderr
+
+
+@pytest.mark.slow
+def test_walks_by_the_10_to_the_20_start_at_once_and_hold_little_memory():
+    """1e8 walks held 513 MB before the first walk, a 20-digit number 21.7 GB."""
+    import resource
+    import subprocess
+    import threading
+    from pathlib import Path
+
+    def limited() -> None:  # the old code must fail this test, not the machine
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    proc = subprocess.Popen(
+        ["modelcheck", "simulate", "--walks", str(10**20)], stderr=subprocess.PIPE, text=True, preexec_fn=limited
+    )
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True).start()
+    try:
+        first = lambda: next((x for x in lines if x.startswith("walks ")), None) or proc.poll() is not None  # noqa: E731
+        note = wait_for(first, 60, "the first walks")
+        assert note is not True, lines  # it ended without walking
+        assert note.split()[1].endswith(f"/{10**20:,}") and int(note.split()[1].split("/")[0].replace(",", "")) > 0
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        peak = int(next(x for x in status.splitlines() if x.startswith("VmHWM:")).split()[1]) << 10
+        assert peak < 400 << 20, f"{peak >> 20} MiB"  # about 180 MiB: Python, numpy, numba and the kernel
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 143
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert any(x.startswith("simulate stopped by SIGTERM after ") for x in lines), lines

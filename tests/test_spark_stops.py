@@ -212,3 +212,65 @@ def test_local_spark_gives_the_driver_a_share_of_the_available_memory():
     assert memory_defaults("local[*]", 64 << 30) == {"spark.driver.memory": "8192m"}
     assert memory_defaults("local[1]", 2 << 30) == {"spark.driver.memory": "1024m"}
     assert memory_defaults("spark://h:7077", 24 << 30) == {"spark.executor.memoryOverhead": "2g"}
+
+
+@pytest.mark.parametrize("command", ["check", "simulate"])
+@pytest.mark.slow
+def test_a_stop_while_spark_waits_on_a_master_that_never_answers_is_at_once(tmp_path, command):
+    """A master that accepts connections and never answers held the start
+    for Spark's minute of registration retries, and SIGTERM then exited 2."""
+    with socket.socket() as silent:  # connections complete in its backlog; nothing ever answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        port = silent.getsockname()[1]
+        (tmp_path / "tmp").mkdir()
+        extra = ["--walks", "1000"] if command == "simulate" else ["--spark-conf", "spark.modelcheck.driverStates=0"]
+        p = subprocess.Popen(
+            [*CHECK[:3], command, "--engine", "spark", "--master", f"spark://127.0.0.1:{port}", "-q", *extra],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+        )
+        try:
+            while p.poll() is None and not any("SparkSubmit" in c for c in descendants(p.pid).values()):
+                time.sleep(0.2)
+            time.sleep(5)  # the JVM registers with the master
+            asked = time.monotonic()
+            p.send_signal(signal.SIGTERM)
+            out, err = p.communicate(timeout=40)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    assert (p.returncode, out) == (143, ""), err
+    assert time.monotonic() - asked < 15 and "Traceback" not in err
+    said = {"check": "stopped by SIGTERM after ", "simulate": "simulate stopped by SIGTERM after "}[command]
+    assert err.startswith(said), err
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.slow
+def test_a_cluster_master_without_a_shared_state_dir_is_refused_before_spark_starts():
+    """It was said at once, then the check waited for Spark's start to
+    end: a minute of retries on a master that never answers."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("192.0.2.1", 9))  # no packet is sent: the address a route would use
+            outward = probe.getsockname()[0]
+    except OSError:
+        pytest.skip("no route off this machine")
+    with socket.socket() as silent:
+        silent.bind(("0.0.0.0", 0))
+        silent.listen(16)
+        master = f"spark://{outward}:{silent.getsockname()[1]}"
+        asked = time.monotonic()
+        p = subprocess.run(
+            [*CHECK[:-2], "--master", master, "-q"], capture_output=True, text=True, cwd=ROOT, timeout=50
+        )
+    assert time.monotonic() - asked < 15 and (p.returncode, p.stdout) == (2, "")
+    assert p.stderr == (
+        f"error: a Spark check keeps its shards' state in files every executor must see: on master {master}, "
+        "give a directory on storage they share with --spark-conf spark.modelcheck.stateDir=DIR\n"
+    )

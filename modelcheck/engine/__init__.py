@@ -76,17 +76,7 @@ def run(
     from .bfs import check as reference
 
     control = control or Control()
-    if spec.checked_properties():
-        if spec.symmetric:
-            raise ConfigError(
-                "--symmetry with temporal properties: fair cycles are searched in the states "
-                "themselves (a cycle of a class need not be one of its members); leave out --symmetry"
-            )
-        if engine == "spark":
-            raise ConfigError(
-                "--engine spark does not check temporal properties (their behaviour graph is "
-                "searched on one machine): use --engine fast"
-            )
+    refuse_unsupported(spec, engine)
     if engine == "bfs":
         return reference(spec, progress=progress, control=control)
     from .kernel import KernelUnavailable, kernel_for
@@ -134,6 +124,23 @@ def run(
     from .fast import check as fast_check
 
     return fast_check(spec, kernel, workers=workers, progress=progress, control=control)
+
+
+def refuse_unsupported(spec: Spec, engine: str, symmetry: str = "--symmetry") -> None:
+    """ConfigError for what `engine` cannot check of `spec` as configured;
+    matrix and gate ask it of every entry before any runs (`symmetry`: how
+    the caller names its symmetry option)."""
+    if spec.checked_properties():
+        if spec.symmetric:
+            raise ConfigError(
+                f"{symmetry} with temporal properties: fair cycles are searched in the states "
+                f"themselves (a cycle of a class need not be one of its members); leave out {symmetry}"
+            )
+        if engine == "spark":
+            raise ConfigError(
+                "--engine spark does not check temporal properties (their behaviour graph is "
+                "searched on one machine): use --engine fast"
+            )
 
 
 class _KernelReady(Exception):

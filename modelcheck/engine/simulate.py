@@ -33,6 +33,12 @@ Counts: `states_visited` counts every state a walk stands on (its
 initial state included), `distinct_seen` the distinct ones among them
 (the visited-set keys of the kernel, or fingerprints interpreted: a
 cheap estimate of coverage), coverage the steps taken per coverage label.
+
+Memory: chunks are made as they are taken, so nothing grows with the
+number of walks but the distinct keys seen (8 bytes each, in this
+process); where this process's anonymous memory and what counting
+those keys takes would pass `max_memory`, the run stops, as a check
+does, with what it had done.
 """
 
 from __future__ import annotations
@@ -44,7 +50,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..lifetime import StopRequest, end_pool
+from ..lifetime import Stopped, StopRequest, end_pool
+from ..memory import anon_rss, show_size
 from ..result import Step
 from ..spec import Spec
 from ..trace import validate
@@ -84,12 +91,28 @@ def simulate(
     partitions: int | None = None,
     spark_settings: dict[str, str] | None = None,
     shrink_budget: int = 20_000,
+    max_memory: int | None = None,
 ) -> SimResult:
     """Run plan `p`'s walks on `spec` (on `kernel`'s compiled successors
-    where given), then shrink and re-validate a violation found."""
+    where given), then shrink and re-validate a violation found; Stopped
+    by a stop request, or past `max_memory` bytes of this process."""
     stop = stop or StopRequest()
     started = time.perf_counter()
-    fold = Fold(p, len(spec.coverage_labels))
+
+    def within_memory() -> None:
+        """Stop while counting the distinct states seen still fits (the
+        count merges their keys, as the run does from time to time)."""
+        if max_memory is not None and anon_rss() + fold.merge_bytes > max_memory:
+            raise Stopped(
+                f"stopped at the memory limit {show_size(max_memory)} (--max-memory; the distinct states seen "
+                "grow with the walks)",
+                None,
+                distinct=fold.distinct(),
+                generated=fold.visited,
+                elapsed_s=time.perf_counter() - started,
+            )
+
+    fold = Fold(p, len(spec.coverage_labels), within_memory)
 
     def report() -> None:
         if progress:
@@ -106,7 +129,11 @@ def simulate(
         if engine == "spark":
             from .simulate_spark import run_chunks
 
-            run_chunks(spec, kernel, p, fold, master, partitions, spark_settings, stop, report)
+            try:
+                run_chunks(spec, kernel, p, fold, master, partitions, spark_settings, stop, report)
+            except Stopped as e:  # asked while Spark started: said below with the counts
+                if e.signum is None:
+                    raise
         elif workers <= 1:
             steps = KernelSteps(kernel, spec) if kernel is not None else SpecSteps(spec)
             last = time.perf_counter()

@@ -7,6 +7,7 @@ from each machine's cache, compiled once a machine)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from itertools import islice
 from typing import Any
 
 from ..lifetime import StopRequest
@@ -37,15 +38,12 @@ def run_chunks(
 ) -> None:
     """Fold `p`'s chunks, run on Spark a round at a time, until a violation
     (every chunk before it folded), the last walk, or a stop request."""
-    with spark_context(master, type(spec).__module__.split(".")[0], settings) as sc:
+    with spark_context(master, type(spec).__module__.split(".")[0], settings, stop=stop) as sc:
         shipped = sc.broadcast((spec, kernel))
         tasks = partitions or sc.defaultParallelism
         todo = chunks(p)
-        per_round = tasks * CHUNKS_A_TASK
-        for start in range(0, len(todo), per_round):
-            if fold.done or stop.asked:
-                break
-            batch = todo[start : start + per_round]
+        while not fold.done and not stop.asked:
+            batch = list(islice(todo, tasks * CHUNKS_A_TASK))
             rdd = sc.parallelize(batch, min(len(batch), tasks))
             for chunk in rdd.mapPartitions(lambda items: _walks(shipped, p, items)).collect():
                 fold.add(chunk)

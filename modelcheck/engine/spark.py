@@ -256,18 +256,26 @@ def check(
     settings = settings or {}
     shared = settings.get(STATE_DIR)
     note = progress and (lambda text: progress({"note": text}))
+
+    def need_shared(where: str) -> None:
+        if shared is None and not loopback(where):
+            raise EngineUnavailable(
+                f"a Spark check keeps its shards' state in files every executor must see: "
+                f"on master {where}, give a directory on storage they share with --spark-conf {STATE_DIR}=DIR"
+            )
+
+    if master:
+        need_shared(master)  # before Spark starts: said at once
     with ExitStack() as spark, ThreadPoolExecutor(2) as pool, scratch_dir() as scratch, control.stop.polling():
         kernel = pool.submit(load_kernel)
         context = pool.submit(
             spark.enter_context,
-            spark_context(master, type(spec).__module__.split(".")[0], settings, scratch=scratch, note=note),
+            spark_context(
+                master, type(spec).__module__.split(".")[0], settings, scratch=scratch, note=note, stop=control.stop
+            ),
         )
-        if shared is None and not loopback(master or context.result().master):
-            raise EngineUnavailable(
-                f"a Spark check keeps its shards' state in files every executor must see: "
-                f"on master {master or context.result().master}, give a directory on storage "
-                f"they share with --spark-conf {STATE_DIR}=DIR"
-            )
+        if not master:
+            need_shared(context.result().master)  # spark-submit's
         shards = partitions or _parallelism(master, settings) or context.result().defaultParallelism
         with scratch_dir(shared) if shared else nullcontext(scratch) as root:
             search = Search(
@@ -384,7 +392,10 @@ class Search:
     def spark(self, wait: bool) -> bool:
         """Whether Spark is up and its workers warm (waiting for it if `wait`)."""
         if self.sc is None and (wait or self.context.done()):
-            self.sc = self.context.result()
+            try:
+                self.sc = self.context.result()
+            except Stopped:  # while Spark started: what the driver did meanwhile
+                raise self.stopped() from None
             self.watch = _cancel_on_stop(self.sc, self.control)
             self.watch.__enter__()
             self.kernel_bc = self.sc.broadcast(self.kernel)

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import zipfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO, TypeVar
 
 from ..config import ConfigError
-from ..lifetime import Stopped
+from ..lifetime import Stopped, StopRequest
 from ..memory import physical_memory
 
 MIN_JAVA = 17
@@ -120,6 +121,7 @@ def spark_context(
     settings: dict[str, str] | None = None,
     scratch: str | None = None,
     note: Any = None,
+    stop: StopRequest | None = None,
 ) -> Iterator[Any]:
     """A SparkContext that is quiet and local-safe by default: no UI, no
     console progress bars, log4j at ERROR, bound to loopback when the
@@ -127,7 +129,8 @@ def spark_context(
     cluster the engine and the spec's package are shipped to the
     executors as a zip (addPyFile). A Spark that does not start, or stops
     (e.g. no master at the URL), raises EngineUnavailable with Spark's
-    reason. The JVM is started once a process: settings of the JVM itself
+    reason; a `stop` asked while it starts raises Stopped at once. The JVM
+    is started once a process: settings of the JVM itself
     (spark.driver.memory, ...) take effect for the first context only."""
     require_spark()
     from pyspark import SparkConf, SparkContext
@@ -160,10 +163,13 @@ def spark_context(
         note(f"starting Spark ({master or 'the master spark-submit gives'}; {memory or 'memory: Spark defaults'}) ...")
     handler = signal.getsignal(signal.SIGINT)  # SparkContext puts its own, which raises KeyboardInterrupt
     try:
-        sc = SparkContext(conf=conf, gateway=None if SparkContext._gateway else _quiet_gateway(conf))
+        with _abort_on_stop(stop):
+            sc = SparkContext(conf=conf, gateway=None if SparkContext._gateway else _quiet_gateway(conf))
     except Stopped:
         raise
     except Exception as e:  # the JVM would not start, or refused the master or a setting
+        if stop is not None and stop.asked:
+            raise stop.stopped() from None
         why = _reason(e)
         if re.search(r"INVALID_DRIVER_MEMORY|Insufficient driver memory", why):
             why += f": raise spark.driver.memory (now {conf.get('spark.driver.memory')}) with --spark-conf"
@@ -196,6 +202,33 @@ def spark_context(
     finally:
         _remove_checkpoints(sc)
         sc.stop()
+
+
+@contextmanager
+def _abort_on_stop(stop: StopRequest | None) -> Iterator[None]:
+    """While Spark starts, a stop asked kills this process's JVM: a master
+    that accepts connections and never answers holds the start for the
+    minute of Spark's registration retries, and a stop must not wait for
+    it. The next context starts a JVM of its own."""
+    from pyspark import SparkContext
+
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.1):
+            gateway = SparkContext._gateway
+            if stop is not None and stop.asked and gateway is not None:
+                SparkContext._gateway = SparkContext._jvm = None
+                gateway.proc.kill()
+                return
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
 
 
 @contextmanager

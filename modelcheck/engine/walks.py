@@ -8,7 +8,7 @@ neither workers nor engine."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ from ..spec import Spec
 from .batch import Candidates
 
 CHUNK = 32  # consecutive walks a task runs
+MAX_DEPTH = 100_000  # steps a walk may take: each walk holds arrays of --depth entries
 PICKS = ("swarm", "action", "instance")  # the first is the default
 SWARM_KEEP = 0.5  # the probability a swarm walk keeps an action (Groce et al.'s 1/2)
 
@@ -51,7 +52,12 @@ def plan(
     spec: Spec, walks: int, depth: int, seed: int, weights: dict[str, float] | None = None, by: str = PICKS[0]
 ) -> Plan:
     """A Plan for `spec`; ConfigError for a weight of no action or a
-    negative one, or an unknown `by`."""
+    negative one, an unknown `by`, a depth over MAX_DEPTH or a seed of
+    more than 64 bits (the random streams are 64-bit)."""
+    if not 1 <= depth <= MAX_DEPTH:
+        raise ConfigError(f"--depth {depth}: allowed: 1 to {MAX_DEPTH:,} steps a walk")
+    if not 0 <= seed <= MASK:
+        raise ConfigError(f"--seed {seed}: allowed: 0 to 2^64 - 1 ({MASK})")
     weights = dict(weights or {})
     for name, w in weights.items():
         if name not in spec.actions:
@@ -249,10 +255,10 @@ class KernelSteps:
         path = np.zeros(p.depth, np.int64)
         weight = np.array(p.label_weight or (0.0,), np.float64)
         action = np.array(p.label_action or (0,), np.int64)
+        seen = np.zeros((p.depth + 1, k.key_words), np.uint64)  # a walk's keys, copied out after it
         for w in range(first, last):  # one walk a call: a stop request is seen between walks
             if stop():
                 break
-            seen = np.zeros((p.depth + 1, k.key_words), np.uint64)
             res = self.module.walk(
                 k.params,
                 k.tables,
@@ -277,7 +283,7 @@ class KernelSteps:
                 raise k.field_error(-2 - status)
             out.walks += 1
             out.visited += visited
-            seen_parts.append(seen[:visited])
+            seen_parts.append(seen[:visited].copy())
             if which >= 0:
                 out.violation = (w, init, [int(x) for x in path[:length]], self.checked[which])
                 break
@@ -415,17 +421,21 @@ def walk(P, C, inits, seed, w, depth, uniform, by_action, swarm, keep, actions, 
 
 
 class Fold:
-    """Chunks folded in walk order, up to the first with a violation."""
+    """Chunks folded in walk order, up to the first with a violation;
+    `on_fold`, called after each chunk folded, may raise to end the run
+    (simulate.py's memory limit: the distinct keys grow with the walks)."""
 
-    def __init__(self, p: Plan, labels: int):
+    def __init__(self, p: Plan, labels: int, on_fold: Callable[[], None] = lambda: None):
         self.p = p
         self.walks = self.visited = 0
         self.coverage = np.zeros(labels, np.int64)
         self._seen = np.zeros(0, np.uint64)  # distinct keys, sorted
         self._parts: list[np.ndarray] = []  # keys of chunks folded since
+        self._unmerged = 0  # keys in _parts
         self.violation: tuple | None = None
         self.pending: dict[int, Chunk] = {}
         self.next = 0  # the first walk of the next chunk to fold
+        self.on_fold = on_fold
 
     def add(self, chunk: Chunk) -> None:
         self.pending[chunk.first] = chunk
@@ -435,21 +445,31 @@ class Fold:
             self.visited += c.visited
             self.coverage += c.coverage
             self._parts.append(c.seen)
-            if sum(map(len, self._parts)) > max(1 << 20, len(self._seen)):
+            self._unmerged += len(c.seen)
+            if self._unmerged > max(1 << 20, len(self._seen)):
                 self.distinct()
             self.violation = c.violation
             self.next += CHUNK
+            self.on_fold()
 
     def distinct(self) -> int:
         if self._parts:
             self._seen = np.unique(np.concatenate([self._seen, *self._parts]))
-            self._parts = []
+            self._parts, self._unmerged = [], 0
         return len(self._seen)
+
+    @property
+    def merge_bytes(self) -> int:
+        """What distinct() would allocate now: the keys concatenated, sorted
+        and made unique (about three copies)."""
+        return 3 * 8 * (len(self._seen) + self._unmerged)
 
     @property
     def done(self) -> bool:
         return self.violation is not None or self.next >= self.p.walks
 
 
-def chunks(p: Plan) -> list[tuple[int, int]]:
-    return [(a, min(a + CHUNK, p.walks)) for a in range(0, p.walks, CHUNK)]
+def chunks(p: Plan) -> Iterator[tuple[int, int]]:
+    """The chunks' (first, last + 1) walks, made as they are taken: --walks
+    may be 10^20, and nothing may be held in proportion to it."""
+    return ((a, min(a + CHUNK, p.walks)) for a in range(0, p.walks, CHUNK))

@@ -22,7 +22,7 @@ from ..trace import described
 from ..views.progress import Progress
 from ..views.report import check_json, print_result, print_stop
 from ..views.tracefile import TraceFile
-from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail, write_output
+from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
 from .inputs import Loader, check_spark_options, load_check_config
 
 
@@ -118,17 +118,15 @@ def check_command(
         click.echo(f"warning: no compiled kernel ({kernel.split(': ', 1)[1]}); ran the interpreted engine", err=True)
     trace = described(spec, result.trace)
     verdict = result.verdict if result.holds else f"violated: {result.invariant}"
+    outputs = Outputs()
     if trace_out and not result.holds:
-        write_output(
-            trace_out,
-            "--trace-out",
-            json.dumps(TraceFile(spec.config, result.invariant, trace, result.loop).to_json(), indent=1) + "\n",
-        )
+        text = json.dumps(TraceFile(spec.config, result.invariant, trace, result.loop).to_json(), indent=1) + "\n"
+        trace_out = trace_out if outputs.write(trace_out, "--trace-out", text) else None
     if as_json:
         click.echo(json.dumps(check_json(spec, result, trace, expected, verdict, engine, workers, symmetry)))
     else:
         print_result(spec, result, expected, verdict, trace_out)
-    sys.exit(EXIT_HOLDS if result.holds else EXIT_VIOLATED)
+    outputs.exit(EXIT_HOLDS if result.holds else EXIT_VIOLATED)
 
 
 def resumed(

@@ -1,20 +1,23 @@
 """What every command's exit status means, and the one-line failures
 that end a command without a verdict: 0 holds, 1 violated, 2 bad input
-(or a resource the machine ran out of), 3 an internal error."""
+(or a resource the machine ran out of), 3 an internal error, 4 the result
+was printed but an output file written after the run was not (a full
+disk): a run of hours keeps its answer when its trace file cannot."""
 
 from __future__ import annotations
 
 import errno
 import sys
 import traceback
+from collections.abc import Callable
 from typing import NoReturn
 
 import click
 
 from ..config import ConfigError
-from ..output import write_text
+from ..output import make_dir, write_text
 
-EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT_FAILED = 0, 1, 2, 3, 4
 
 
 def fail(message: str) -> NoReturn:
@@ -29,6 +32,36 @@ def write_output(path: str, option: str, text: str) -> None:
         write_text(path, option, text)
     except ConfigError as e:
         fail(str(e))
+
+
+class Outputs:
+    """The files a command writes once its run is over. A write that fails
+    is remembered, not raised: the command prints its result, then
+    `exit` says each failure in one line and exits EXIT_OUTPUT_FAILED."""
+
+    def __init__(self) -> None:
+        self.failures: list[str] = []
+
+    def write(self, path: str, option: str, text: str) -> bool:
+        """write_text (modelcheck/output.py); whether it was written."""
+        return self._attempt(write_text, path, option, text)
+
+    def make_dir(self, path: str, option: str) -> bool:
+        return self._attempt(make_dir, path, option)
+
+    def _attempt(self, write: Callable[..., None], *args: str) -> bool:
+        try:
+            write(*args)
+        except ConfigError as e:
+            self.failures.append(str(e))
+            return False
+        return True
+
+    def exit(self, status: int) -> NoReturn:
+        """Exit `status`, or, after a line for each failed write, EXIT_OUTPUT_FAILED."""
+        for message in self.failures:
+            click.echo(f"error: {message}", err=True)
+        sys.exit(EXIT_OUTPUT_FAILED if self.failures else status)
 
 
 def resource_error(e: BaseException) -> str | None:

@@ -17,7 +17,6 @@ import hashlib
 import json
 import math
 import re
-import sys
 import tomllib
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -30,11 +29,11 @@ import click
 
 from ..config import ConfigError
 from ..lifetime import Stopped, StopRequest, exit_code, stop_on_signals
-from ..output import check_dir, check_file, make_dir, write_text
+from ..output import check_dir, check_file
 from ..views.terminal import format_action, stderr_console
 from ..views.tracefile import TraceFile
-from ..views.verdicts import print_gate
-from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail
+from ..views.verdicts import memory_json, print_gate
+from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
 from .inputs import cell_memory
 from .matrix import Cell, Loader, Row, read_entries, run
 
@@ -302,6 +301,7 @@ def summary_rows(outcomes: list[Outcome]) -> list[dict[str, Any]]:
             "elapsed_s": round(o.row.elapsed_s, 3) if o.row else None,
             "budget_s": o.entry.budget_s,
             "failures": o.failures,
+            **memory_json(o.row),
         }
         for o in outcomes
     ]
@@ -323,6 +323,7 @@ def gate_command(
     with `update`, their counts re-pinned; exits 0 if every entry passes."""
     try:
         entries = read_gate(gate_file, load)
+        jobs = min(jobs, len(entries))  # the processes, and the shares of memory, of the entries
         limit = cell_memory(max_memory, jobs)
         if junit_file:
             check_file(junit_file, "--junit")
@@ -355,42 +356,34 @@ def gate_command(
     if update:  # the counts are re-pinned, not failures
         for o in outcomes:
             o.failures = [f for f in o.failures if not f.startswith("distinct states:")]
-    try:  # the reports first: a baseline that cannot be written loses neither
-        if trace_dir:
-            make_dir(trace_dir, "--trace-dir")
-            for o, name in zip(outcomes, trace_file_names([o.entry.cell.name for o in outcomes])):
-                if o.status == "failed" and o.row is not None and o.row.trace:
-                    write_text(
-                        str(Path(trace_dir) / name),
-                        "--trace-dir",
-                        json.dumps(
-                            TraceFile(o.row.config, o.row.invariant, o.row.trace, o.row.loop).to_json(), indent=1
-                        )
-                        + "\n",
-                    )
-        if junit_file:
-            write_text(
-                junit_file,
-                "--junit",
-                junit(outcomes, format_action, *([f"the gate was {stopped.why}"] if stopped else [])),
-            )
-        if update:
+    outputs = Outputs()  # each written whatever became of the others; a failure is said after the table
+    if trace_dir and outputs.make_dir(trace_dir, "--trace-dir"):
+        for o, name in zip(outcomes, trace_file_names([o.entry.cell.name for o in outcomes])):
+            if o.status == "failed" and o.row is not None and o.row.trace:
+                trace = TraceFile(o.row.config, o.row.invariant, o.row.trace, o.row.loop).to_json()
+                outputs.write(str(Path(trace_dir) / name), "--trace-dir", json.dumps(trace, indent=1) + "\n")
+    if junit_file:
+        stop_why = [f"the gate was {stopped.why}"] if stopped else []
+        outputs.write(junit_file, "--junit", junit(outcomes, format_action, *stop_why))
+    if update:
+        try:
             text, changes = update_baseline(gate_file, outcomes)
-            if changes:
-                write_text(gate_file, "--update-baseline", text)
-            for name, old, new in changes:
-                console.print(
-                    f"baseline {name}: states {old if old is not None else 'unpinned'} -> {new}",
-                    highlight=False,
-                    markup=False,
-                )
-            console.print(f"{gate_file}: {len(changes)} pinned count(s) updated", highlight=False)
-    except ConfigError as e:
-        fail(str(e))
+        except ConfigError as e:  # the file changed during the run into one this cannot edit
+            outputs.failures.append(str(e))
+            changes = []
+        if changes and not outputs.write(gate_file, "--update-baseline", text):
+            changes = []
+        for name, old, new in changes:
+            console.print(
+                f"baseline {name}: states {old if old is not None else 'unpinned'} -> {new}",
+                highlight=False,
+                markup=False,
+            )
+        console.print(f"{gate_file}: {len(changes)} pinned count(s) updated", highlight=False)
     if as_json:
         click.echo(json.dumps(summary_rows(outcomes)))
     else:
         print_gate(outcomes)
-    sys.exit(
+    outputs.exit(
         exit_code(stopped) if stopped else EXIT_VIOLATED if any(o.status == "failed" for o in outcomes) else EXIT_HOLDS
     )

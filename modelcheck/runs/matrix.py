@@ -25,6 +25,7 @@ from typing import Any, NoReturn
 import click
 
 from ..config import ConfigError, read_file, shown
+from ..engine import refuse_unsupported
 from ..engine import run as run_engine
 from ..engine.control import Control
 from ..lifetime import Stopped, StopRequest, end_pool, exit_code, stop_on_signals, worker_pool
@@ -33,7 +34,7 @@ from ..result import parse_expectation
 from ..trace import described
 from ..views.terminal import stderr_console
 from ..views.verdicts import matrix_json, print_matrix
-from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail, write_output
+from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
 from .inputs import Loader, cell_memory
 
 CELL_KEYS = {"name", "config", "expect", "claim", "note", "symmetry", "exercises", "goals"}
@@ -69,6 +70,7 @@ class Row:
     goals: dict[str, bool] = field(default_factory=dict)
     loop: int | None = None  # a temporal property's lasso: the step the last one returns to
     triggers: dict[str, int] = field(default_factory=dict)  # CheckResult.triggers
+    memory: dict[str, Any] = field(default_factory=dict)  # memory_limit, and whether it spilled (segments)
 
     @property
     def as_expected(self) -> bool | None:
@@ -147,6 +149,7 @@ def read_entries(
             spec = loader(config)
             if c.get("symmetry"):
                 spec.enable_symmetry()
+            refuse_unsupported(spec, "fast", symmetry="symmetry = true")
         except ConfigError as e:
             raise ConfigError(f"{where}: {e}") from None
         if "expect" in c:
@@ -199,17 +202,32 @@ def read_matrix(path: str, loader: Loader) -> tuple[dict[str, Any], list[Cell]]:
 
 
 def run_cell(loader: Loader, cell: Cell, max_memory: int | None = None, stop: StopRequest | None = None) -> Row:
-    """The cell's check as a row; a cell stopped at the memory limit is a
-    row whose verdict says so (it matches no pin). A stop signal propagates."""
+    """The cell's check as a row; a cell stopped at the memory limit, or by
+    a limit of the search itself (a behaviour graph too big for it), is a
+    row whose verdict says so (it matches no pin), not an error that loses
+    every other cell's. A stop signal propagates."""
     spec = loader(cell.config)
     if cell.symmetry:
         spec.enable_symmetry()
     try:
         r = run_engine(spec, control=Control(stop=StopRequest() if stop is None else stop, max_memory=max_memory))
+    except ConfigError as e:  # the entries were validated before any ran: a limit met while running
+        return Row(cell, f"stopped: {e}", None, None, 0, 0, 0, 0.0, spec.config, memory={"memory_limit": max_memory})
     except Stopped as e:
         if e.signum is not None:
             raise
-        return Row(cell, f"stopped: {e.why}", None, None, e.distinct, e.generated, e.depth, e.elapsed_s, spec.config)
+        return Row(
+            cell,
+            f"stopped: {e.why}",
+            None,
+            None,
+            e.distinct,
+            e.generated,
+            e.depth,
+            e.elapsed_s,
+            spec.config,
+            memory={"memory_limit": max_memory},
+        )
     story = "" if r.holds else spec.story(r.trace, r.invariant, r.loop)
     return Row(
         cell,
@@ -227,6 +245,7 @@ def run_cell(loader: Loader, cell: Cell, max_memory: int | None = None, stop: St
         r.goals,
         r.loop,
         r.triggers,
+        {k: r.run_info[k] for k in ("memory_limit", "spilled", "segments") if k in r.run_info},
     )
 
 
@@ -241,8 +260,10 @@ def run(
     """(index, row) as cells finish, `jobs` processes at a time (1: in this
     process), each within `max_memory`; once `stop()` is true, cells not
     yet finished are dropped; once `request` is set (a signal), they are
-    killed and Stopped is raised. Worker processes die with this one."""
+    killed and Stopped is raised. Worker processes die with this one, and
+    are never more than the cells."""
     request = StopRequest() if request is None else request
+    jobs = min(jobs, len(cells))
     if jobs <= 1:
         for i, cell in enumerate(cells):
             if stop():
@@ -401,10 +422,11 @@ def matrix_command(
             raise ConfigError(f"--only {unknown[0]!r}: no such cell in {path}")
         if out:
             check_file(out, "--out")
+        cells = [c for c in cells if not only or c.name in only]
+        jobs = min(jobs, len(cells))  # the processes, and the shares of memory, of the cells that run
         limit = cell_memory(max_memory, jobs)
     except ConfigError as e:
         fail(str(e))
-    cells = [c for c in cells if not only or c.name in only]
     console = stderr_console()
     rows: list[Any] = [None] * len(cells)
     with stop_on_signals() as request, request.polling():
@@ -426,11 +448,12 @@ def matrix_command(
                 markup=False,
             )
             sys.exit(exit_code(e))
+    outputs = Outputs()
     if out:
         command = "modelcheck matrix" + (f" {matrix_file}" if matrix_file else "") + f" --out {out}"
-        write_output(out, "--out", markdown(meta, rows, command, jobs) + "\n")
+        outputs.write(out, "--out", markdown(meta, rows, command, jobs) + "\n")
     if as_json:
         click.echo(json.dumps(matrix_json(rows)))
     else:
         print_matrix(rows)
-    sys.exit(EXIT_VIOLATED if any(r.as_expected is False for r in rows) else EXIT_HOLDS)
+    outputs.exit(EXIT_VIOLATED if any(r.as_expected is False for r in rows) else EXIT_HOLDS)

@@ -5,6 +5,7 @@ and re-validated, and the exit status."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any, NoReturn
 
@@ -14,12 +15,13 @@ from ..config import ConfigError
 from ..engine.simulate import simulate as run_simulation
 from ..engine.walks import plan as make_plan
 from ..lifetime import Stopped, exit_code, stop_on_signals
+from ..memory import default_limit, parse_size
 from ..output import check_file
 from ..trace import described
 from ..views.progress import Progress
 from ..views.report import print_simulation, simulation_json
 from ..views.tracefile import TraceFile
-from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail, write_output
+from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
 from .inputs import Loader, check_spark_options, load_check_config
 
 
@@ -40,6 +42,7 @@ def simulate_command(
     as_json: bool,
     trace_out: str | None,
     quiet: bool,
+    max_memory: str | None,
 ) -> NoReturn:
     """The walks the options plan on the spec `load` makes of the config,
     reported; exits 1 on a violation, 0 when none was found."""
@@ -66,8 +69,10 @@ def simulate_command(
         the_plan = make_plan(spec, walks, depth, seed, weight, pick)
         if trace_out:
             check_file(trace_out, "--trace-out")
+        limit = parse_size(max_memory) if max_memory else default_limit()
     except ConfigError as e:
         fail(str(e))
+    workers = usable_workers(workers)
     with stop_on_signals() as stop, Progress(enabled=not quiet and not as_json) as progress:
         try:
             kernel = simulation_kernel(spec, engine, progress)
@@ -82,6 +87,7 @@ def simulate_command(
                 master=master,
                 partitions=partitions,
                 spark_settings=dict(kv.split("=", 1) for kv in spark_conf),
+                max_memory=limit,
             )
         except Stopped as e:
             click.echo(
@@ -93,18 +99,26 @@ def simulate_command(
         except ConfigError as e:  # the engine cannot start here (e.g. no Java for Spark)
             fail(str(e))
     trace = described(spec, result.trace)
+    outputs = Outputs()
     if trace_out and result.invariant:
-        write_output(
-            trace_out,
-            "--trace-out",
-            json.dumps(TraceFile(spec.config, result.invariant, trace).to_json(), indent=1) + "\n",
-        )
+        text = json.dumps(TraceFile(spec.config, result.invariant, trace).to_json(), indent=1) + "\n"
+        trace_out = trace_out if outputs.write(trace_out, "--trace-out", text) else None
     rate = result.states_visited / result.elapsed_s if result.elapsed_s else 0.0
     if as_json:
         click.echo(json.dumps(simulation_json(spec, result, trace, the_plan, weight, rate)))
     else:
         print_simulation(spec, result, the_plan, trace_out, rate)
-    sys.exit(EXIT_VIOLATED if result.invariant else EXIT_HOLDS)
+    outputs.exit(EXIT_VIOLATED if result.invariant else EXIT_HOLDS)
+
+
+def usable_workers(workers: int) -> int:
+    """`workers`, or the CPUs this process may run on where it asks for
+    more (said in one line): walks are CPU-bound, the results do not depend
+    on it, and each worker is a process holding the kernel."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if workers > cpus:
+        click.echo(f"warning: --workers {workers}: {cpus} CPU(s) here; running {cpus} worker process(es)", err=True)
+    return min(workers, cpus)
 
 
 def simulation_kernel(spec: Any, engine: str, progress: Progress) -> Any:

@@ -16,7 +16,7 @@ def matrix_json(rows: list[Any]) -> list[dict[str, Any]]:
     return [
         {
             "name": r.cell.name,
-            "verdict": "holds" if r.invariant is None else "violated",
+            "verdict": r.verdict.split(":")[0],  # holds, violated, or stopped (at the memory limit)
             "invariant": r.invariant,
             "trace_length": r.trace_len,
             "distinct_states": r.distinct,
@@ -33,9 +33,18 @@ def matrix_json(rows: list[Any]) -> list[dict[str, Any]]:
             "story": r.story,
             "loop": r.loop,
             "properties": r.triggers,
+            **memory_json(r),
         }
         for r in rows
     ]
+
+
+def memory_json(row: Any) -> dict[str, Any]:
+    """A cell's memory limit, and whether its check spilled to disk under
+    it (in how many segments); null where unknown (not run, stopped, or an
+    engine that does not spill)."""
+    memory = row.memory if row is not None else {}
+    return {key: memory.get(key) for key in ("memory_limit", "spilled", "segments")}
 
 
 def print_matrix(rows: list[Any]) -> None:
