@@ -196,6 +196,13 @@ class Controller:
     def registration_is_clean(self, s: State, b: int) -> bool:
         return rules.registration_is_clean(s.clean_shutdown_epoch[b], s.broker_epoch[b])
 
+    def clean_registration(self, s: State, b: int) -> State:
+        """The controller takes `b`'s registration as clean: Kafka handles it
+        as a fence of `b` (handleBrokerShutdown with isCleanShutdown). `b` is
+        fenced already, and a fenced broker is outside KIP-966's ISR (and is
+        left as the last member in legacy's, as fencing left it): nothing changes."""
+        return s
+
     def unclean_registration(self, s: State, b: int) -> State:
         """The controller has detected that `b` shut down uncleanly: KIP-966
         removes it from ISR and ELR; an ELR member goes to LastKnownELR."""

@@ -440,12 +440,26 @@ UncleanShutdownNext(s) ==
                  : keep \in 0 .. Len(s.log[b])}
                 : b \in {x \in Brokers : Running(s, x)}}
 
+\* An orderly stop: the log is flushed and the CleanShutdownFile holds the
+\* broker's epoch (Kafka's LogManager.shutdown(brokerEpoch)), whatever became
+\* of the controlled shutdown; clean shutdowns, controlled or not, share
+\* MaxCleanShutdowns.
+StoppedCleanly(s, b) ==
+    [Forgotten(s, b) EXCEPT !.status[b] = "OFFLINE_CLEAN",
+                            !.clean_shutdown_epoch[b] = s.broker_epoch[b],
+                            !.clean_shutdowns = s.clean_shutdowns + 1]
+
+\* a controlled shutdown the controller answers (a fenced broker is let go
+\* at once and handled as fenced again)
 CleanShutdownNext(s) ==
     IF s.clean_shutdowns >= MaxCleanShutdowns THEN {}
-    ELSE UNION {RemoveBroker([Forgotten(s, b) EXCEPT !.status[b] = "OFFLINE_CLEAN",
-                                       !.clean_shutdown_epoch[b] = s.broker_epoch[b],
-                                       !.clean_shutdowns = s.clean_shutdowns + 1], b)
-                : b \in {x \in Brokers : Running(s, x) /\ Unfenced(s, x)}}
+    ELSE UNION {RemoveBroker(StoppedCleanly(s, b), b) : b \in {x \in Brokers : Running(s, x)}}
+
+\* an orderly stop the controller does not answer (timed out, cut off): it
+\* learns of it when it fences the broker
+StopBrokerNext(s) ==
+    IF s.clean_shutdowns >= MaxCleanShutdowns THEN {}
+    ELSE {StoppedCleanly(s, b) : b \in {x \in Brokers : Running(s, x)}}
 
 StartBrokerNextOf(s, b) ==
     IF Running(s, b) \/ Unfenced(s, b) THEN {}
@@ -608,6 +622,7 @@ UnfenceBroker == \E t \in UnfenceBrokerNext(St) : Go(t)
 UncleanShutdown == \E t \in UncleanShutdownNext(St) : Go(t)
 CleanShutdown == \E t \in CleanShutdownNext(St) : Go(t)
 StartBroker == \E t \in StartBrokerNext(St) : Go(t)
+StopBroker == \E t \in StopBrokerNext(St) : Go(t)
 ElectLeader == \E t \in ElectLeaderNext(St) : Go(t)
 UncleanRecovery == \E t \in UncleanRecoveryNext(St) : Go(t)
 CompleteRecovery == \E t \in CompleteRecoveryNext(St) : Go(t)
@@ -644,6 +659,7 @@ Next ==
     \/ ReassignPartition
     \/ ShrinkIsr
     \/ StartBroker
+    \/ StopBroker
     \/ UncleanRecovery
     \/ UncleanShutdown
     \/ UnfenceBroker
