@@ -74,9 +74,14 @@ class Operators:
     @action("AlterMinIsr", min_isr=MIN_ISR)
     def alter_min_isr(self, s: State, v: int) -> State | None:
         """min.insync.replicas changes (bounded by max_min_isr_changes)."""
-        if s.min_isr_changes >= self.max_min_isr_changes or v == s.min_isr:
+        if s.min_isr_changes >= self.max_min_isr_changes or not self.min_isr_record_written(s, v):
             return None
         return self.min_isr_changed(s._replace(min_isr=v, min_isr_changes=s.min_isr_changes + 1))
+
+    def min_isr_record_written(self, s: State, v: int) -> bool:
+        """Whether setting min.insync.replicas to `v` is a change: KIP-966
+        speaks of "updating the config", so setting the current value is none."""
+        return v != s.min_isr
 
     def min_isr_changed(self, s: State) -> State:
         """KIP-966: "When updating the config min.insync.replicas, if the new
