@@ -31,8 +31,15 @@ class Controller:
     # ---- derived values -------------------------------------------------------------------
     def eff_min_isr(self, s: State) -> int:
         """KIP-966: "the effective min.insync.replicas will be
-        min(min.insync.replicas, replication factor)" (a reassignment keeps
-        the replication factor: its target has `brokers` replicas)."""
+        min(min.insync.replicas, replication factor)", the replication factor
+        counted as Kafka counts it: the partition's replica list, which during
+        a reassignment holds the adding and removing replicas too (controller
+        getTopicEffectiveMinIsr; broker Partition.effectiveMinIsr)."""
+        return min(s.min_isr, size(s.replicas))
+
+    def final_min_isr(self, s: State) -> int:
+        """The effective min ISR of the partition a reassignment leaves:
+        min(min.insync.replicas, replication factor of the target)."""
         return min(s.min_isr, self.rf)
 
     def unfenced(self, s: State, b: int) -> bool:

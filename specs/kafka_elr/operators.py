@@ -133,8 +133,9 @@ class Operators:
     def may_end_reassignment(self, s: State, isr: int) -> bool:
         """KIP-966 4a/4b: a reassignment ends only with an ISR of at least min
         ISR members (before it, any non-empty ISR would do: "This behavior can
-        result in 1 replica in ISR")."""
-        return size(isr) >= self.eff_min_isr(s)
+        result in 1 replica in ISR"), counted against the min ISR of the
+        final replica set."""
+        return size(isr) >= self.final_min_isr(s)
 
     def reassigned(self, s: State, dropped: int, leader: int) -> State | None:
         """The PartitionChangeRecord that ends a reassignment: the `dropped`
@@ -165,7 +166,7 @@ class Operators:
             log=log,
             hwm=hwm,
             last_known_leader=NO_LEADER if lkl != NO_LEADER and contains(dropped, lkl) else lkl,
-            below_min_isr_reassigned=1 if size(t.isr) < self.eff_min_isr(s) else s.below_min_isr_reassigned,
+            below_min_isr_reassigned=1 if size(t.isr) < self.final_min_isr(s) else s.below_min_isr_reassigned,
         )
         if moved:
             return self.reelect(t, leader)

@@ -195,7 +195,11 @@ Strategy == IF UncleanLeaderElection THEN "aggressive" ELSE UncleanRecoveryStrat
 AdminTypes == IF Legacy THEN {"PREFERRED", "UNCLEAN"}
               ELSE {"PREFERRED", "UNCLEAN", "LONGEST_LOG_AGGRESSIVE", "LONGEST_LOG_BALANCED", "DESIGNATION"}
 
-EffMinIsr(s) == Min(s.min_isr, N)
+\* min(min.insync.replicas, replication factor), the replication factor being
+\* the partition's replica list (during a reassignment, original and target
+\* together), as Kafka counts it; FinalMinIsr: that of the target
+EffMinIsr(s) == Min(s.min_isr, Size(s.replicas))
+FinalMinIsr(s) == Min(s.min_isr, N)
 Running(s, b) == s.status[b] = "RUNNING"
 Unfenced(s, b) == b \notin s.fenced
 PendingSet(s) == IF s.pending_isr = NoProposal THEN {} ELSE DOMAIN s.pending_isr
@@ -532,7 +536,7 @@ ReassignPartitionNext(s) ==
 \* members; before it (legacy, and the variant that ignores the rule) any
 \* non-empty ISR does.
 MayEndReassignment(s, i) ==
-    IF Legacy \/ Variant = "reassignment-ignores-min-isr" THEN i /= {} ELSE Size(i) >= EffMinIsr(s)
+    IF Legacy \/ Variant = "reassignment-ignores-min-isr" THEN i /= {} ELSE Size(i) >= FinalMinIsr(s)
 
 \* The PartitionChangeRecord that ends a reassignment: the `dropped` replicas
 \* leave the replica set and the ISR (with the ELR update); ELR,
@@ -549,7 +553,7 @@ Reassigned(s, dropped) ==
                        !.hwm = [b \in Brokers |-> IF b \in dropped THEN 0 ELSE s.hwm[b]],
                        !.last_known_leader = IF s.last_known_leader \in dropped THEN NoLeader
                                              ELSE s.last_known_leader,
-                       !.below_min_isr_reassigned = IF Size(u.isr) < EffMinIsr(s) THEN TRUE
+                       !.below_min_isr_reassigned = IF Size(u.isr) < FinalMinIsr(s) THEN TRUE
                                                     ELSE s.below_min_isr_reassigned]
         choices == Elections(t)
     IN  IF ~moved
