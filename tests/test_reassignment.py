@@ -174,6 +174,27 @@ def test_the_min_isr_rule_refuses_and_the_elr_keeps_only_final_replicas():
     assert old.elr_within_replicas(t) and not old.reassignment_keeps_min_isr(t)
 
 
+def test_the_effective_min_isr_counts_the_adding_replicas_as_kafka_does():
+    """Issue 31: with min.insync.replicas above the replication factor, a
+    reassignment raises the effective min ISR to the replica list's size
+    (Kafka's getTopicEffectiveMinIsr and Partition.effectiveMinIsr), so
+    acks=all is refused and the HWM held until the adding replica is in the
+    ISR; the reassignment ends against the target's min ISR."""
+    spec = load({**SMALL, "min_isr": 3})
+    s = spec.init_states()[0]
+    assert spec.eff_min_isr(s) == 2 and spec.produce(s, 1, NO_LEADER) is not None
+    s = spec.reassign_partition(spec.produce(s, 0, NO_LEADER), mask_of([0, 2]))
+    assert spec.eff_min_isr(s) == 3 and spec.final_min_isr(s) == 2
+    assert spec.produce(s, 1, NO_LEADER) is None  # acks=all: NOT_ENOUGH_REPLICAS
+    s = spec.fetch(s, 1)
+    assert spec.advance_hwm(s, NO_LEADER) is None  # ISR {0, 1}: 2 < 3
+    s = spec.fetch(s, 2)
+    s = spec.commit_alter_partition(spec.expand_isr(s, mask_of([2]), NO_LEADER))
+    assert members(s.isr) == [0, 1, 2] and spec.advance_hwm(s, NO_LEADER) is not None
+    t = spec.complete_reassignment(s, NO_LEADER)
+    assert (members(t.replicas), members(t.isr), spec.eff_min_isr(t)) == ([0, 2], [0, 2], 2)
+
+
 @pytest.mark.slow
 def test_elr_within_replicas_catches_a_missing_filter():
     """Under kip966 the ELR is empty whenever a reassignment ends (4a/4b), so

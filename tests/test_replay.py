@@ -243,3 +243,22 @@ def test_a_scenario_may_say_what_it_reproduces():
         ConfigError, match=re.escape("unknown top-level key 'kafka' (allowed: config, steps, description, conformance)")
     ):
         run({"config": {}, "kafka": {}, "steps": steps})
+
+
+def test_a_fenced_broker_asking_to_shut_down_is_let_go_and_handled_as_fenced_again():
+    """Issue 31: a fenced broker's controlled shutdown is granted at once
+    (Kafka: SHUTDOWN_NOW, then handleBrokerFenced) and writes its
+    CleanShutdownFile. Under kafka-4 the fenced last known leader elected by
+    its unclean registration (KAFKA-19522) is then demoted into the ELR."""
+    data = read_file(SCENARIOS / "kafka4-clean-restart-demotes-fenced-leader.toml")
+    steps = data["steps"][:4] + [{"action": "CleanShutdown", "broker": 0}]
+    reports = run({"config": data["config"], "steps": steps})
+    assert all(r.ok for r in reports)
+    last = reports[-1].state
+    assert (last["leader"], last["isr"], last["elr"], last["leader_epoch"]) == (-1, [], [0], 3)
+    assert (last["status"], last["clean_shutdown_epoch"]) == (["OFFLINE_CLEAN", "RUNNING"], [2, -1])
+    # kip966: a fenced broker is outside the ISR, so only the file changes
+    steps = [{"action": "FenceBroker", "broker": 2}, {"action": "CleanShutdown", "broker": 2}]
+    reports = run({"config": {"min_isr": 3, "max_clean_shutdowns": 1}, "steps": steps})
+    assert all(r.ok for r in reports)
+    assert (reports[-1].state["elr"], reports[-1].state["clean_shutdown_epoch"]) == ([2], [-1, -1, 1])

@@ -73,7 +73,7 @@ def test_a_crash_detected_at_registration_is_told_as_unclean():
 def test_every_transition_of_a_small_config_is_told_as_the_spec_decides():
     spec = load({"variant": "kip966", "brokers": 2, "max_records": 1, "max_fences": 0, "max_clean_shutdowns": 1})
     states = list(reachable(spec).values())
-    assert len(states) == 5718
+    assert len(states) == 6688
     seen: set = set()
     for s in states:
         for action in TOLD:

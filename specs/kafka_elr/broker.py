@@ -201,25 +201,50 @@ class Broker:
             unclean_shutdowns=s.unclean_shutdowns + 1,
         )
 
-    @action("CleanShutdown", broker=BROKER, leader=ELECTED)
-    def clean_shutdown(self, s: State, b: int, leader: int) -> State | None:
-        """Controlled shutdown: the broker writes its epoch to its
-        CleanShutdownFile, leadership moves, it leaves the ISR."""
-        if s.clean_shutdowns >= self.max_clean_shutdowns or not self.running(s, b) or contains(s.fenced, b):
-            return None
-        t = self.forgotten(s, b)._replace(
+    def may_stop_cleanly(self, s: State, b: int) -> bool:
+        """`b` runs and the config allows one more orderly stop (clean
+        shutdowns, controlled or not, share max_clean_shutdowns)."""
+        return s.clean_shutdowns < self.max_clean_shutdowns and self.running(s, b)
+
+    def stopped_cleanly(self, s: State, b: int) -> State:
+        """An orderly stop: Kafka flushes the log and LogManager.shutdown(brokerEpoch)
+        writes the epoch of the broker's registration to its CleanShutdownFile,
+        whatever became of the controlled shutdown (it succeeded, timed out, or
+        the broker was fenced)."""
+        return self.forgotten(s, b)._replace(
             status=replace_at(s.status, b, OFFLINE_CLEAN),
             clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, s.broker_epoch[b]),
             clean_shutdowns=s.clean_shutdowns + 1,
         )
-        return self.remove_broker(t, b, leader)
+
+    @action("CleanShutdown", broker=BROKER, leader=ELECTED)
+    def clean_shutdown(self, s: State, b: int, leader: int) -> State | None:
+        """Controlled shutdown the controller answers: the broker writes its
+        epoch to its CleanShutdownFile, it is fenced, leadership moves, it
+        leaves the ISR. A fenced broker that asks is let go at once and
+        handled as fenced again (Kafka: SHUTDOWN_NOW, handleBrokerFenced),
+        which changes nothing unless it is still in the ISR (kafka-4)."""
+        if not self.may_stop_cleanly(s, b):
+            return None
+        return self.remove_broker(self.stopped_cleanly(s, b), b, leader)
+
+    @action("StopBroker", broker=BROKER)
+    def stop_broker(self, s: State, b: int) -> State | None:
+        """An orderly stop the controller does not answer (the controlled
+        shutdown timed out, or the broker is cut off from the controller):
+        the broker still writes its CleanShutdownFile; the controller learns
+        only when it fences the broker for missed heartbeats (FenceBroker)."""
+        if not self.may_stop_cleanly(s, b):
+            return None
+        return self.stopped_cleanly(s, b)
 
     @action("StartBroker", broker=BROKER)
     def start_broker(self, s: State, b: int) -> State | None:
         """A stopped broker restarts and registers with the epoch from its
         CleanShutdownFile; a mismatch is an unclean shutdown: the controller
         removes it from ISR and ELR (an ELR member goes to LastKnownELR). It
-        gets a new broker epoch and stays fenced."""
+        gets a new broker epoch and stays fenced. A clean registration is
+        handled as a fence (clean_registration)."""
         if not contains(s.fenced, b) or self.running(s, b):
             return None
         t = s._replace(
@@ -227,7 +252,6 @@ class Broker:
             broker_epoch=replace_at(s.broker_epoch, b, s.broker_epoch[b] + 1),
             clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, NO_EPOCH),
         )
-        if not self.registration_is_clean(s, b):
-            t = self.unclean_registration(t, b)
+        t = self.clean_registration(t, b) if self.registration_is_clean(s, b) else self.unclean_registration(t, b)
         # it serves only once its metadata has caught up (BrokerServer waits for it)
         return self.delivered(t, b, True) if self.propagated else t

@@ -31,8 +31,15 @@ class Controller:
     # ---- derived values -------------------------------------------------------------------
     def eff_min_isr(self, s: State) -> int:
         """KIP-966: "the effective min.insync.replicas will be
-        min(min.insync.replicas, replication factor)" (a reassignment keeps
-        the replication factor: its target has `brokers` replicas)."""
+        min(min.insync.replicas, replication factor)", the replication factor
+        counted as Kafka counts it: the partition's replica list, which during
+        a reassignment holds the adding and removing replicas too (controller
+        getTopicEffectiveMinIsr; broker Partition.effectiveMinIsr)."""
+        return min(s.min_isr, size(s.replicas))
+
+    def final_min_isr(self, s: State) -> int:
+        """The effective min ISR of the partition a reassignment leaves:
+        min(min.insync.replicas, replication factor of the target)."""
         return min(s.min_isr, self.rf)
 
     def unfenced(self, s: State, b: int) -> bool:
@@ -195,6 +202,13 @@ class Controller:
 
     def registration_is_clean(self, s: State, b: int) -> bool:
         return rules.registration_is_clean(s.clean_shutdown_epoch[b], s.broker_epoch[b])
+
+    def clean_registration(self, s: State, b: int) -> State:
+        """The controller takes `b`'s registration as clean: Kafka handles it
+        as a fence of `b` (handleBrokerShutdown with isCleanShutdown). `b` is
+        fenced already, and a fenced broker is outside KIP-966's ISR (and is
+        left as the last member in legacy's, as fencing left it): nothing changes."""
+        return s
 
     def unclean_registration(self, s: State, b: int) -> State:
         """The controller has detected that `b` shut down uncleanly: KIP-966

@@ -131,13 +131,27 @@ class Kafka4(Kip966):
         return self.build(s, proposal, self.online_election(), 0)
 
     def remove_broker(self, s: State, b: int, leader: int) -> State | None:
-        """handleBrokerFenced / handleBrokerInControlledShutdown: one build()
-        for the partition if `b` is in its ISR (an ELR member is left alone).
-        The instance names the leader the build elected, if it changed."""
+        """handleBrokerFenced / handleBrokerInControlledShutdown: `b` is
+        fenced and leaves the ISR (isr_without). The instance names the
+        leader the build elected, if it changed."""
         s = s._replace(fenced=s.fenced | bit(b))
-        t = self.build(s, s.isr & ~bit(b), self.online_election(), 0) if s.isr & bit(b) else s
+        t = self.isr_without(s, b)
         elected = t.leader if t.leader != s.leader else NO_LEADER
         return t if leader == elected else None
+
+    def isr_without(self, s: State, b: int) -> State:
+        """generateLeaderAndIsrUpdates with brokerToRemove = `b`: one build()
+        for the partition if `b` is in its ISR (an ELR member is left alone),
+        `b` not acceptable as leader (it is fenced)."""
+        return self.build(s, s.isr & ~bit(b), self.online_election(), 0) if s.isr & bit(b) else s
+
+    def clean_registration(self, s: State, b: int) -> State:
+        """handleBrokerShutdown(isCleanShutdown=true), handled as a fence
+        (RCM:1453-1456): a fenced broker is in the ISR only as the last known
+        leader elected while fenced (KAFKA-19522, below), and its clean
+        restart demotes it: ISR {}, ELR {b}, no leader, a new leader epoch;
+        its unfencing elects it again from the ELR."""
+        return self.isr_without(s, b)
 
     def reelect(self, s: State, leader: int) -> State | None:
         """handleBrokerUnfenced: build() on every leaderless partition, the ISR
@@ -160,6 +174,13 @@ class Kafka4(Kip966):
         min.insync.replicas change: ELR and LastKnownELR are wiped, not
         recomputed, and nothing is re-elected."""
         return self.recorded(s, s._replace(elr=0, last_known_elr=0))
+
+    def min_isr_record_written(self, s: State, v: int) -> bool:
+        """Always: a cluster-level alter writes a ConfigRecord even when it sets
+        the current value (KAFKA-14136, CCM:303-304, 453-454), and a
+        cluster-level change that the topic's override masks writes one too;
+        each is followed by a ClearElrRecord (CCM:218-238)."""
+        return True
 
     @action("AdminElectLeaders", coverage_by="type", type=ADMIN_TYPE, leader=BUILT_LEADER)
     def admin_elect_leaders(self, s: State, kind: int, leader: int) -> State | None:

@@ -74,9 +74,14 @@ class Operators:
     @action("AlterMinIsr", min_isr=MIN_ISR)
     def alter_min_isr(self, s: State, v: int) -> State | None:
         """min.insync.replicas changes (bounded by max_min_isr_changes)."""
-        if s.min_isr_changes >= self.max_min_isr_changes or v == s.min_isr:
+        if s.min_isr_changes >= self.max_min_isr_changes or not self.min_isr_record_written(s, v):
             return None
         return self.min_isr_changed(s._replace(min_isr=v, min_isr_changes=s.min_isr_changes + 1))
+
+    def min_isr_record_written(self, s: State, v: int) -> bool:
+        """Whether setting min.insync.replicas to `v` is a change: KIP-966
+        speaks of "updating the config", so setting the current value is none."""
+        return v != s.min_isr
 
     def min_isr_changed(self, s: State) -> State:
         """KIP-966: "When updating the config min.insync.replicas, if the new
@@ -128,8 +133,9 @@ class Operators:
     def may_end_reassignment(self, s: State, isr: int) -> bool:
         """KIP-966 4a/4b: a reassignment ends only with an ISR of at least min
         ISR members (before it, any non-empty ISR would do: "This behavior can
-        result in 1 replica in ISR")."""
-        return size(isr) >= self.eff_min_isr(s)
+        result in 1 replica in ISR"), counted against the min ISR of the
+        final replica set."""
+        return size(isr) >= self.final_min_isr(s)
 
     def reassigned(self, s: State, dropped: int, leader: int) -> State | None:
         """The PartitionChangeRecord that ends a reassignment: the `dropped`
@@ -160,7 +166,7 @@ class Operators:
             log=log,
             hwm=hwm,
             last_known_leader=NO_LEADER if lkl != NO_LEADER and contains(dropped, lkl) else lkl,
-            below_min_isr_reassigned=1 if size(t.isr) < self.eff_min_isr(s) else s.below_min_isr_reassigned,
+            below_min_isr_reassigned=1 if size(t.isr) < self.final_min_isr(s) else s.below_min_isr_reassigned,
         )
         if moved:
             return self.reelect(t, leader)

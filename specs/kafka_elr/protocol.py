@@ -203,6 +203,7 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
     BOUNDED = {
         "UncleanShutdown": "max_unclean_shutdowns",
         "CleanShutdown": "max_clean_shutdowns",
+        "StopBroker": "max_clean_shutdowns",
         "ShrinkIsr": "max_isr_shrinks",
         "AlterMinIsr": "max_min_isr_changes",
         "AdminElectLeaders": "max_admin_elections",

@@ -35,7 +35,7 @@ def schema() -> list[Key]:
             "records clients may produce",
         ),
         Key("max_unclean_shutdowns", 1, int_at_least(0), bound, "crashes that lose an unflushed suffix"),
-        Key("max_clean_shutdowns", 0, int_at_least(0), bound, "controlled shutdowns"),
+        Key("max_clean_shutdowns", 0, int_at_least(0), bound, "orderly stops (CleanShutdown, StopBroker)"),
         Key("max_fences", 1, int_at_least(0), bound, "fencings of a live broker (network partition)"),
         Key("max_isr_shrinks", 1, int_at_least(0), bound, "leader-initiated ISR shrinks"),
         Key("max_min_isr_changes", 0, int_at_least(0), bound, "AlterMinIsr steps"),

@@ -70,6 +70,8 @@ def phrase(action: str, args: dict[str, Any], a: dict[str, Any], b: dict[str, An
     if action in ("FenceBroker", "CleanShutdown"):
         how = "fences broker" if action == "FenceBroker" else "shuts down broker"
         return f"the controller {how} {who} (ISR {_set(b['isr'])}, ELR {_set(b['elr'])}){elected}"
+    if action == "StopBroker":
+        return f"broker {who} stops in order, unanswered by the controller, and writes its CleanShutdownFile"
     if action == "UncleanShutdown":
         return f"broker {who} crashes and keeps {_records(b['log'][who])} of {_records(a['log'][who])}"
     if action == "StartBroker":

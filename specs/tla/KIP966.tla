@@ -195,7 +195,11 @@ Strategy == IF UncleanLeaderElection THEN "aggressive" ELSE UncleanRecoveryStrat
 AdminTypes == IF Legacy THEN {"PREFERRED", "UNCLEAN"}
               ELSE {"PREFERRED", "UNCLEAN", "LONGEST_LOG_AGGRESSIVE", "LONGEST_LOG_BALANCED", "DESIGNATION"}
 
-EffMinIsr(s) == Min(s.min_isr, N)
+\* min(min.insync.replicas, replication factor), the replication factor being
+\* the partition's replica list (during a reassignment, original and target
+\* together), as Kafka counts it; FinalMinIsr: that of the target
+EffMinIsr(s) == Min(s.min_isr, Size(s.replicas))
+FinalMinIsr(s) == Min(s.min_isr, N)
 Running(s, b) == s.status[b] = "RUNNING"
 Unfenced(s, b) == b \notin s.fenced
 PendingSet(s) == IF s.pending_isr = NoProposal THEN {} ELSE DOMAIN s.pending_isr
@@ -440,12 +444,26 @@ UncleanShutdownNext(s) ==
                  : keep \in 0 .. Len(s.log[b])}
                 : b \in {x \in Brokers : Running(s, x)}}
 
+\* An orderly stop: the log is flushed and the CleanShutdownFile holds the
+\* broker's epoch (Kafka's LogManager.shutdown(brokerEpoch)), whatever became
+\* of the controlled shutdown; clean shutdowns, controlled or not, share
+\* MaxCleanShutdowns.
+StoppedCleanly(s, b) ==
+    [Forgotten(s, b) EXCEPT !.status[b] = "OFFLINE_CLEAN",
+                            !.clean_shutdown_epoch[b] = s.broker_epoch[b],
+                            !.clean_shutdowns = s.clean_shutdowns + 1]
+
+\* a controlled shutdown the controller answers (a fenced broker is let go
+\* at once and handled as fenced again)
 CleanShutdownNext(s) ==
     IF s.clean_shutdowns >= MaxCleanShutdowns THEN {}
-    ELSE UNION {RemoveBroker([Forgotten(s, b) EXCEPT !.status[b] = "OFFLINE_CLEAN",
-                                       !.clean_shutdown_epoch[b] = s.broker_epoch[b],
-                                       !.clean_shutdowns = s.clean_shutdowns + 1], b)
-                : b \in {x \in Brokers : Running(s, x) /\ Unfenced(s, x)}}
+    ELSE UNION {RemoveBroker(StoppedCleanly(s, b), b) : b \in {x \in Brokers : Running(s, x)}}
+
+\* an orderly stop the controller does not answer (timed out, cut off): it
+\* learns of it when it fences the broker
+StopBrokerNext(s) ==
+    IF s.clean_shutdowns >= MaxCleanShutdowns THEN {}
+    ELSE {StoppedCleanly(s, b) : b \in {x \in Brokers : Running(s, x)}}
 
 StartBrokerNextOf(s, b) ==
     IF Running(s, b) \/ Unfenced(s, b) THEN {}
@@ -518,7 +536,7 @@ ReassignPartitionNext(s) ==
 \* members; before it (legacy, and the variant that ignores the rule) any
 \* non-empty ISR does.
 MayEndReassignment(s, i) ==
-    IF Legacy \/ Variant = "reassignment-ignores-min-isr" THEN i /= {} ELSE Size(i) >= EffMinIsr(s)
+    IF Legacy \/ Variant = "reassignment-ignores-min-isr" THEN i /= {} ELSE Size(i) >= FinalMinIsr(s)
 
 \* The PartitionChangeRecord that ends a reassignment: the `dropped` replicas
 \* leave the replica set and the ISR (with the ELR update); ELR,
@@ -535,7 +553,7 @@ Reassigned(s, dropped) ==
                        !.hwm = [b \in Brokers |-> IF b \in dropped THEN 0 ELSE s.hwm[b]],
                        !.last_known_leader = IF s.last_known_leader \in dropped THEN NoLeader
                                              ELSE s.last_known_leader,
-                       !.below_min_isr_reassigned = IF Size(u.isr) < EffMinIsr(s) THEN TRUE
+                       !.below_min_isr_reassigned = IF Size(u.isr) < FinalMinIsr(s) THEN TRUE
                                                     ELSE s.below_min_isr_reassigned]
         choices == Elections(t)
     IN  IF ~moved
@@ -608,6 +626,7 @@ UnfenceBroker == \E t \in UnfenceBrokerNext(St) : Go(t)
 UncleanShutdown == \E t \in UncleanShutdownNext(St) : Go(t)
 CleanShutdown == \E t \in CleanShutdownNext(St) : Go(t)
 StartBroker == \E t \in StartBrokerNext(St) : Go(t)
+StopBroker == \E t \in StopBrokerNext(St) : Go(t)
 ElectLeader == \E t \in ElectLeaderNext(St) : Go(t)
 UncleanRecovery == \E t \in UncleanRecoveryNext(St) : Go(t)
 CompleteRecovery == \E t \in CompleteRecoveryNext(St) : Go(t)
@@ -644,6 +663,7 @@ Next ==
     \/ ReassignPartition
     \/ ShrinkIsr
     \/ StartBroker
+    \/ StopBroker
     \/ UncleanRecovery
     \/ UncleanShutdown
     \/ UnfenceBroker
