@@ -32,7 +32,7 @@ from oracle_harness import CONTROLLER_ACTIONS, Comparison, Difference, compare, 
 
 from specs.kafka_elr import Kip966, load
 from specs.kafka_elr.kafka4 import Kafka4
-from specs.kafka_elr.types import NO_PROPOSAL, State, contains
+from specs.kafka_elr.types import State, contains
 
 
 @dataclass(frozen=True)
@@ -44,48 +44,6 @@ class Known:
     name: str
     bullet: str
     matches: Callable[[Difference], bool]
-
-
-def clean_reregistration_of_an_isr_member(d: Difference) -> bool:
-    """A broker in the ISR (only possible after the fenced last known
-    leader's election, KAFKA-19522) restarts cleanly: Kafka's
-    handleBrokerShutdown(isCleanShutdown=true) (RCM:1455-1456) removes it
-    from the ISR like a fence; the spec leaves the partition as it is.
-    Where the partition is leaderless, Kafka also writes lastKnownElr [-1]
-    (PCB:497-500), which the model's bitmask cannot hold."""
-    s, b = d.state, d.args.get("broker", -1)
-    return (
-        d.action == "StartBroker"
-        and s.clean_shutdown_epoch[b] == s.broker_epoch[b]
-        and contains(s.isr, b)
-        and bool(d.oracle)
-        and all(b not in o.isr for o in d.oracle)
-        and all((o.leader, o.isr, o.elr) == (s.leader, (b,), ()) for o in d.spec)
-    )
-
-
-def orderly_stop_of_a_fenced_broker(d: Difference) -> bool:
-    """A fenced broker that runs asks to shut down: Kafka grants it
-    SHUTDOWN_NOW, handled as a fence (BHM:406-410, RCM:1618-1620), which
-    takes it out of an ISR it is still in (after the KAFKA-19522 election);
-    the spec's CleanShutdown refuses a fenced broker (it can only crash)."""
-    s, b = d.state, d.args.get("broker", -1)
-    return (
-        d.action == "CleanShutdown"
-        and contains(s.fenced, b)
-        and not d.spec
-        and bool(d.oracle)
-        and all(b not in o.isr for o in d.oracle)
-    )
-
-
-def min_isr_record_with_the_value_in_force(d: Difference) -> bool:
-    """min.insync.replicas set on the cluster to the value in force: Kafka
-    writes the config record anyway (KAFKA-14136, CCM:303-304) and its
-    ClearElrRecord empties ELR and LastKnownELR (RCM:604-616); the spec's
-    AlterMinIsr refuses an unchanged value."""
-    cleared = replace(of_spec(d.state), elr=(), last_known_elr=(), live_proposal=NO_PROPOSAL)
-    return d.action == "AlterMinIsr" and d.args["min_isr"] == d.state.min_isr and not d.spec and d.oracle == {cleared}
 
 
 def last_known_elr_of_no_leader(d: Difference) -> bool:
@@ -101,16 +59,7 @@ def last_known_elr_of_no_leader(d: Difference) -> bool:
     )
 
 
-KNOWN = (
-    Known(
-        "clean re-registration of an ISR member",
-        "kafka-4, clean re-registration",
-        clean_reregistration_of_an_isr_member,
-    ),
-    Known("orderly stop of a fenced broker", "all variants, the clean-shutdown file", orderly_stop_of_a_fenced_broker),
-    Known("min ISR config records", "kafka-4, min ISR config records", min_isr_record_with_the_value_in_force),
-    Known("lastKnownElr [-1]", "docs/model.md kafka-4, maybeUpdateLastKnownLeader", last_known_elr_of_no_leader),
-)
+KNOWN = (Known("lastKnownElr [-1]", "docs/model.md kafka-4, maybeUpdateLastKnownLeader", last_known_elr_of_no_leader),)
 
 # the configs compared (all without records: the controller never reads a
 # log), with the known differences each must show; FAST ones take at most
@@ -118,11 +67,11 @@ KNOWN = (
 CONFIGS: dict[str, tuple[dict[str, Any], set[str]]] = {
     "2 brokers, operators": (
         {"brokers": 2, "max_min_isr_changes": 1, "max_admin_elections": 1},
-        {"min ISR config records"},
+        set(),
     ),
     "2 brokers, fenced last known leader": (
         {"brokers": 2, "max_unclean_shutdowns": 2, "max_clean_shutdowns": 1},
-        {"clean re-registration of an ISR member", "orderly stop of a fenced broker"},
+        {"lastKnownElr [-1]"},
     ),
     "2 brokers, min ISR 1, fenced last known leader": (
         {"brokers": 2, "min_isr": 1, "max_unclean_shutdowns": 2},
