@@ -53,6 +53,7 @@ def test_a_new_users_first_small_check_answers_interpreted_without_a_warning(tmp
     assert "compiling the kernel of Kip966 for 3 processes (once: later runs load it); the" in r.stderr
 
 
+@pytest.mark.slow  # the only fast test of this variant: its kernel's compile would double a cold fast tier's
 def test_the_explanation_of_a_violation_prints_the_logs_it_quotes():
     """Logs read "[r1@0]", which rich would take for markup and drop."""
     r = invoke("check", "--set", "variant=hwm-on-maximal-isr")

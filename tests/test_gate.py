@@ -37,9 +37,9 @@ states = 16590
 budget_s = 600
 
 [[entry]]
-name = "no HWM rule"
-config = { variant = "hwm-ignores-min-isr" }
-expect = "violated: ElrHasDataToHwm"
+name = "two unclean shutdowns"
+config = { variant = "kip966", max_unclean_shutdowns = 2 }
+expect = "violated: NoAckedLoss"
 """
 
 
@@ -58,7 +58,7 @@ def test_a_gate_whose_expectations_hold_exits_0(tmp_path):
     assert [(x["name"], x["status"], x["distinct_states"]) for x in rows] == [
         ("kip966", "passed", 8302),
         ("legacy", "passed", 16590),
-        ("no HWM rule", "passed", 218),
+        ("two unclean shutdowns", "passed", 5288),
     ]
     suite = ET.parse(junit).getroot()
     assert suite.get("tests") == "3" and suite.get("failures") == "0"
@@ -95,10 +95,10 @@ def test_update_baseline_rewrites_only_the_counts(tmp_path):
     path, r = gate(tmp_path, text, "--update-baseline")
     assert r.exit_code == 0, r.output
     assert "baseline kip966: states 7700 -> 8302" in r.stderr
-    assert "baseline no HWM rule: states unpinned -> 218" in r.stderr
+    assert "baseline two unclean shutdowns: states unpinned -> 5288" in r.stderr
     new = path.read_text()
     assert "states = 8302" in new and new.count("states = ") == 3
-    assert [e.states for e in read_gate(str(path), load)] == [8302, 16590, 218]
+    assert [e.states for e in read_gate(str(path), load)] == [8302, 16590, 5288]
 
 
 def test_fail_fast_skips_the_rest(tmp_path):
@@ -159,14 +159,14 @@ def test_symmetry_with_properties_is_refused_before_any_entry_runs_and_nothing_i
     """It ran the entries before it, then a traceback (exit 3), --junit and
     --trace-dir never written; check refuses the same pair with exit 2."""
     both = 'variant = "kip966", properties = ["LeaderlessGetsLeader"] }\nsymmetry = true'
-    text = GATE.replace('variant = "hwm-ignores-min-isr" }', both)
+    text = GATE.replace('variant = "kip966", max_unclean_shutdowns = 2 }', both)
     junit, traces = tmp_path / "j.xml", tmp_path / "traces"
     _path, r = gate(tmp_path, text, "--junit", str(junit), "--trace-dir", str(traces))
     assert (r.exit_code, r.stdout) == (2, ""), r.output
     assert r.stderr == (
-        f"error: {tmp_path / 'gate.toml'}: entry 3 (no HWM rule): symmetry = true with temporal properties: fair "
-        "cycles are searched in the states themselves (a cycle of a class need not be one of its members); "
-        "leave out symmetry = true\n"
+        f"error: {tmp_path / 'gate.toml'}: entry 3 (two unclean shutdowns): symmetry = true with temporal "
+        "properties: fair cycles are searched in the states themselves (a cycle of a class need not be one of "
+        "its members); leave out symmetry = true\n"
     )
     assert not junit.exists() and not traces.exists()
 

@@ -164,9 +164,17 @@ def test_none_stops_the_partition_until_an_operator_acts():
         ),
         # ... but not while the brokers it waits for stay down
         (dict(properties=["LeaderlessGetsLeader"]), "violated", 4),
-        # before KIP-966 too the last ISR member had to come back
-        (dict(variant="legacy", properties=["LeaderlessGetsLeader"]), "violated", 4),
-        (dict(variant="legacy", properties=["LeaderlessGetsLeaderOnceBrokersRestart"]), "holds", None),
+        # before KIP-966 too the last ISR member had to come back (slow: the
+        # fast tier compiles no legacy kernel for 2 brokers)
+        pytest.param(
+            dict(variant="legacy", properties=["LeaderlessGetsLeader"]), "violated", 4, marks=pytest.mark.slow
+        ),
+        pytest.param(
+            dict(variant="legacy", properties=["LeaderlessGetsLeaderOnceBrokersRestart"]),
+            "holds",
+            None,
+            marks=pytest.mark.slow,
+        ),
         (dict(properties=["HwmAdvancesAtMinIsr"]), "holds", None),
     ],
 )
