@@ -9,6 +9,8 @@ import http.client
 import json
 import os
 import signal
+import socket
+import struct
 import threading
 import urllib.error
 import urllib.request
@@ -22,7 +24,7 @@ from tools import need
 from cli import main
 from modelcheck.engine.reach import index
 from modelcheck.lifetime import Stopped, stop_on_signals
-from modelcheck.views.explorer import Explorer, address, server
+from modelcheck.views.explorer import Explorer, NotFound, address, server
 from modelcheck.views.tracefile import open_trace
 from specs import kafka_elr
 
@@ -263,3 +265,36 @@ def test_explore_bad_input_is_one_line(args, message):
 def test_explore_trace_step_out_of_range(legacy):
     refused(invoke("explore", "--trace", str(legacy[0]), "--step", "9"), "--step 9: the trace's steps are 0 to 7")
     refused(invoke("explore", "--trace", str(legacy[0]), "--set", "brokers=4"), "a trace brings its own config")
+
+
+def test_a_step_past_a_deadlock_is_a_404_saying_so():
+    """A state with no enabled action: the page says it is a deadlock, not
+    "numbered 0 to -1"."""
+    bounds = ("max_records", "max_unclean_shutdowns", "max_fences", "max_isr_shrinks")
+    spec = kafka_elr.load({"brokers": 1, "min_isr": 1, **dict.fromkeys(bounds, 0)})
+    with pytest.raises(NotFound) as e:
+        Explorer(spec).get("/0")
+    assert e.value.status == 404
+    assert str(e.value) == "step 1: the state after step 0 has no enabled action (a deadlock); there is no action 0"
+
+
+def test_requests_a_browser_cancels_print_nothing(capfd):
+    """A browser that resets its connection before or while the answer is
+    written (a click on, a closed tab) is no traceback on the terminal."""
+    httpd = server(Explorer(kafka_elr.load({})), "127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    host, port = httpd.server_address[:2]
+    before = set(threading.enumerate())
+    try:
+        for target in ["/0/0/0/0", "/0/0/scenario.toml", "/0/trace.json", "/0"] * 5:
+            with socket.create_connection((host, port)) as s:
+                s.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close sends RST
+        assert get(address(httpd))[0] == 200  # still serving
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    for t in set(threading.enumerate()) - before:
+        t.join(10)
+    assert capfd.readouterr().err == ""
