@@ -276,6 +276,7 @@ def test_the_reports_are_written_when_the_baseline_cannot_be(tmp_path, monkeypat
 
     monkeypatch.setattr("modelcheck.output.os.replace", full_for_the_gate_file)
     text = f'[[entry]]\nname = "legacy"\n{TINY_ENTRY.replace("violated: NoAckedLoss", "holds")}'
+    text += f'[[entry]]\nname = "re-pinned"\nstates = 5\n{TINY_ENTRY}'  # its verdict as expected: re-pinned
     path, r = gate(
         tmp_path, text, "--update-baseline", "--junit", str(tmp_path / "j.xml"), "--trace-dir", str(tmp_path / "traces")
     )
@@ -321,3 +322,17 @@ def test_a_gate_file_changed_during_the_run_is_not_updated_wrong(tmp_path, monke
         f"error: {path}: cannot read its entries back to update them (KeyError: 'legacy')"
     )
     assert "states" not in path.read_text()
+
+
+def test_update_baseline_does_not_re_pin_an_entry_whose_verdict_failed(tmp_path):
+    """A wrong verdict's count is no baseline: the entry keeps its pin and
+    fails on both counts, and the output says it was not re-pinned."""
+    text = f'[[entry]]\nname = "legacy"\nstates = 5\n{TINY_ENTRY.replace("violated: NoAckedLoss", "holds")}'
+    path, r = gate(tmp_path, text, "--update-baseline", "--json")
+    assert r.exit_code == 1
+    assert path.read_text() == text
+    assert "baseline legacy: not re-pinned, its verdict failed (expected holds, got violated: NoAckedLoss)" in r.stderr
+    assert f"{path}: 0 pinned count(s) updated" in " ".join(r.stderr.split())
+    [row] = json.loads(r.stdout)
+    assert row["failures"][0] == "verdict: expected holds, got violated: NoAckedLoss"
+    assert row["failures"][1].startswith("distinct states: pinned 5, got ")

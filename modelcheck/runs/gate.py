@@ -169,13 +169,21 @@ def junit(
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
 
 
+def repinned(o: Outcome) -> bool:
+    """Whether `--update-baseline` pins the count this entry's run found:
+    only where its verdict came out as expected (the count of a wrong
+    verdict, or of a run stopped at its memory limit, is no baseline)."""
+    return o.row is not None and o.row.verdict == o.entry.cell.expect
+
+
 def update_baseline(path: str, outcomes: list[Outcome]) -> tuple[str, list[tuple[str, int | None, int]]]:
-    """The gate file's text with every run entry's `states` set to the count
-    just found, and the (name, old, new) changes."""
+    """The gate file's text with the `states` of every entry re-pinned
+    (`repinned`) set to the count just found, and the (name, old, new)
+    changes."""
     changes = [
         (o.entry.cell.name, o.entry.states, o.row.distinct)
         for o in outcomes
-        if o.row is not None and o.entry.states != o.row.distinct
+        if o.row is not None and repinned(o) and o.entry.states != o.row.distinct
     ]
     return set_states(path, {name: new for name, _old, new in changes}), changes
 
@@ -353,7 +361,7 @@ def gate_command(
         )
         update = False
     if update:  # the counts are re-pinned, not failures
-        for o in outcomes:
+        for o in filter(repinned, outcomes):
             o.failures = [f for f in o.failures if not f.startswith("distinct states:")]
     try:  # the reports first: a baseline that cannot be written loses neither
         if trace_dir:
@@ -384,6 +392,15 @@ def gate_command(
                     highlight=False,
                     markup=False,
                 )
+            for o in outcomes:
+                if o.row is not None and not repinned(o):
+                    console.print(
+                        f"baseline {o.entry.cell.name}: not re-pinned, its verdict failed "
+                        f"(expected {o.entry.cell.expect}, got {o.row.verdict})",
+                        highlight=False,
+                        markup=False,
+                        soft_wrap=True,
+                    )
             console.print(f"{gate_file}: {len(changes)} pinned count(s) updated", highlight=False)
     except ConfigError as e:
         fail(str(e))
