@@ -50,6 +50,8 @@ def simulate_command(
         weight = {}
         for item in weights:
             name, eq, value = item.partition("=")
+            if name.strip() in weight:
+                raise ConfigError(f"--weight {item!r}: {name.strip()} has a weight already; give each action one")
             try:
                 weight[name.strip()] = float(value) if eq else float("nan")
             except ValueError:
