@@ -28,7 +28,7 @@ from typing import Any, NoReturn
 
 import click
 
-from ..config import ConfigError
+from ..config import ConfigError, read_text
 from ..lifetime import Stopped, StopRequest, exit_code, stop_on_signals
 from ..output import check_dir, check_file, make_dir, write_text
 from ..views.terminal import format_action, stderr_console
@@ -199,11 +199,12 @@ def set_states(path: str, counts: dict[str, int]) -> str:
     is_json = Path(path).suffix.lower() == ".json"  # as config.read_file decides
     parse = json.loads if is_json else tomllib.loads
     try:  # read again: the file may have changed since the run began
-        with open(path, encoding="utf-8", newline="") as f:  # CRLF stays CRLF
-            text = f.read()
+        text = read_text(path, newline="")  # CRLF stays CRLF
         doc = parse(text)
         index = {e["name"]: i for i, e in enumerate(doc["entry"])}
         at = {index[name]: n for name, n in counts.items()}
+    except ConfigError:
+        raise
     except (OSError, ValueError, LookupError, TypeError) as e:
         raise ConfigError(f"{path}: cannot read its entries back to update them ({type(e).__name__}: {e})") from None
     for i, n in at.items():
