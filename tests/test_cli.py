@@ -249,3 +249,16 @@ def test_an_engine_failure_is_exit_3_never_a_verdict(monkeypatch):
     assert r.exit_code == 3
     assert r.output.rstrip().endswith("error: internal error, no verdict (the traceback above is a bug to report)")
     assert "RuntimeError: replay: step 3" in r.output
+
+
+def test_every_local_engine_gives_the_same_json_keys():
+    """The interpreted engine left out memory_limit, spilled, segments (and
+    kernel); only how states are keyed may differ (its 64-bit fingerprints)."""
+    fast, bfs = (json.loads(invoke("check", *SMALL, "--json", "--engine", e).stdout) for e in ("fast", "bfs"))
+    assert set(bfs) - set(fast) == {"fingerprint_bits", "collision_probability"} and set(fast) <= set(bfs)
+    assert (bfs["kernel"], bfs["spilled"], bfs["segments"], bfs["memory_limit"]) == (
+        "interpreted",
+        False,
+        bfs["depth"],
+        fast["memory_limit"],
+    )

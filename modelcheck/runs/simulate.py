@@ -17,7 +17,7 @@ from ..lifetime import Stopped, exit_code, stop_on_signals
 from ..output import check_file
 from ..trace import described
 from ..views.progress import Progress
-from ..views.report import print_simulation, simulation_json
+from ..views.report import print_simulation, simulation_json, simulation_stop_json
 from ..views.tracefile import TraceFile
 from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail, write_output
 from .inputs import Loader, check_spark_options, load_check_config
@@ -86,6 +86,8 @@ def simulate_command(
                 spark_settings=dict(kv.split("=", 1) for kv in spark_conf),
             )
         except Stopped as e:
+            if as_json:
+                click.echo(json.dumps(simulation_stop_json(e, the_plan)))
             click.echo(
                 f"simulate {e.why} after {e.elapsed_s:.1f} s, no verdict: {e.generated:,} states visited, "
                 f"{e.distinct:,} distinct",
