@@ -124,7 +124,11 @@ def main() -> None:
     help="Override a config key; VALUE is a TOML value (a bare word is a string). Repeatable.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of tables.")
-@click.option("--trace-out", metavar="FILE", help="Write the counterexample (JSON) to FILE if there is one.")
+@click.option(
+    "--trace-out",
+    metavar="FILE",
+    help="Write the counterexample (JSON) to FILE if there is one (if not, one an earlier run left there is removed).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @click.option(
     "--workers",

@@ -262,3 +262,19 @@ def test_every_local_engine_gives_the_same_json_keys():
         bfs["depth"],
         fast["memory_limit"],
     )
+
+
+@pytest.mark.parametrize("command", [["check"], ["simulate", "--walks", "50"]])
+def test_a_run_with_no_counterexample_removes_an_earlier_one_at_trace_out(tmp_path, command):
+    """A trace file left by an earlier run read as this run's violation;
+    a file there that is no trace of ours is left as it was."""
+    trace, notes = tmp_path / "t.json", tmp_path / "notes.json"
+    assert invoke("check", "--set", "variant=legacy", *SMALL, "--trace-out", str(trace)).exit_code == 1
+    notes.write_text('{"mine": true}\n')
+    r = invoke(*command, *SMALL, "-q", "--trace-out", str(trace))
+    assert r.exit_code == 0 and not trace.exists(), r.output
+    assert r.stderr == (
+        f"--trace-out {trace}: removed the counterexample an earlier run left there (this run found none)\n"
+    )
+    r = invoke(*command, *SMALL, "-q", "--trace-out", str(notes))
+    assert (r.exit_code, r.stderr, notes.read_text()) == (0, "", '{"mine": true}\n')

@@ -336,3 +336,19 @@ def test_update_baseline_does_not_re_pin_an_entry_whose_verdict_failed(tmp_path)
     [row] = json.loads(r.stdout)
     assert row["failures"][0] == "verdict: expected holds, got violated: NoAckedLoss"
     assert row["failures"][1].startswith("distinct states: pinned 5, got ")
+
+
+def test_trace_dir_loses_the_trace_of_an_entry_that_now_passes(tmp_path):
+    """A stale legacy.json read as a failure of this run; files there that
+    are not the entries' traces stay."""
+    traces = tmp_path / "traces"
+    _path, r = gate(
+        tmp_path,
+        f'[[entry]]\nname = "legacy"\n{TINY_ENTRY.replace("NoAckedLoss", "TypeOK")}',
+        "--trace-dir",
+        str(traces),
+    )
+    assert r.exit_code == 1 and (traces / "legacy.json").exists()
+    (traces / "other.json").write_text((traces / "legacy.json").read_text())
+    _path, r = gate(tmp_path, f'[[entry]]\nname = "legacy"\n{TINY_ENTRY}', "--trace-dir", str(traces))
+    assert r.exit_code == 0 and sorted(p.name for p in traces.iterdir()) == ["other.json"]

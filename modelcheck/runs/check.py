@@ -22,7 +22,7 @@ from ..trace import described
 from ..views.progress import Progress
 from ..views.report import check_json, print_result, print_stop
 from ..views.tracefile import TraceFile
-from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail, write_output
+from .exits import EXIT_HOLDS, EXIT_VIOLATED, clear_trace, fail, write_output
 from .inputs import Loader, check_spark_options, load_check_config
 
 
@@ -119,6 +119,8 @@ def check_command(
             "--trace-out",
             json.dumps(TraceFile(spec.config, result.invariant, trace, result.loop).to_json(), indent=1) + "\n",
         )
+    elif trace_out:
+        clear_trace(trace_out, "--trace-out")
     if as_json:
         click.echo(json.dumps(check_json(spec, result, trace, expected, verdict, engine, workers, symmetry)))
     else:

@@ -5,6 +5,7 @@ that end a command without a verdict: 0 holds, 1 violated, 2 bad input
 from __future__ import annotations
 
 import errno
+import os
 import sys
 import traceback
 from typing import NoReturn
@@ -13,6 +14,7 @@ import click
 
 from ..config import ConfigError
 from ..output import write_text
+from ..views import tracefile
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -29,6 +31,24 @@ def write_output(path: str, option: str, text: str) -> None:
         write_text(path, option, text)
     except ConfigError as e:
         fail(str(e))
+
+
+def clear_trace(path: str, option: str) -> None:
+    """A run with no counterexample: remove the one an earlier run left at
+    `path`, so that a file there never tells of a violation this run did
+    not find. Only a regular file that reads as a trace this tool writes is
+    removed (and said); anything else there is left as it was."""
+    target = os.path.realpath(path)
+    if not os.path.isfile(target):
+        return
+    try:
+        tracefile.read(target)
+        os.unlink(target)
+    except (ConfigError, FileNotFoundError):  # not a trace of ours, or already gone
+        return
+    except OSError as e:
+        fail(f"{option} {path}: cannot remove the counterexample an earlier run left there: {e.strerror or e}")
+    click.echo(f"{option} {path}: removed the counterexample an earlier run left there (this run found none)", err=True)
 
 
 def resource_error(e: BaseException) -> str | None:

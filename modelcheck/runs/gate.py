@@ -34,7 +34,7 @@ from ..output import check_dir, check_file, make_dir, write_text
 from ..views.terminal import format_action, stderr_console
 from ..views.tracefile import TraceFile
 from ..views.verdicts import print_gate
-from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail
+from .exits import EXIT_HOLDS, EXIT_VIOLATED, clear_trace, fail
 from .inputs import cell_memory
 from .matrix import Cell, Loader, Row, read_entries, run
 
@@ -368,6 +368,8 @@ def gate_command(
         if trace_dir:
             make_dir(trace_dir, "--trace-dir")
             for o, name in zip(outcomes, trace_file_names([o.entry.cell.name for o in outcomes])):
+                if o.row is not None and not (o.status == "failed" and o.row.trace):
+                    clear_trace(str(Path(trace_dir) / name), "--trace-dir")
                 if o.status == "failed" and o.row is not None and o.row.trace:
                     write_text(
                         str(Path(trace_dir) / name),

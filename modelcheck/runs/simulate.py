@@ -19,7 +19,7 @@ from ..trace import described
 from ..views.progress import Progress
 from ..views.report import print_simulation, simulation_json, simulation_stop_json
 from ..views.tracefile import TraceFile
-from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail, write_output
+from .exits import EXIT_HOLDS, EXIT_VIOLATED, clear_trace, fail, write_output
 from .inputs import Loader, check_spark_options, load_check_config
 
 
@@ -103,6 +103,8 @@ def simulate_command(
             "--trace-out",
             json.dumps(TraceFile(spec.config, result.invariant, trace).to_json(), indent=1) + "\n",
         )
+    elif trace_out:
+        clear_trace(trace_out, "--trace-out")
     rate = result.states_visited / result.elapsed_s if result.elapsed_s else 0.0
     if as_json:
         click.echo(json.dumps(simulation_json(spec, result, trace, the_plan, weight, rate)))
