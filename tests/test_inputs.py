@@ -522,7 +522,12 @@ def test_fuzz_the_commands_exit_0_1_or_2(fuzz_dir, data):
     suffix, text = data.draw(written(base, ("json",) if command[0] == "trace" else ("toml", "json")))
     path = fuzz_dir / f"cli{suffix}"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
-    r = invoke(*command[:2], str(path), *command[2:])
+    answered_or_refused(invoke(*command[:2], str(path), *command[2:]))
+
+
+def answered_or_refused(r) -> None:
+    """A command's answer (exit 0 or 1) or its refusal in one line (exit
+    2, nothing on stdout), never an exception."""
     assert r.exit_code in (0, 1, 2) and (r.exception is None or isinstance(r.exception, SystemExit)), (
         r.exit_code,
         r.output,
