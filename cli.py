@@ -12,18 +12,22 @@ modelcheck/views/.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
+from click.core import ParameterSource
 
 from modelcheck import __version__
+from modelcheck.config import ConfigError
 from modelcheck.engine import ENGINES
 from modelcheck.engine.walks import PICKS
 from modelcheck.lifetime import Stopped, exit_code
+from modelcheck.memory import parse_size
 from modelcheck.runs.check import check_command
 from modelcheck.runs.exits import fail, internal_error, resource_error
 from modelcheck.runs.graph import graph_command
@@ -40,9 +44,17 @@ class Commands(click.Group):
     exit 2; anything else unexpected is a traceback and exit 3, never a
     verdict."""
 
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as e:
+            usage_error(e)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as e:
+            usage_error(e)
         except KeyboardInterrupt:
             sys.exit(128 + signal.SIGINT)
         except Stopped as e:  # a stop no command reported: said, never a traceback
@@ -54,6 +66,39 @@ class Commands(click.Group):
             fail(resource_error(e) or internal_error())
         except Exception:
             internal_error()
+
+
+def usage_error(e: click.UsageError) -> NoReturn:
+    """A usage error is one line, as bad input is (click's shows the usage
+    and a hint on four); a command or group called bare shows its help."""
+    if isinstance(e, click.exceptions.NoArgsIsHelpError):
+        raise e
+    see = f" (see '{e.ctx.command_path} --help')" if e.ctx else ""
+    fail(" ".join(e.format_message().split()).removesuffix(".") + see)
+
+
+class Size(click.ParamType):
+    """A --max-memory, refused as it is parsed by modelcheck.memory's rule
+    ('' included, which a command would take for "not given")."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            parse_size(value)
+        except ConfigError as e:
+            raise click.UsageError(str(e), ctx) from None
+        return value
+
+
+class Seconds(click.FloatRange):
+    """A duration: a FloatRange that also refuses nan and inf."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        seconds = super().convert(value, param, ctx)
+        if not math.isfinite(seconds):
+            self.fail(f"{value!r} is not a finite number of seconds", param, ctx)
+        return seconds
 
 
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
@@ -79,7 +124,11 @@ def main() -> None:
     help="Override a config key; VALUE is a TOML value (a bare word is a string). Repeatable.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of tables.")
-@click.option("--trace-out", metavar="FILE", help="Write the counterexample (JSON) to FILE if there is one.")
+@click.option(
+    "--trace-out",
+    metavar="FILE",
+    help="Write the counterexample (JSON) to FILE if there is one (if not, one an earlier run left there is removed).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @click.option(
     "--workers",
@@ -151,7 +200,7 @@ def main() -> None:
 )
 @click.option(
     "--checkpoint-every",
-    type=click.FloatRange(min=0),
+    type=Seconds(min=0),
     default=180.0,
     show_default=True,
     metavar="SECONDS",
@@ -170,6 +219,7 @@ def main() -> None:
 )
 @click.option(
     "--max-memory",
+    type=Size(),
     metavar="SIZE",
     help="Bound this check's memory (anonymous resident memory, e.g. 4G, 512M): past it, the fast "
     "engine splits levels into segments and moves frontiers, parent links and then the visited "
@@ -229,6 +279,9 @@ def check(**options: Any) -> None:
     be written (said after the result). An [expected] verdict
     in CONFIG.toml is reported, not turned into the exit status.
     """
+    given = click.get_current_context().get_parameter_source("checkpoint_every") == ParameterSource.COMMANDLINE
+    if given and not (options["checkpoint_dir"] or options["resume_dir"]):  # no checkpoint would ever be written
+        fail("--checkpoint-every applies with --checkpoint DIR (or --resume DIR): give the directory to save in")
     check_command(kafka_elr.load, **options)
 
 
@@ -273,7 +326,7 @@ DEFAULT_MATRIX = Path(kafka_elr.__file__).parent.parent / "matrix.toml"
     help="Cells checked at a time, each in its own process.",
 )
 @click.option("--only", multiple=True, metavar="NAME", help="Run only the named cell(s). Repeatable.")
-@click.option("--max-memory", metavar="SIZE", help=CELL_MEMORY_HELP)
+@click.option("--max-memory", type=Size(), metavar="SIZE", help=CELL_MEMORY_HELP)
 def matrix(**options: Any) -> None:
     """Check a list of (variant, config) cells and tabulate the verdicts:
     violated invariant, shortest trace length, distinct states, depth, time.
@@ -322,7 +375,7 @@ def matrix(**options: Any) -> None:
     show_default="all cores",
     help="Entries checked at a time, each in its own process.",
 )
-@click.option("--max-memory", metavar="SIZE", help=CELL_MEMORY_HELP)
+@click.option("--max-memory", type=Size(), metavar="SIZE", help=CELL_MEMORY_HELP)
 def gate(junit: str | None, update_baseline: bool, **options: Any) -> None:
     """Fail a protocol change that breaks an invariant or changes what the
     protocol can reach.

@@ -60,13 +60,21 @@ class Malformed(ConfigError):
     """The text is not TOML or JSON at all (a reader may say what it expected instead)."""
 
 
-def read_text(path: str | Path) -> str:
-    """A file's text; what keeps it from being read is one line."""
+MAX_INPUT_BYTES = 64 << 20  # far above any file modelcheck reads; /dev/zero or a FIFO never ends
+
+
+def read_text(path: str | Path, newline: str | None = None) -> str:
+    """A file's text (newlines as open()'s `newline` says); what keeps it
+    from being read is one line: a file past MAX_INPUT_BYTES is refused
+    without reading on, and a UTF-8 byte-order mark, which neither TOML nor
+    JSON allows, is named rather than met as a first character no parser
+    expects."""
     p = Path(path)
     if p.is_dir():
         raise ConfigError(f"{path}: is a directory, not a file")
     try:
-        return p.read_text(encoding="utf-8")
+        with open(p, encoding="utf-8", newline=newline) as f:
+            text = f.read(MAX_INPUT_BYTES + 1)  # characters: at least as many bytes
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
     except PermissionError:
@@ -75,6 +83,11 @@ def read_text(path: str | Path) -> str:
         raise ConfigError(f"{path}: not UTF-8 text") from None
     except OSError as e:
         raise ConfigError(f"{path}: cannot read it ({e.strerror or e})") from None
+    if len(text) > MAX_INPUT_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_INPUT_BYTES >> 20} MiB, more than any input modelcheck reads")
+    if text.startswith("\ufeff"):
+        raise ConfigError(f"{path}: starts with a UTF-8 byte-order mark (BOM); save it as UTF-8 without one")
+    return text
 
 
 def parse_text(text: str, where: str, fmt: str) -> Any:

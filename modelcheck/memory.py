@@ -9,6 +9,7 @@ limit where a container sets a lower one.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
@@ -21,11 +22,13 @@ SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
 
 
 def parse_size(text: str, option: str = "--max-memory") -> int:
-    """Bytes of a size such as 512M, 8G, 1.5GiB or 1000000 (binary units)."""
+    """Bytes of a size such as 512M, 8G, 1.5GiB or 1000000 (binary units):
+    a whole byte at least (0.0001K is none), and finite (400 digits are not)."""
     m = SIZE.fullmatch(text)
-    if not m or float(m.group(1)) <= 0:
+    size = float(m.group(1)) * UNITS[m.group(2).upper()] if m else 0.0
+    if not 1 <= size < math.inf:
         raise ConfigError(f"{option} {text!r}: expected a size such as 512M, 8G or 1.5GiB")
-    return int(float(m.group(1)) * UNITS[m.group(2).upper()])
+    return int(size)
 
 
 def show_size(n: int) -> str:

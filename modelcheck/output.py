@@ -11,14 +11,18 @@ failure is a ConfigError naming the option and the path: one line, exit 2.
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import IO
 
 from .config import ConfigError
+
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)  # signals whose default ends the process without a `finally`
 
 
 def _stat(path: str, option: str, shown: str) -> os.stat_result | None:
@@ -126,7 +130,7 @@ def writing(path: str, option: str, binary: bool = False) -> Iterator[IO]:
         directory = os.path.dirname(target)
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".modelcheck-", suffix=".tmp")
         try:
-            with os.fdopen(fd, mode, encoding=encoding) as f:
+            with _removed_if_terminated(tmp), os.fdopen(fd, mode, encoding=encoding) as f:
                 _take_mode(f.fileno(), st)
                 yield f
                 f.flush()
@@ -138,6 +142,31 @@ def writing(path: str, option: str, binary: bool = False) -> Iterator[IO]:
         _fsync_dir(directory)
     except OSError as e:
         raise ConfigError(f"{option} {path}: cannot write: {e.strerror or e}") from None
+
+
+@contextmanager
+def _removed_if_terminated(tmp: str) -> Iterator[None]:
+    """Within the block, a SIGTERM or SIGHUP that ends the process (their
+    default) removes `tmp` first; the process then ends by the signal as
+    before. (A handler that raises, and Ctrl-C's KeyboardInterrupt, reach
+    the caller's `finally`, which removes it.) Only the main thread can
+    set handlers; elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def end(signum: int, _frame: object) -> None:
+        with suppress(FileNotFoundError):
+            os.unlink(tmp)
+        signal.signal(signum, signal.SIG_DFL)
+        signal.raise_signal(signum)
+
+    previous = {sig: signal.signal(sig, end) for sig in TERMINATING if signal.getsignal(sig) == signal.SIG_DFL}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def _take_mode(fd: int, st: os.stat_result | None) -> None:

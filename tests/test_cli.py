@@ -250,3 +250,32 @@ def test_an_engine_failure_is_exit_3_never_a_verdict(monkeypatch):
     assert r.exit_code == 3
     assert r.output.rstrip().endswith("error: internal error, no verdict (the traceback above is a bug to report)")
     assert "RuntimeError: replay: step 3" in r.output
+
+
+def test_every_local_engine_gives_the_same_json_keys():
+    """The interpreted engine left out memory_limit, spilled, segments (and
+    kernel); only how states are keyed may differ (its 64-bit fingerprints)."""
+    fast, bfs = (json.loads(invoke("check", *SMALL, "--json", "--engine", e).stdout) for e in ("fast", "bfs"))
+    assert set(bfs) - set(fast) == {"fingerprint_bits", "collision_probability"} and set(fast) <= set(bfs)
+    assert (bfs["kernel"], bfs["spilled"], bfs["segments"], bfs["memory_limit"]) == (
+        "interpreted",
+        False,
+        bfs["depth"],
+        fast["memory_limit"],
+    )
+
+
+@pytest.mark.parametrize("command", [["check"], ["simulate", "--walks", "50"]])
+def test_a_run_with_no_counterexample_removes_an_earlier_one_at_trace_out(tmp_path, command):
+    """A trace file left by an earlier run read as this run's violation;
+    a file there that is no trace of ours is left as it was."""
+    trace, notes = tmp_path / "t.json", tmp_path / "notes.json"
+    assert invoke("check", "--set", "variant=legacy", *SMALL, "--trace-out", str(trace)).exit_code == 1
+    notes.write_text('{"mine": true}\n')
+    r = invoke(*command, *SMALL, "-q", "--trace-out", str(trace))
+    assert r.exit_code == 0 and not trace.exists(), r.output
+    assert r.stderr == (
+        f"--trace-out {trace}: removed the counterexample an earlier run left there (this run found none)\n"
+    )
+    r = invoke(*command, *SMALL, "-q", "--trace-out", str(notes))
+    assert (r.exit_code, r.stderr, notes.read_text()) == (0, "", '{"mine": true}\n')

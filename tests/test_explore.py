@@ -9,6 +9,8 @@ import http.client
 import json
 import os
 import signal
+import socket
+import struct
 import threading
 import urllib.error
 import urllib.request
@@ -16,13 +18,15 @@ import urllib.request
 import pytest
 from browser import Browser
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from processes import start, wait_for
 from tools import need
 
 from cli import main
 from modelcheck.engine.reach import index
 from modelcheck.lifetime import Stopped, stop_on_signals
-from modelcheck.views.explorer import Explorer, address, server
+from modelcheck.views.explorer import Explorer, NotFound, address, server
 from modelcheck.views.tracefile import open_trace
 from specs import kafka_elr
 
@@ -263,3 +267,109 @@ def test_explore_bad_input_is_one_line(args, message):
 def test_explore_trace_step_out_of_range(legacy):
     refused(invoke("explore", "--trace", str(legacy[0]), "--step", "9"), "--step 9: the trace's steps are 0 to 7")
     refused(invoke("explore", "--trace", str(legacy[0]), "--set", "brokers=4"), "a trace brings its own config")
+
+
+def test_a_step_past_a_deadlock_is_a_404_saying_so():
+    """A state with no enabled action: the page says it is a deadlock, not
+    "numbered 0 to -1"."""
+    bounds = ("max_records", "max_unclean_shutdowns", "max_fences", "max_isr_shrinks")
+    spec = kafka_elr.load({"brokers": 1, "min_isr": 1, **dict.fromkeys(bounds, 0)})
+    with pytest.raises(NotFound) as e:
+        Explorer(spec).get("/0")
+    assert e.value.status == 404
+    assert str(e.value) == "step 1: the state after step 0 has no enabled action (a deadlock); there is no action 0"
+
+
+def test_requests_a_browser_cancels_print_nothing(capfd):
+    """A browser that resets its connection before or while the answer is
+    written (a click on, a closed tab) is no traceback on the terminal."""
+    httpd = server(Explorer(kafka_elr.load({})), "127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    host, port = httpd.server_address[:2]
+    before = set(threading.enumerate())
+    try:
+        for target in ["/0/0/0/0", "/0/0/scenario.toml", "/0/trace.json", "/0"] * 5:
+            with socket.create_connection((host, port)) as s:
+                s.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close sends RST
+        assert get(address(httpd))[0] == 200  # still serving
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    for t in set(threading.enumerate()) - before:
+        t.join(10)
+    assert capfd.readouterr().err == ""
+
+
+# ---- fuzzing what a browser can send -------------------------------------------------
+
+FUZZ = settings(
+    max_examples=200,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+STEP = st.one_of(st.integers(0, 12).map(str), st.sampled_from(["", "-1", "x", "1e3", "٣", "%30", "0" * 7, "99999"]))
+STEPS = st.lists(STEP, max_size=12).map("/".join)
+TARGET = st.one_of(
+    st.builds(
+        "/{}{}{}".format,
+        STEPS,
+        st.sampled_from(["", "/", "/scenario.toml", "/trace.json", "/scenario.toml/0", "//"]),
+        st.one_of(st.just(""), st.builds("?then={}".format, STEPS), st.text(max_size=20).map(lambda q: "?" + q)),
+    ),
+    st.text(max_size=40).map(lambda t: "/" + t),
+)
+
+
+@FUZZ
+@given(target=TARGET)
+def test_fuzz_explorer_urls_answer_or_are_one_line_4xx(served, target):
+    """Whatever the path and query: a page, or a 4xx naming what is wrong
+    in one line; never an exception."""
+    _base, explorer = served
+    try:
+        status, kind, body = explorer.get(target)
+    except NotFound as e:
+        assert e.status in (400, 404, 414) and str(e) and "\n" not in str(e), (target, e.status, str(e))
+    else:
+        assert status == 200 and body and kind.split(";")[0] in ("text/html", "text/plain", "application/json")
+
+
+REQUEST = st.one_of(
+    st.builds(
+        "{} {} {}\r\n\r\n".format,
+        st.sampled_from(["GET", "HEAD", "POST", "BREW", "", "get"]),
+        TARGET,
+        st.sampled_from(["HTTP/1.1", "HTTP/1.0", "HTTP/9", ""]),
+    ),
+    st.binary(max_size=200).map(lambda b: b.decode("latin-1")),
+)
+
+
+def test_fuzz_raw_requests_never_print_a_traceback(capfd):
+    """The server, as a browser or anything else reaches it: an answer (an
+    HTTP/0.9 one to a request line without a version) or a closed
+    connection, never a 500, nothing on the terminal."""
+    httpd = server(Explorer(kafka_elr.load({"max_records": 1})), "127.0.0.1", 0)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+
+    @settings(max_examples=100, deadline=None, derandomize=True, database=None)
+    @given(request=REQUEST)
+    def answered(request: str) -> None:
+        with socket.create_connection(httpd.server_address[:2], timeout=10) as s:
+            s.sendall(request.encode("utf-8", "surrogatepass"))
+            s.shutdown(socket.SHUT_WR)
+            answer = b""
+            while chunk := s.recv(65536):
+                answer += chunk
+        assert b"Traceback" not in answer and b" 500 " not in answer.split(b"\r\n")[0], answer[:200]
+
+    try:
+        answered()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert capfd.readouterr().err == ""

@@ -292,10 +292,11 @@ def test_the_reports_are_written_when_the_baseline_cannot_be(tmp_path, monkeypat
 
     monkeypatch.setattr("modelcheck.output.os.replace", full_for_the_gate_file)
     text = f'[[entry]]\nname = "legacy"\n{TINY_ENTRY.replace("violated: NoAckedLoss", "holds")}'
+    text += f'[[entry]]\nname = "re-pinned"\nstates = 5\n{TINY_ENTRY}'  # its verdict as expected: re-pinned
     path, r = gate(
         tmp_path, text, "--update-baseline", "--junit", str(tmp_path / "j.xml"), "--trace-dir", str(tmp_path / "traces")
     )
-    assert r.exit_code == 4 and "Traceback" not in r.output and "0 passed, 1 failed" in r.stdout
+    assert r.exit_code == 4 and "Traceback" not in r.output and "1 passed, 1 failed" in r.stdout
     assert r.stderr.splitlines()[-1] == f"error: --update-baseline {path}: cannot write: No space left on device"
     assert path.read_text() == text and (tmp_path / "traces" / "legacy.json").exists()
     assert ET.parse(tmp_path / "j.xml").getroot().get("failures") == "1"
@@ -349,3 +350,33 @@ def test_entries_share_memory_among_the_processes_that_run_them_not_jobs(tmp_pat
     rows = json.loads(r.stdout)
     assert [(x["memory_limit"], x["spilled"]) for x in rows] == [(default_limit(share_among=2), False)] * 2
     assert cell_pools == [2]
+
+
+def test_update_baseline_does_not_re_pin_an_entry_whose_verdict_failed(tmp_path):
+    """A wrong verdict's count is no baseline: the entry keeps its pin and
+    fails on both counts, and the output says it was not re-pinned."""
+    text = f'[[entry]]\nname = "legacy"\nstates = 5\n{TINY_ENTRY.replace("violated: NoAckedLoss", "holds")}'
+    path, r = gate(tmp_path, text, "--update-baseline", "--json")
+    assert r.exit_code == 1
+    assert path.read_text() == text
+    assert "baseline legacy: not re-pinned, its verdict failed (expected holds, got violated: NoAckedLoss)" in r.stderr
+    assert f"{path}: 0 pinned count(s) updated" in " ".join(r.stderr.split())
+    [row] = json.loads(r.stdout)
+    assert row["failures"][0] == "verdict: expected holds, got violated: NoAckedLoss"
+    assert row["failures"][1].startswith("distinct states: pinned 5, got ")
+
+
+def test_trace_dir_loses_the_trace_of_an_entry_that_now_passes(tmp_path):
+    """A stale legacy.json read as a failure of this run; files there that
+    are not the entries' traces stay."""
+    traces = tmp_path / "traces"
+    _path, r = gate(
+        tmp_path,
+        f'[[entry]]\nname = "legacy"\n{TINY_ENTRY.replace("NoAckedLoss", "TypeOK")}',
+        "--trace-dir",
+        str(traces),
+    )
+    assert r.exit_code == 1 and (traces / "legacy.json").exists()
+    (traces / "other.json").write_text((traces / "legacy.json").read_text())
+    _path, r = gate(tmp_path, f'[[entry]]\nname = "legacy"\n{TINY_ENTRY}', "--trace-dir", str(traces))
+    assert r.exit_code == 0 and sorted(p.name for p in traces.iterdir()) == ["other.json"]

@@ -4,6 +4,7 @@ line (exit 2), never a traceback."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import io
 import json
@@ -13,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -99,6 +101,40 @@ def test_an_unreadable_file_is_refused_with_one_line(shared_dir, command):
 def test_a_directory_or_a_missing_file_is_refused_with_one_line(tmp_path, command):
     refused(invoke(*command.split(), str(tmp_path)), f"error: {tmp_path}: is a directory, not a file")
     refused(invoke(*command.split(), str(tmp_path / "nope")), f"error: {tmp_path / 'nope'}: no such file")
+
+
+@pytest.mark.parametrize("command", FILES)
+def test_a_byte_order_mark_is_named(tmp_path, command):
+    """Neither TOML nor JSON allows one: the error names it, not a first
+    character the parsers do not expect."""
+    name, text = FILES[command]
+    (tmp_path / name).write_bytes(b"\xef\xbb\xbf" + text.encode())
+    refused(
+        invoke(*command.split(), str(tmp_path / name)),
+        f"error: {tmp_path / name}: starts with a UTF-8 byte-order mark (BOM); save it as UTF-8 without one",
+    )
+
+
+@pytest.mark.parametrize("command", FILES)
+def test_an_endless_input_is_refused_at_its_size_cap(command):
+    """/dev/zero was read into memory until the machine ran out of it."""
+    refused(invoke(*command.split(), "/dev/zero"), "error: /dev/zero: larger than 64 MiB, more than any input")
+
+
+def test_an_endless_fifo_is_refused_at_its_size_cap(tmp_path):
+    fifo = tmp_path / "config.toml"
+    os.mkfifo(fifo)
+
+    def endless() -> None:
+        with contextlib.suppress(BrokenPipeError), open(fifo, "wb") as f:
+            while True:
+                f.write(b"# a comment that never ends\n" * 4096)
+
+    writer = threading.Thread(target=endless, daemon=True)
+    writer.start()
+    refused(invoke("check", str(fifo)), f"error: {fifo}: larger than 64 MiB")
+    writer.join(10)
+    assert not writer.is_alive()
 
 
 DEEP = 100_000
@@ -462,7 +498,12 @@ def test_fuzz_the_commands_exit_0_1_or_2(fuzz_dir, data):
     suffix, text = data.draw(written(base, ("json",) if command[0] == "trace" else ("toml", "json")))
     path = fuzz_dir / f"cli{suffix}"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
-    r = invoke(*command[:2], str(path), *command[2:])
+    answered_or_refused(invoke(*command[:2], str(path), *command[2:]))
+
+
+def answered_or_refused(r) -> None:
+    """A command's answer (exit 0 or 1) or its refusal in one line (exit
+    2, nothing on stdout), never an exception."""
     assert r.exit_code in (0, 1, 2) and (r.exception is None or isinstance(r.exception, SystemExit)), (
         r.exit_code,
         r.output,

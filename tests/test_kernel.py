@@ -308,6 +308,21 @@ def test_a_first_run_races_the_compile_and_a_small_check_finishes_interpreted(tm
     assert left == []
 
 
+@pytest.mark.slow
+def test_a_first_run_that_took_long_interpreted_leaves_the_kernel_compiled_for_the_next(tmp_path):
+    """A check the interpreted engine finishes just before the compile
+    would (spare brokers under --symmetry: its representatives are costly
+    interpreted) abandoned the compile every run, and so ran interpreted
+    every time. One that took long enough (here: any, the threshold set to
+    0) waits for the compile; the next run loads the kernel."""
+    waits = "import modelcheck.engine; modelcheck.engine.KEEP_COMPILING_AFTER_S = 0.0\n" + toy(3)
+    first = cli(code=waits, env={"MODELCHECK_CACHE": str(tmp_path)})
+    assert first.stdout == "interpreted (done before the kernel compiled) 16\n", first.stderr
+    assert "the check is done; waiting for the kernel's compile" in first.stderr
+    again = cli(code=toy(3), env={"MODELCHECK_CACHE": str(tmp_path)})
+    assert again.stdout == "compiled 16\n" and "compiling" not in again.stderr, again.stderr
+
+
 CUBE = (
     "import sys; sys.path.insert(0, 'tests')\n"
     "from test_engine import Cube\n"

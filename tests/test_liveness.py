@@ -27,6 +27,7 @@ from cli import main
 from modelcheck.config import ConfigError
 from modelcheck.engine import run
 from modelcheck.engine.liveness import Recorder
+from modelcheck.lifetime import Stopped
 from modelcheck.memory import anon_rss
 from modelcheck.result import Step
 from modelcheck.trace import TraceError, validate_lasso
@@ -311,6 +312,18 @@ def test_bad_property_input_is_one_line_exit_2(args, message):
     assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("engine", ["fast", "bfs"])
+def test_a_property_search_stopped_at_the_memory_limit_prints_its_json(monkeypatch, engine):
+    """--json printed nothing: the stop was bad input, not a stop."""
+    monkeypatch.setattr(Recorder, "bytes_needed", lambda self: 1 << 50)
+    r = invoke("check", *ARGS, "--engine", engine, "--max-memory", "1T", "--json")
+    assert r.exit_code == 2, r.output
+    out = json.loads(r.stdout)
+    assert out["verdict"] == "stopped" and out["reason"].startswith("temporal properties: the behaviour graph of ")
+    assert out["distinct_states"] > 0 and out["checkpoint"] is None
+    assert r.stderr == f"error: {out['reason']}\n"
+
+
 def test_a_graph_too_big_for_the_memory_limit_stops_the_search_as_it_grows():
     """Said while exploring (at the first transitions past the limit), not
     by running out of memory in the search for fair cycles at the end."""
@@ -320,10 +333,11 @@ def test_a_graph_too_big_for_the_memory_limit_stops_the_search_as_it_grows():
     edges = (np.arange(n), np.arange(n, dtype=np.uint64).reshape(-1, 1), np.zeros(n, np.uint16))
     roomy.add_transitions(*edges)  # about 110 MiB to search: room left
     with pytest.raises(
-        ConfigError,
+        Stopped,
         match=r"the behaviour graph of 1,048,576 states and [0-9,]+ transitions so far "
         r"needs about [0-9.]+ MiB .* more than is left of --max-memory",
-    ):
+    ) as stop:
         for _ in range(8):  # each adds 22 MiB to the search
             roomy.add_transitions(*edges)
     assert roomy.transitions < 8 * n
+    assert (stop.value.signum, stop.value.distinct, stop.value.generated) == (None, n, roomy.transitions)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import signal
 import site
 import stat
 import subprocess
@@ -244,6 +245,27 @@ def test_a_failed_write_keeps_the_existing_file_and_leaves_no_temporary(tmp_path
     assert r.stderr == f"error: --trace-out {path}: cannot write: No space left on device\n"
     assert path.read_text() == "good" and [p.name for p in tmp_path.iterdir()] == ["t.json"]
     assert r.exit_code == 4 and "violated: NoAckedLoss" in r.stdout
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_termination_mid_write_leaves_no_temporary(tmp_path, signum):
+    """The process still ends by the signal, the file as it was, and
+    nothing else in the directory: the .modelcheck-*.tmp was left."""
+    target = tmp_path / "out.json"
+    target.write_text("old\n")
+    script = (
+        "import os, sys\n"
+        "from modelcheck.output import writing\n"
+        "with writing(sys.argv[1], '--out') as f:\n"
+        "    f.write('half a file')\n"
+        "    f.flush()\n"
+        f"    os.kill(os.getpid(), {int(signum)})\n"
+        "    sum(range(10**6))\n"
+        "print('not ended')\n"
+    )
+    p = subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True, text=True, cwd=ROOT)
+    assert (p.returncode, p.stdout) == (-signum, "")
+    assert os.listdir(tmp_path) == ["out.json"] and target.read_text() == "old\n"
 
 
 def test_modes_new_files_follow_the_umask_replaced_ones_keep_theirs(tmp_path):

@@ -6,7 +6,9 @@ import re
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from cli import main
 from modelcheck.config import ConfigError, read_file
 from modelcheck.runs.replay import parse_steps, replay, split_scenario
 from specs.kafka_elr import load
@@ -179,6 +181,24 @@ def test_a_step_cannot_violate_a_temporal_property():
             {"action": "Produce", "acks": "all", "expect": {"pending_stale": 0}},
             "step 1: expect pending_stale = 0 is not a value of pending_stale (Bool)",
         ),
+        (  # the right type, but no state is described so: a mismatch before
+            {"action": "Produce", "acks": "all", "expect": {"isr": [2, 1, 0]}},
+            "step 1: expect isr = [2, 1, 0] is not a value of isr "
+            "(Set(Int): a set is written as a sorted list of distinct members)",
+        ),
+        (
+            {"action": "Produce", "acks": "all", "expect": {"acked": [1, 1]}},
+            "step 1: expect acked = [1, 1] is not a value of acked (Set(Int): a set is written as a sorted list",
+        ),
+        (
+            {"action": "Produce", "acks": "all", "expect": {"hwm": [0, 0]}},
+            "step 1: expect hwm = [0, 0] is not a value of hwm (Int -> Int: a value for each of the 3 brokers)",
+        ),
+        (
+            {"action": "Produce", "acks": "all", "expect": {"log": [[[0, 1]], [], [], []]}},
+            "step 1: expect log = [[[0, 1]], [], [], []] is not a value of log "
+            "(Int -> Seq(<<Int, Int>>): a value for each of the 3 brokers)",
+        ),
     ],
 )
 def test_an_argument_or_expectation_no_step_can_meet_is_bad_input(step, message):
@@ -262,3 +282,15 @@ def test_a_fenced_broker_asking_to_shut_down_is_let_go_and_handled_as_fenced_aga
     reports = run({"config": {"min_isr": 3, "max_clean_shutdowns": 1}, "steps": steps})
     assert all(r.ok for r in reports)
     assert (reports[-1].state["elr"], reports[-1].state["clean_shutdown_epoch"]) == ([2], [-1, -1, 1])
+
+
+def test_an_unsorted_set_expected_is_bad_input_not_a_failed_step(tmp_path):
+    """It was a mismatch (exit 1) that no state could have met."""
+    path = tmp_path / "s.toml"
+    path.write_text('[config]\n[[steps]]\naction = "Produce"\nacks = "all"\nexpect = { isr = [1, 0, 2] }\n')
+    r = CliRunner().invoke(main, ["replay", str(path)])
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == (
+        f"error: {path}: step 1: expect isr = [1, 0, 2] is not a value of isr "
+        "(Set(Int): a set is written as a sorted list of distinct members)\n"
+    )

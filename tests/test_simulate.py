@@ -336,6 +336,28 @@ def test_ctrl_c_stops_the_walks_and_their_workers():
             proc.wait()
 
 
+@pytest.mark.slow
+def test_a_stopped_simulation_prints_its_json():
+    """--json printed nothing when a signal stopped the walks."""
+    proc = start("simulate", "--walks", "100000000", "--workers", "2", "--json")
+    try:
+        wait_for(lambda: len([p for p in descendants(proc.pid) if alive(p)]) >= 2, 60, "two workers")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 143
+        out = json.loads(proc.stdout.read())
+        assert (out["verdict"], out["reason"], out["exhaustive"], out["seed"]) == (
+            "stopped",
+            "stopped by SIGTERM",
+            False,
+            0,
+        )
+        assert out["states_visited"] >= out["distinct_seen"] >= 0 and out["elapsed_s"] > 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_simulate_refuses_temporal_properties_in_one_line():
     """A walk is finite: it cannot show a fair cycle, so a config asking
     for properties is refused rather than reported as nothing found."""

@@ -9,7 +9,12 @@ The first check of a variant must compile its kernel (about 30 s). Since
 the engines agree exactly, `fast` then races: the kernel compiles in a
 child process while the reference engine runs here, and whichever is done
 first decides (a small check finishes interpreted at once; a large one
-starts the compiled search as soon as the kernel is ready).
+starts the compiled search as soon as the kernel is ready). A check the
+reference engine needed long for (KEEP_COMPILING_AFTER_S) waits for the
+compile to end before it returns, so that its next run is compiled: else
+a config that the reference engine finishes just before the compile
+would (one under --symmetry, whose representatives are costly
+interpreted) ran interpreted every time, its compile abandoned each run.
 MODELCHECK_KERNEL=compiled waits for the compile instead;
 =interpreted never compiles. Where the kernel cannot be had, `fast` runs
 the reference engine and says why in the result's run_info["kernel"];
@@ -24,6 +29,8 @@ from __future__ import annotations
 
 import functools
 import os
+import subprocess
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ParamSpec
 
@@ -38,6 +45,7 @@ if TYPE_CHECKING:
 
 ENGINES = ("fast", "bfs", "spark")
 P = ParamSpec("P")
+KEEP_COMPILING_AFTER_S = 10.0  # a check this long interpreted costs more than a compile (about 30 s) spares
 
 
 def _releasing(check: Callable[P, CheckResult]) -> Callable[P, CheckResult]:
@@ -175,6 +183,8 @@ def _race(
 
     try:
         result = reference(spec, progress=watch, control=control)
+        if result.elapsed_s >= KEEP_COMPILING_AFTER_S and not failed:
+            _finish_compile(child, control, note)
     except _KernelReady:
         note("the kernel is compiled: the compiled search starts")
         return None, kernel_for(spec, fingerprint_bits=fingerprint_bits)
@@ -187,3 +197,15 @@ def _race(
         f"interpreted: {failed[0]}" if failed else "interpreted (done before the kernel compiled)"
     )
     return result, None
+
+
+def _finish_compile(child: subprocess.Popen, control: Control, note) -> None:
+    """Wait for the compile a finished check no longer needs, so that the
+    next run of this variant loads the kernel; a stop signal ends the wait
+    (the compile is then abandoned), never the answer."""
+    if child.poll() is not None:
+        return
+    note("the check is done; waiting for the kernel's compile, so that later runs are compiled (Ctrl-C skips it)")
+    with control.stop.polling():
+        while child.poll() is None and not control.stop.asked:
+            time.sleep(0.1)

@@ -231,6 +231,9 @@ class Reference:
         }
         if self.spec.symmetric:
             info["symmetry"] = symmetry_info(len(self.store), self.represented)
+        info.update(kernel="interpreted", state_bits=None)  # the keys the compiled engine gives, as this one has them
+        if self.control.max_memory is not None:  # it holds whole levels in memory: each a segment, never spilled
+            info.update(memory_limit=self.control.max_memory, spilled=False, segments=self.depth, visited_flushes=0)
         return CheckResult(
             "holds" if invariant is None else "violated",
             invariant,

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from ..config import ConfigError
+from ..lifetime import Stopped
 from ..memory import anon_rss, show_size
 from ..result import Step
 from ..spec import ALWAYS_EVENTUALLY, LEADS_TO, Spec
@@ -96,7 +97,7 @@ class Recorder:
         self.instances.append(instances)
         self.transitions += len(sources)
         if self.over_limit():
-            raise ConfigError(self.too_big())
+            raise self.too_big()
 
     def arrays(self) -> dict[str, list[np.ndarray]]:
         return {
@@ -132,18 +133,22 @@ class Recorder:
         arrays included: the search copies them)."""
         return self.max_memory is not None and anon_rss() + self.bytes_needed() > self.max_memory
 
-    def too_big(self) -> str:
-        return (
+    def too_big(self) -> Stopped:
+        """A stop at the memory limit, as the engines' own (its counts are
+        the graph's: the states recorded, and a transition a state generated)."""
+        return Stopped(
             f"temporal properties: the behaviour graph of {self.states:,} states and {self.transitions:,} "
             f"transitions so far needs about {show_size(self.bytes_needed())} to search for fair cycles, more "
             f"than is left of --max-memory {show_size(self.max_memory or 0)}: stopped before exploring further "
-            "(check the properties on smaller bounds, or raise --max-memory)"
+            "(check the properties on smaller bounds, or raise --max-memory)",
+            distinct=self.states,
+            generated=self.transitions,
         )
 
     def graph(self, initial: int) -> Graph:
         """The numbered behaviour graph (one sort of the state keys)."""
         if self.over_limit():
-            raise ConfigError(self.too_big())
+            raise self.too_big()
         keys = np.concatenate(self.keys) if self.keys else np.empty((0, self.key_words), np.uint64)
         order = np.lexsort(keys.T[::-1]) if len(keys) else np.empty(0, np.int64)
         targets = np.concatenate(self.targets) if self.targets else np.empty((0, self.key_words), np.uint64)

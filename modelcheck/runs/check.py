@@ -122,6 +122,8 @@ def check_command(
     if trace_out and not result.holds:
         text = json.dumps(TraceFile(spec.config, result.invariant, trace, result.loop).to_json(), indent=1) + "\n"
         trace_out = trace_out if outputs.write(trace_out, "--trace-out", text) else None
+    elif trace_out:
+        outputs.clear_trace(trace_out, "--trace-out")
     if as_json:
         click.echo(json.dumps(check_json(spec, result, trace, expected, verdict, engine, workers, symmetry)))
     else:

@@ -7,6 +7,7 @@ disk): a run of hours keeps its answer when its trace file cannot."""
 from __future__ import annotations
 
 import errno
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -16,6 +17,7 @@ import click
 
 from ..config import ConfigError
 from ..output import make_dir, write_text
+from ..views import tracefile
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT_FAILED = 0, 1, 2, 3, 4
 
@@ -56,6 +58,29 @@ class Outputs:
             self.failures.append(str(e))
             return False
         return True
+
+    def clear_trace(self, path: str, option: str) -> None:
+        """A run with no counterexample: remove the one an earlier run left
+        at `path`, so that a file there never tells of a violation this run
+        did not find. Only a regular file that reads as a trace this tool
+        writes is removed (and said); anything else there is left as it
+        was. A removal that fails is a failed output."""
+        target = os.path.realpath(path)
+        if not os.path.isfile(target):
+            return
+        try:
+            tracefile.read(target)
+            os.unlink(target)
+        except (ConfigError, FileNotFoundError):  # not a trace of ours, or already gone
+            return
+        except OSError as e:
+            self.failures.append(
+                f"{option} {path}: cannot remove the counterexample an earlier run left there: {e.strerror or e}"
+            )
+            return
+        click.echo(
+            f"{option} {path}: removed the counterexample an earlier run left there (this run found none)", err=True
+        )
 
     def exit(self, status: int) -> NoReturn:
         """Exit `status`, or, after a line for each failed write, EXIT_OUTPUT_FAILED."""

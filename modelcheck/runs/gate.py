@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 
 import click
 
-from ..config import ConfigError
+from ..config import ConfigError, read_text
 from ..lifetime import Stopped, StopRequest, exit_code, stop_on_signals
 from ..output import check_dir, check_file
 from ..views.terminal import format_action, stderr_console
@@ -168,13 +168,21 @@ def junit(
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
 
 
+def repinned(o: Outcome) -> bool:
+    """Whether `--update-baseline` pins the count this entry's run found:
+    only where its verdict came out as expected (the count of a wrong
+    verdict, or of a run stopped at its memory limit, is no baseline)."""
+    return o.row is not None and o.row.verdict == o.entry.cell.expect
+
+
 def update_baseline(path: str, outcomes: list[Outcome]) -> tuple[str, list[tuple[str, int | None, int]]]:
-    """The gate file's text with every run entry's `states` set to the count
-    just found, and the (name, old, new) changes."""
+    """The gate file's text with the `states` of every entry re-pinned
+    (`repinned`) set to the count just found, and the (name, old, new)
+    changes."""
     changes = [
         (o.entry.cell.name, o.entry.states, o.row.distinct)
         for o in outcomes
-        if o.row is not None and o.entry.states != o.row.distinct
+        if o.row is not None and repinned(o) and o.entry.states != o.row.distinct
     ]
     return set_states(path, {name: new for name, _old, new in changes}), changes
 
@@ -190,11 +198,12 @@ def set_states(path: str, counts: dict[str, int]) -> str:
     is_json = Path(path).suffix.lower() == ".json"  # as config.read_file decides
     parse = json.loads if is_json else tomllib.loads
     try:  # read again: the file may have changed since the run began
-        with open(path, encoding="utf-8", newline="") as f:  # CRLF stays CRLF
-            text = f.read()
+        text = read_text(path, newline="")  # CRLF stays CRLF
         doc = parse(text)
         index = {e["name"]: i for i, e in enumerate(doc["entry"])}
         at = {index[name]: n for name, n in counts.items()}
+    except ConfigError:
+        raise
     except (OSError, ValueError, LookupError, TypeError) as e:
         raise ConfigError(f"{path}: cannot read its entries back to update them ({type(e).__name__}: {e})") from None
     for i, n in at.items():
@@ -354,11 +363,13 @@ def gate_command(
         )
         update = False
     if update:  # the counts are re-pinned, not failures
-        for o in outcomes:
+        for o in filter(repinned, outcomes):
             o.failures = [f for f in o.failures if not f.startswith("distinct states:")]
     outputs = Outputs()  # each written whatever became of the others; a failure is said after the table
     if trace_dir and outputs.make_dir(trace_dir, "--trace-dir"):
         for o, name in zip(outcomes, trace_file_names([o.entry.cell.name for o in outcomes])):
+            if o.row is not None and not (o.status == "failed" and o.row.trace):
+                outputs.clear_trace(str(Path(trace_dir) / name), "--trace-dir")
             if o.status == "failed" and o.row is not None and o.row.trace:
                 trace = TraceFile(o.row.config, o.row.invariant, o.row.trace, o.row.loop).to_json()
                 outputs.write(str(Path(trace_dir) / name), "--trace-dir", json.dumps(trace, indent=1) + "\n")
@@ -379,6 +390,15 @@ def gate_command(
                 highlight=False,
                 markup=False,
             )
+        for o in outcomes:
+            if o.row is not None and not repinned(o):
+                console.print(
+                    f"baseline {o.entry.cell.name}: not re-pinned, its verdict failed "
+                    f"(expected {o.entry.cell.expect}, got {o.row.verdict})",
+                    highlight=False,
+                    markup=False,
+                    soft_wrap=True,
+                )
         console.print(f"{gate_file}: {len(changes)} pinned count(s) updated", highlight=False)
     if as_json:
         click.echo(json.dumps(summary_rows(outcomes)))

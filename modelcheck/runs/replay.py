@@ -25,7 +25,7 @@ from ..result import checked_invariant
 from ..scenario import ScenarioStep, StepReport
 from ..spec import Spec
 from ..trace import apply_step, check_step
-from ..views.itf import conforms
+from ..views.itf import Type, conforms
 from ..views.report import print_replay, replay_json
 from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail
 from .inputs import Loader
@@ -99,8 +99,27 @@ def mismatch(spec: Spec, var: str, value: Any, initial: Any) -> str | None:
     initial value (null, an optional value, matches any)."""
     declared = spec.itf_types.get(var)
     if declared is not None:
-        return None if conforms(value, declared) else str(declared)
+        return misshapen(value, declared, initial) if conforms(value, declared) else str(declared)
     return None if None in (value, initial) or kind(value) == kind(initial) else kind(initial)
+
+
+def misshapen(value: Any, t: Type, initial: Any) -> str | None:
+    """Why a `value` of type `t` is still none a state is described as
+    (None: it may be one), `initial` being the initial state's: a set is a
+    sorted list of distinct members, and a function of the brokers has a
+    value for each of them. Compared as written, [2, 1] would never equal
+    the state's [1, 2]: a mismatch that no step could have met."""
+    if value is None or initial is None:
+        return None
+    if t.kind == "Option":
+        return misshapen(value, t.args[0], initial)
+    if t.kind == "Set" and any(a >= b for a, b in zip(value, value[1:])):
+        return f"{t}: a set is written as a sorted list of distinct members"
+    if t.kind == "Fun":
+        if len(value) != len(initial):
+            return f"{t}: a value for each of the {len(initial)} brokers"
+        return next(filter(None, (misshapen(v, t.args[0], i) for v, i in zip(value, initial))), None)
+    return None
 
 
 def kind(value: Any) -> str:

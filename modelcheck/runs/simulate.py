@@ -19,7 +19,7 @@ from ..memory import default_limit, parse_size
 from ..output import check_file
 from ..trace import described
 from ..views.progress import Progress
-from ..views.report import print_simulation, simulation_json
+from ..views.report import print_simulation, simulation_json, simulation_stop_json
 from ..views.tracefile import TraceFile
 from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
 from .inputs import Loader, check_spark_options, load_check_config
@@ -53,6 +53,8 @@ def simulate_command(
         weight = {}
         for item in weights:
             name, eq, value = item.partition("=")
+            if name.strip() in weight:
+                raise ConfigError(f"--weight {item!r}: {name.strip()} has a weight already; give each action one")
             try:
                 weight[name.strip()] = float(value) if eq else float("nan")
             except ValueError:
@@ -90,6 +92,8 @@ def simulate_command(
                 max_memory=limit,
             )
         except Stopped as e:
+            if as_json:
+                click.echo(json.dumps(simulation_stop_json(e, the_plan)))
             click.echo(
                 f"simulate {e.why} after {e.elapsed_s:.1f} s, no verdict: {e.generated:,} states visited, "
                 f"{e.distinct:,} distinct",
@@ -103,6 +107,8 @@ def simulate_command(
     if trace_out and result.invariant:
         text = json.dumps(TraceFile(spec.config, result.invariant, trace).to_json(), indent=1) + "\n"
         trace_out = trace_out if outputs.write(trace_out, "--trace-out", text) else None
+    elif trace_out:
+        outputs.clear_trace(trace_out, "--trace-out")
     rate = result.states_visited / result.elapsed_s if result.elapsed_s else 0.0
     if as_json:
         click.echo(json.dumps(simulation_json(spec, result, trace, the_plan, weight, rate)))

@@ -128,11 +128,14 @@ class Explorer:
             if step is None:
                 successors = self.spec.successors(out[-1].state)
                 if path[i] >= len(successors):
+                    enabled = (
+                        f"has {len(successors)} enabled action(s), numbered 0 to {len(successors) - 1}"
+                        if successors
+                        else "has no enabled action (a deadlock)"
+                    )
                     raise NotFound(
                         404,
-                        f"step {i + 1}: the state after step {i} has {len(successors)} enabled "
-                        f"action(s), numbered 0 to {len(successors) - 1}; there is no action "
-                        f"{path[i]}",
+                        f"step {i + 1}: the state after step {i} {enabled}; there is no action {path[i]}",
                         back=url(path[:i]),
                     )
                 step = Step(*successors[path[i]])

@@ -214,6 +214,19 @@ def simulation_json(
     }
 
 
+def simulation_stop_json(stop: Any, the_plan: Any) -> dict[str, Any]:
+    """simulate --json's object when a signal stopped the walks."""
+    return {
+        "verdict": "stopped",
+        "reason": stop.why,
+        "exhaustive": False,
+        "states_visited": stop.generated,
+        "distinct_seen": stop.distinct,
+        "seed": the_plan.seed,
+        "elapsed_s": round(stop.elapsed_s, 3),
+    }
+
+
 def action_weights(the_plan: Any) -> list[float]:
     """Each action's weight, in the spec's order of actions."""
     first: dict[int, float] = {}
