@@ -399,7 +399,7 @@ def gate_command(
                     markup=False,
                     soft_wrap=True,
                 )
-        console.print(f"{gate_file}: {len(changes)} pinned count(s) updated", highlight=False)
+        console.print(f"{gate_file}: {len(changes)} pinned count(s) updated", highlight=False, soft_wrap=True)
     if as_json:
         click.echo(json.dumps(summary_rows(outcomes)))
     else:
