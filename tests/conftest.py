@@ -1,9 +1,11 @@
 """Shared fixtures: checks that are expensive run once per session; and,
-for the whole suite, the kernels it uses compiled before its workers start.
-
-The fast tier (-m "not slow") compiles no kernel up front: its tests
-compile what they meet, and a worker that needs a kernel another is
-compiling waits on the cache's lock and loads it."""
+for the whole suite and for the fast tier (-m "not slow"), the kernels
+they use compiled before their workers start, two at a time: else, from
+an empty cache (a fresh clone, or the first run after a spec edit), both
+workers meet the default kernel first and one waits on the cache's lock
+while the other compiles it, one core idle. With a warm cache this costs
+about a second. A run of a few files, or of another tier, compiles what
+its tests meet."""
 
 from __future__ import annotations
 
@@ -39,6 +41,10 @@ WARM = [
     [("kafka-4", 3), ("hwm-on-maximal-isr", 3), ("balanced-fixed-responses", 3), ("no-unclean-detection", 3),
      ("kip966", 2), ("reassignment-ignores-min-isr", 3)],
 ]  # fmt: skip
+# The fast tier's kernels: it meets no other (bench/tiers.py lists what a
+# cold tier compiled; a fast test of another variant, or of kafka-4 or
+# legacy for 2 brokers, costs a compile of about 30 s of one core).
+FAST_WARM = [[("kip966", 3)], [("kip966", 2), ("legacy", 3)]]
 COMPILE = """
 import importlib, json, sys
 sys.path.insert(0, "tests")
@@ -59,10 +65,17 @@ for name, brokers in json.loads(sys.argv[1]):
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput") or config.getoption("numprocesses", default=None) in (None, 0, "0"):
         return  # a worker, or no workers: kernels compile as tests meet them
-    if "slow" in (config.option.markexpr or ""):
-        return  # a tier: it compiles what its tests meet
     root = Path(__file__).resolve().parent.parent
-    procs = [subprocess.Popen([sys.executable, "-c", COMPILE, json.dumps(half)], cwd=root) for half in WARM]
+    if any(Path(a.split("::")[0]).resolve() != root / "tests" for a in config.args):
+        return  # some files: they compile what their tests meet
+    markexpr = (config.option.markexpr or "").strip()
+    if markexpr == "not slow":
+        halves = FAST_WARM
+    elif "slow" in markexpr:
+        return  # another tier: it compiles what its tests meet
+    else:
+        halves = WARM
+    procs = [subprocess.Popen([sys.executable, "-c", COMPILE, json.dumps(half)], cwd=root) for half in halves]
     for p in procs:
         p.wait()
 

@@ -197,6 +197,7 @@ def test_a_cell_stopped_at_the_memory_limit_is_stopped_in_the_json_never_holds(t
     assert (row["memory_limit"], row["spilled"], row["segments"]) == (1 << 20, None, None)
 
 
+@pytest.mark.slow  # the fast tier compiles no hwm-ignores-min-isr kernel
 def test_a_cell_the_search_cannot_finish_is_a_stopped_row_and_the_others_are_reported(tmp_path, monkeypatch):
     """A limit met while running (temporal properties' graph too big for
     the memory limit) was a traceback, exit 3, after the other cells ran."""
