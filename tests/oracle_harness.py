@@ -25,6 +25,8 @@ the model's, applied to both sides):
 - AdminElectLeaders type: ElectLeaders for the partition;
 - AlterMinIsr v: SET min.insync.replicas = v on the topic's own override or
   on the cluster (no override);
+- AlterUncleanLeaderElection v: SET unclean.leader.election.enable = v, the
+  same two ways;
 - every other action is the data plane: the controller's variables stay.
 """
 
@@ -36,10 +38,12 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from kafka_oracle import (
+    MIN_IN_SYNC_REPLICAS,
     NO_LEADER,
     PREFERRED,
     RECOVERED,
     UNCLEAN,
+    UNCLEAN_LEADER_ELECTION_ENABLE,
     BrokerRegistration,
     Controller,
     PartitionRegistration,
@@ -60,6 +64,7 @@ CONTROLLER_ACTIONS = (
     "ElectLeader",
     "AdminElectLeaders",
     "AlterMinIsr",
+    "AlterUncleanLeaderElection",
 )
 
 
@@ -81,6 +86,7 @@ class Outcome:
     fenced: tuple[int, ...]
     broker_epoch: tuple[int, ...]
     min_isr: int
+    unclean_election: int
     live_proposal: int
 
 
@@ -96,6 +102,7 @@ def of_spec(t: State) -> Outcome:
         tuple(members(t.fenced)),
         t.broker_epoch,
         t.min_isr,
+        t.unclean_election,
         NO_PROPOSAL if t.pending_stale else t.pending_isr,
     )
 
@@ -116,7 +123,7 @@ def controller_of(spec, s: State) -> Controller:
         b: BrokerRegistration(epoch=s.broker_epoch[b], fenced=bool(s.fenced >> b & 1), in_controlled_shutdown=False)
         for b in spec.brokers
     }
-    return Controller(partition, registrations, s.min_isr, spec.unclean_leader_election)
+    return Controller(partition, registrations, s.min_isr, bool(s.unclean_election))
 
 
 def of_oracle(spec, s: State, c: Controller, proposal_answered: bool) -> Outcome:
@@ -138,6 +145,7 @@ def of_oracle(spec, s: State, c: Controller, proposal_answered: bool) -> Outcome
         tuple(b for b in spec.brokers if c.registrations[b].fenced),
         tuple(c.registrations[b].epoch for b in spec.brokers),
         c.min_isr,
+        int(c.unclean_leader_election),
         live,
     )
 
@@ -187,8 +195,18 @@ def events(spec, s: State) -> Iterator[tuple[str, dict, list[Way]]]:
         yield "AdminElectLeaders", {"type": name}, when(admin, elect)
     alter = s.min_isr_changes < spec.max_min_isr_changes
     for v in range(1, spec.rf + 1):
-        ways = (partial(Controller.incremental_alter_min_isr, value=v, topic_level=topic) for topic in (True, False))
-        yield "AlterMinIsr", {"min_isr": v}, when(alter, *ways)
+        yield "AlterMinIsr", {"min_isr": v}, when(alter, *config_sets(MIN_IN_SYNC_REPLICAS, v))
+    switch = s.unclean_switches < spec.max_unclean_switches
+    for on in (False, True):
+        ways = config_sets(UNCLEAN_LEADER_ELECTION_ENABLE, on)
+        yield "AlterUncleanLeaderElection", {"enable": on}, when(switch, *ways)
+
+
+def config_sets(name: str, value: int | bool) -> list[Way]:
+    """incrementalAlterConfigs SET name = value, on the topic's own override
+    or on the cluster's value (no override)."""
+    alter = Controller.incremental_alter_config
+    return [partial(alter, name=name, value=value, topic_level=topic) for topic in (True, False)]
 
 
 def commit(c: Controller, s: State, propagated: bool) -> None:

@@ -42,6 +42,12 @@ class Controller:
         min(min.insync.replicas, replication factor of the target)."""
         return min(s.min_isr, self.rf)
 
+    def strategy_in(self, s: State) -> int:
+        """The unclean recovery strategy in force: KIP-966 "Other", item 3,
+        maps unclean.leader.election.enable=true to Aggressive; while it is
+        false, unclean.recovery.strategy's."""
+        return STRATEGY_AGGRESSIVE if s.unclean_election else self.configured_strategy
+
     def unfenced(self, s: State, b: int) -> bool:
         return not contains(s.fenced, b)
 
@@ -229,7 +235,7 @@ class Controller:
     @action("UncleanRecovery", leader=LEADER)
     def unclean_recovery(self, s: State, leader: int) -> State | None:
         """The KIP-966 unclean recovery manager elects by GetReplicaLogInfo."""
-        winners = self.recovery_winners(s, self.strategy)
+        winners = self.recovery_winners(s, self.strategy_in(s))
         return self.elect(s, leader, True) if contains(winners, leader) else None
 
     def recovery_winners(self, s: State, strategy: int) -> int:

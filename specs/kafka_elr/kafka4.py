@@ -62,10 +62,11 @@ class Kafka4(Kip966):
         which the controller validates and writes: the ISR may grow at once."""
         return RECOVERED
 
-    def online_election(self) -> int:
+    def online_election(self, s: State) -> int:
         """The election ReplicationControlManager asks for on broker and ISR
-        changes: UNCLEAN when the topic enables unclean leader election."""
-        return ELECTION_UNCLEAN if self.unclean_leader_election else ELECTION_ONLINE
+        changes: UNCLEAN when the topic enables unclean leader election
+        (uncleanLeaderElectionEnabledForTopic, read at each change: CCM:691-697)."""
+        return ELECTION_UNCLEAN if s.unclean_election else ELECTION_ONLINE
 
     # ---- PartitionChangeBuilder ---------------------------------------------------
     def build(self, s: State, target_isr: int, election: int, unclean_shutdown: int) -> State:
@@ -128,7 +129,7 @@ class Kafka4(Kip966):
     # ---- ReplicationControlManager --------------------------------------------------
     def change_isr(self, s: State, proposal: int) -> State:
         """alterPartition: a validated proposal goes through build()."""
-        return self.build(s, proposal, self.online_election(), 0)
+        return self.build(s, proposal, self.online_election(s), 0)
 
     def remove_broker(self, s: State, b: int, leader: int) -> State | None:
         """handleBrokerFenced / handleBrokerInControlledShutdown: `b` is
@@ -143,7 +144,7 @@ class Kafka4(Kip966):
         """generateLeaderAndIsrUpdates with brokerToRemove = `b`: one build()
         for the partition if `b` is in its ISR (an ELR member is left alone),
         `b` not acceptable as leader (it is fenced)."""
-        return self.build(s, s.isr & ~bit(b), self.online_election(), 0) if s.isr & bit(b) else s
+        return self.build(s, s.isr & ~bit(b), self.online_election(s), 0) if s.isr & bit(b) else s
 
     def clean_registration(self, s: State, b: int) -> State:
         """handleBrokerShutdown(isCleanShutdown=true), handled as a fence
@@ -156,7 +157,7 @@ class Kafka4(Kip966):
     def reelect(self, s: State, leader: int) -> State | None:
         """handleBrokerUnfenced: build() on every leaderless partition, the ISR
         unchanged; nothing is written unless it elects."""
-        t = self.build(s, s.isr, self.online_election(), 0)
+        t = self.build(s, s.isr, self.online_election(s), 0)
         if t.leader == NO_LEADER:
             return s if leader == NO_LEADER else None
         return t if leader == t.leader else None
@@ -167,7 +168,7 @@ class Kafka4(Kip966):
         ELR (the partition may elect in the same record)."""
         if not (s.isr | s.elr) & bit(b):
             return s
-        return self.build(s, s.isr & ~bit(b), self.online_election(), bit(b))
+        return self.build(s, s.isr & ~bit(b), self.online_election(s), bit(b))
 
     def min_isr_changed(self, s: State) -> State:
         """ConfigurationControlManager appends a ClearElrRecord for every
@@ -205,7 +206,7 @@ class Kafka4(Kip966):
             t = self.build(s, s.isr, ELECTION_PREFERRED, 0)
             if t.leader != s.leader and t.leader == leader:
                 return t
-        if s.leader == NO_LEADER and self.unclean_leader_election:
+        if s.leader == NO_LEADER and s.unclean_election:
             t = self.build(s, s.isr, ELECTION_UNCLEAN, 0)
             if t.leader != s.leader and t.leader == leader:
                 return t

@@ -28,7 +28,6 @@ from .arguments import (
     PREFERRED,
     PREFERRED_REPLICA,
     STRATEGIES,
-    STRATEGY_AGGRESSIVE,
     UNCLEAN,
 )
 from .broker import Broker
@@ -47,6 +46,7 @@ from .types import (
     REASSIGNING,
     RECOVERED,
     RUNNING,
+    SWITCHING,
     State,
     class_size,
     describe,
@@ -73,6 +73,7 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
     max_min_isr_changes: int
     max_admin_elections: int
     max_reassignments: int
+    max_unclean_switches: int
 
     def __init__(self, config: dict[str, Any]):
         self.config = config
@@ -90,19 +91,14 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
             "max_min_isr_changes",
             "max_admin_elections",
             "max_reassignments",
+            "max_unclean_switches",
         ):
             setattr(self, bound, config[bound])
         self.acks_modes = tuple(ACKS_NAMES.index(a) for a in sorted(config["acks"]))
-        self.unclean_leader_election = config["unclean_leader_election"]
         self.fence_cuts_data_plane = config["fence_cuts_data_plane"]
         self.propagated = config["metadata"] == "propagated"
-        # KIP-966 compatibility: unclean.leader.election.enable=true maps to
-        # the Aggressive recovery strategy.
-        self.strategy = (
-            STRATEGY_AGGRESSIVE
-            if self.unclean_leader_election
-            else STRATEGIES.index(config["unclean_recovery_strategy"])
-        )
+        # the strategy while unclean.leader.election.enable is false (`strategy_in`)
+        self.configured_strategy = STRATEGIES.index(config["unclean_recovery_strategy"])
         self.brokers = tuple(range(n))
         self.assigned = (1 << self.rf) - 1  # the initial replica set
         self.zeros = (0,) * n
@@ -113,6 +109,7 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
             ALWAYS,
             *((PROPAGATED,) if self.propagated else ()),
             *((REASSIGNING,) if self.max_reassignments else ()),
+            *((SWITCHING,) if self.max_unclean_switches else ()),
         )
         self._checked = config["invariants"] if config["invariants"] is not None else list(self.invariants)
 
@@ -132,6 +129,7 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
                 fenced=0,
                 broker_epoch=(1,) * n,
                 min_isr=self.config["min_isr"],
+                unclean_election=int(self.config["unclean_leader_election"]),
                 replicas=self.assigned,
                 adding=0,
                 removing=0,
@@ -157,6 +155,7 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
                 isr_shrinks=0,
                 min_isr_changes=0,
                 admin_elections=0,
+                unclean_switches=0,
                 reassignments=0,
                 below_min_isr_reassigned=0,
             )
@@ -208,6 +207,7 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
         "AlterMinIsr": "max_min_isr_changes",
         "AdminElectLeaders": "max_admin_elections",
         "ReassignPartition": "max_reassignments",
+        "AlterUncleanLeaderElection": "max_unclean_switches",
     }
 
     def never_enabled(self) -> frozenset[str]:

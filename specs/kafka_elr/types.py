@@ -44,6 +44,7 @@ RECORDS = "record set"  # a set of record numbers (bit r: record r)
 LOG = "log"  # a packed log (logs.py)
 
 ALWAYS, PROPAGATED, REASSIGNING, NEVER = "always", "propagated", "reassigning", "never"
+SWITCHING = "switching"  # shown where unclean.leader.election.enable may change (max_unclean_switches > 0)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,11 @@ def _restarts(c) -> int:
 
 def _log(c) -> int:
     return (1 << logs.ENTRY_BITS * c.max_records) - 1
+
+
+def _unclean(c) -> int:
+    """unclean.leader.election.enable in the config: the switch's constant value without switches."""
+    return int(c.config["unclean_leader_election"])
 
 
 def _min_isr(c) -> int:
@@ -132,6 +138,14 @@ VARIABLES = (
         per_broker=True,
     ),
     Var("min_isr", NUMBER, _one, _min_isr, "min.insync.replicas now (AlterMinIsr changes it)"),
+    Var(
+        "unclean_election",
+        FLAG,
+        lambda c: 0 if c.max_unclean_switches else _unclean(c),
+        lambda c: 1 if c.max_unclean_switches else _unclean(c),
+        "unclean.leader.election.enable now (AlterUncleanLeaderElection changes it)",
+        shown=SWITCHING,
+    ),
     # the assignment (max_reassignments > 0; else constant): the replica set
     # (during a reassignment the original and the target replicas together)
     # and, while one is in progress, its adding and removing replicas
@@ -243,6 +257,14 @@ VARIABLES = (
     Var("isr_shrinks", NUMBER, _zero, _bound("max_isr_shrinks"), "ISR shrinks proposed so far"),
     Var("min_isr_changes", NUMBER, _zero, _bound("max_min_isr_changes"), "min ISR changes so far"),
     Var("admin_elections", NUMBER, _zero, _bound("max_admin_elections"), "admin elections so far"),
+    Var(
+        "unclean_switches",
+        NUMBER,
+        _zero,
+        _bound("max_unclean_switches"),
+        "changes of unclean.leader.election.enable so far",
+        shown=SWITCHING,
+    ),
     Var("reassignments", NUMBER, _zero, _bound("max_reassignments"), "reassignments started so far", shown=REASSIGNING),
     Var(
         "below_min_isr_reassigned",
@@ -365,7 +387,7 @@ def shown_value(v: Var, x: int) -> Any:
     return x
 
 
-def describe(s: State, shown: tuple[str, ...] = (ALWAYS, PROPAGATED, REASSIGNING)) -> dict:
+def describe(s: State, shown: tuple[str, ...] = (ALWAYS, PROPAGATED, REASSIGNING, SWITCHING)) -> dict:
     """MODEL.md's named variables, JSON-friendly (those whose `shown` is in `shown`)."""
     named = {}
     for v in VARIABLES:
