@@ -414,6 +414,13 @@ class Controller:
         self.handle_broker_fenced(broker, records)
         self.replay(records)
 
+    def enter_controlled_shutdown(self, broker: int) -> None:
+        """RCM:1608-1628 with BHM:440-444: an unfenced broker with leaderships
+        asks to shut down and enters CONTROLLED_SHUTDOWN, still unfenced."""
+        records: list = []
+        self.handle_broker_in_controlled_shutdown(broker, records)
+        self.replay(records)
+
     def heartbeat_unfence(self, broker: int) -> None:
         """RCM:1608-1628 with BHM:406-416: a fenced broker caught up with its registration."""
         records: list = []

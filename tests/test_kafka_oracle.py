@@ -78,6 +78,10 @@ CONFIGS: dict[str, tuple[dict[str, Any], set[str]]] = {
         {"lastKnownElr [-1]"},
     ),
     "3 brokers, controlled shutdown": ({"brokers": 3, "max_fences": 0, "max_clean_shutdowns": 1}, set()),
+    "2 brokers, staged controlled shutdown": (
+        {"brokers": 2, "max_clean_shutdowns": 1, "controlled_shutdown": "staged"},
+        set(),
+    ),
     "3 brokers, min ISR 1": ({"brokers": 3, "min_isr": 1, "max_fences": 0, "max_unclean_shutdowns": 2}, set()),
     "unclean leader election": (
         {"brokers": 2, "unclean_leader_election": True, "max_admin_elections": 1, "max_clean_shutdowns": 1},
@@ -166,6 +170,13 @@ class UncleanSwitchIgnored(Kafka4):
         return ELECTION_UNCLEAN if self.config["unclean_leader_election"] else ELECTION_ONLINE
 
 
+class ShuttingDownStaysAcceptable(Kafka4):
+    """isAcceptableLeader without its controlled-shutdown clause (ClusterControlManager.isActive)."""
+
+    def alive(self, s: State, r: int) -> bool:
+        return r != -1 and self.unfenced(s, r)
+
+
 @pytest.mark.parametrize(
     "mutant, config, action, args, spec_leader_elr, kafka_leader_elr",
     [
@@ -188,6 +199,16 @@ class UncleanSwitchIgnored(Kafka4):
             {"broker": 0},
             (-1, (0,)),
             (1, ()),
+        ),
+        # 0 entered controlled shutdown (ISR [1], ELR [0]), the leader 1 is fenced: Kafka elects
+        # nobody (0 is not acceptable), the mutant elects 0 from the ELR
+        (
+            ShuttingDownStaysAcceptable,
+            {"brokers": 2, "max_clean_shutdowns": 1, "controlled_shutdown": "staged"},
+            "FenceBroker",
+            {"broker": 1},
+            (0, (1,)),
+            (-1, (0, 1)),
         ),
     ],
 )

@@ -69,13 +69,17 @@ FULL = {
     "max_min_isr_changes": 1,
     "max_admin_elections": 1,
 }
-# the operator's run-time switches, on top of FULL: unclean.leader.election.enable (issue 31)
+# what FULL leaves out (issue 31): unclean.leader.election.enable switched at
+# run time, and kafka-4's controlled shutdown as a state
 SWITCHED = {"max_unclean_switches": 1}
+STAGED = {"max_unclean_switches": 1, "controlled_shutdown": "staged"}
 
 
 @pytest.mark.parametrize(
     "variant, extra",
-    [(v, {}) for v in sorted(VARIANTS)] + [(v, SWITCHED) for v in ("kip966", "legacy", "kafka-4")],
+    [pytest.param(v, {}, id=v) for v in sorted(VARIANTS)]
+    + [pytest.param(v, SWITCHED, id=f"{v}+switched") for v in ("kip966", "legacy")]
+    + [pytest.param("kafka-4", STAGED, id="kafka-4+staged")],
 )
 @pytest.mark.slow
 def test_compiled_successors_are_the_interpreted_ones_on_every_state(variant, extra):

@@ -157,7 +157,7 @@ class Controller:
         return (
             not s.pending_stale
             and contains(p, s.leader)
-            and not p & s.fenced
+            and not p & (s.fenced | s.in_controlled_shutdown)
             and self.epochs_current(s)
             and not (self.reported_recovery(s) == RECOVERING and size(p) > 1)
         )
@@ -186,8 +186,8 @@ class Controller:
     def unfence_broker(self, s: State, b: int, leader: int) -> State | None:
         """A running, registered broker is unfenced; with no leader, elect
         (an ELR member when the ISR is empty)."""
-        if not contains(s.fenced, b) or not self.running(s, b):
-            return None
+        if not contains(s.fenced, b) or not self.running(s, b) or contains(s.in_controlled_shutdown, b):
+            return None  # one in controlled shutdown asks to shut down, not to be unfenced
         t = s._replace(fenced=without(s.fenced, b))
         if t.leader != NO_LEADER:
             return t if leader == NO_LEADER else None

@@ -16,7 +16,7 @@ from __future__ import annotations
 from modelcheck.ops import lowest_bit
 from modelcheck.spec import Param, SymmetryError, action
 
-from .arguments import ADMIN_TYPE, PREFERRED, PREFERRED_REPLICA, UNCLEAN
+from .arguments import ADMIN_TYPE, BROKER, ELECTED, PREFERRED, PREFERRED_REPLICA, UNCLEAN
 from .protocol import Kip966
 from .types import NO_LEADER, RECOVERED, State, bit, size
 
@@ -53,8 +53,30 @@ class Kafka4(Kip966):
 
     def alive(self, s: State, r: int) -> bool:
         """ReplicationControlManager's isAcceptableLeader: registered, unfenced,
-        not in controlled shutdown (our CleanShutdown fences at once)."""
-        return r != NO_LEADER and self.unfenced(s, r)
+        not in controlled shutdown (ClusterControlManager.isActive)."""
+        return r != NO_LEADER and self.unfenced(s, r) and not s.in_controlled_shutdown & bit(r)
+
+    def never_enabled(self) -> frozenset[str]:
+        dormant = super().never_enabled()
+        if not self.staged_shutdown or not self.max_clean_shutdowns:
+            dormant |= {"BeginControlledShutdown"}
+        return dormant
+
+    @action("BeginControlledShutdown", broker=BROKER, leader=ELECTED)
+    def begin_controlled_shutdown(self, s: State, b: int, leader: int) -> State | None:
+        """controlled_shutdown = "staged": a running, unfenced broker asks to
+        shut down and the controller answers CONTROLLED_SHUTDOWN
+        (BrokerHeartbeatManager, for a broker with leaderships; ours may lead
+        another partition): handleBrokerInControlledShutdown writes the
+        registration change and takes it out of the ISR, electing away from
+        it (isr_without: it is no longer acceptable). It stays registered and
+        unfenced until CleanShutdown (SHUTDOWN_NOW), FenceBroker (session
+        timeout) or a crash; StartBroker's new registration clears it."""
+        if not self.staged_shutdown or not self.may_stop_cleanly(s, b):
+            return None
+        if s.fenced & bit(b) or s.in_controlled_shutdown & bit(b):
+            return None
+        return self.removed(s._replace(in_controlled_shutdown=s.in_controlled_shutdown | bit(b)), b, leader)
 
     def reported_recovery(self, s: State) -> int:
         """Partition.makeLeader marks a RECOVERING leader RECOVERED at once (4.0
@@ -135,7 +157,11 @@ class Kafka4(Kip966):
         """handleBrokerFenced / handleBrokerInControlledShutdown: `b` is
         fenced and leaves the ISR (isr_without). The instance names the
         leader the build elected, if it changed."""
-        s = s._replace(fenced=s.fenced | bit(b))
+        return self.removed(s._replace(fenced=s.fenced | bit(b)), b, leader)
+
+    def removed(self, s: State, b: int, leader: int) -> State | None:
+        """`b`, no longer acceptable, out of the ISR (isr_without); the
+        instance names the leader the build elected, if it changed."""
         t = self.isr_without(s, b)
         elected = t.leader if t.leader != s.leader else NO_LEADER
         return t if leader == elected else None

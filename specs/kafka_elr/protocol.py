@@ -46,6 +46,7 @@ from .types import (
     REASSIGNING,
     RECOVERED,
     RUNNING,
+    STAGED,
     SWITCHING,
     State,
     class_size,
@@ -97,6 +98,7 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
         self.acks_modes = tuple(ACKS_NAMES.index(a) for a in sorted(config["acks"]))
         self.fence_cuts_data_plane = config["fence_cuts_data_plane"]
         self.propagated = config["metadata"] == "propagated"
+        self.staged_shutdown = config["controlled_shutdown"] == "staged"
         # the strategy while unclean.leader.election.enable is false (`strategy_in`)
         self.configured_strategy = STRATEGIES.index(config["unclean_recovery_strategy"])
         self.brokers = tuple(range(n))
@@ -110,6 +112,7 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
             *((PROPAGATED,) if self.propagated else ()),
             *((REASSIGNING,) if self.max_reassignments else ()),
             *((SWITCHING,) if self.max_unclean_switches else ()),
+            *((STAGED,) if self.staged_shutdown else ()),
         )
         self._checked = config["invariants"] if config["invariants"] is not None else list(self.invariants)
 
@@ -127,6 +130,7 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
                 last_known_leader=NO_LEADER,
                 leader_recovery=RECOVERED,
                 fenced=0,
+                in_controlled_shutdown=0,
                 broker_epoch=(1,) * n,
                 min_isr=self.config["min_isr"],
                 unclean_election=int(self.config["unclean_leader_election"]),
@@ -203,6 +207,7 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
         "UncleanShutdown": "max_unclean_shutdowns",
         "CleanShutdown": "max_clean_shutdowns",
         "StopBroker": "max_clean_shutdowns",
+        "BeginControlledShutdown": "max_clean_shutdowns",
         "ShrinkIsr": "max_isr_shrinks",
         "AlterMinIsr": "max_min_isr_changes",
         "AdminElectLeaders": "max_admin_elections",
@@ -214,6 +219,8 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
         dormant = {a for a, bound in self.BOUNDED.items() if not self.config[bound]}
         if not self.max_reassignments:  # nothing to complete or cancel
             dormant |= {"CompleteReassignment", "CancelReassignment"}
+        if not self.staged_shutdown:
+            dormant |= {"BeginControlledShutdown"}
         return frozenset(dormant if self.propagated else dormant | {"MetadataUpdate"})
 
     # States are tuples of ints and tuples of ints: marshal (format 2, which

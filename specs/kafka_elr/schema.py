@@ -87,6 +87,14 @@ def schema() -> list[Key]:
             "last delivered to it (MetadataUpdate)",
         ),
         Key(
+            "controlled_shutdown",
+            "atomic",
+            one_of("atomic", "staged"),
+            "atomic | staged",
+            "atomic: CleanShutdown fences at once; staged (kafka-4 only): BeginControlledShutdown first "
+            "leaves a registered, unfenced broker in controlled shutdown",
+        ),
+        Key(
             "acks",
             ["1", "all"],
             subset_of("1", "all"),

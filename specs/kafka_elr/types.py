@@ -45,6 +45,7 @@ LOG = "log"  # a packed log (logs.py)
 
 ALWAYS, PROPAGATED, REASSIGNING, NEVER = "always", "propagated", "reassigning", "never"
 SWITCHING = "switching"  # shown where unclean.leader.election.enable may change (max_unclean_switches > 0)
+STAGED = "staged"  # shown where a controlled shutdown is a state (controlled_shutdown = "staged")
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,14 @@ VARIABLES = (
     Var("last_known_leader", BROKER_ID, _none, _last_broker, "the last ISR member when the ISR emptied, -1"),
     Var("leader_recovery", NAMED, _zero, _one, "KIP-704's is_unclean", names=RECOVERY_NAMES),
     Var("fenced", BROKERS, _zero, _sets, "brokers the controller has fenced"),
+    Var(
+        "in_controlled_shutdown",
+        BROKERS,
+        _zero,
+        _when("staged_shutdown", _sets),
+        "brokers whose registration is in controlled shutdown (registered, maybe unfenced)",
+        shown=STAGED,
+    ),
     Var(
         "broker_epoch",
         NUMBER,
@@ -387,7 +396,7 @@ def shown_value(v: Var, x: int) -> Any:
     return x
 
 
-def describe(s: State, shown: tuple[str, ...] = (ALWAYS, PROPAGATED, REASSIGNING, SWITCHING)) -> dict:
+def describe(s: State, shown: tuple[str, ...] = (ALWAYS, PROPAGATED, REASSIGNING, SWITCHING, STAGED)) -> dict:
     """MODEL.md's named variables, JSON-friendly (those whose `shown` is in `shown`)."""
     named = {}
     for v in VARIABLES:
@@ -499,7 +508,8 @@ def view(s: State, b: int) -> tuple[int, ...]:
     by how its leader relates to it and to the controller's). Replicas
     come first, so the sorted form keeps the replica set in the lowest ids
     (where it is constant, without reassignments, it stays so). The log
-    is left out: `view_key` compares it apart."""
+    is left out: `view_key` compares it apart, and so is
+    `in_controlled_shutdown`: only kafka-4, which refuses symmetry, sets it."""
     return (
         1 - (s.replicas >> b & 1),
         s.status[b],

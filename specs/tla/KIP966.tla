@@ -64,7 +64,10 @@ Preferred == 0
 VARIABLES
     \* controller
     leader, leader_epoch, isr, elr, last_known_elr, last_known_leader,
-    leader_recovery, fenced, broker_epoch, min_isr,
+    leader_recovery, fenced,
+    \* kafka-4's registrations in controlled shutdown: always {} here
+    in_controlled_shutdown,
+    broker_epoch, min_isr,
     \* unclean.leader.election.enable now
     unclean_election,
     \* the assignment: the replica set (during a reassignment the original
@@ -82,7 +85,7 @@ VARIABLES
     reassignments, below_min_isr_reassigned
 
 vars == <<leader, leader_epoch, isr, elr, last_known_elr, last_known_leader,
-          leader_recovery, fenced, broker_epoch, min_isr, unclean_election,
+          leader_recovery, fenced, in_controlled_shutdown, broker_epoch, min_isr, unclean_election,
           replicas, adding, removing,
           status, clean_shutdown_epoch, log, hwm, pending_isr, pending_stale,
           pending_from, seen_leader, seen_epoch, seen_isr, seen_min_isr,
@@ -94,6 +97,7 @@ vars == <<leader, leader_epoch, isr, elr, last_known_elr, last_known_leader,
 St == [leader |-> leader, leader_epoch |-> leader_epoch, isr |-> isr, elr |-> elr,
        last_known_elr |-> last_known_elr, last_known_leader |-> last_known_leader,
        leader_recovery |-> leader_recovery, fenced |-> fenced,
+       in_controlled_shutdown |-> in_controlled_shutdown,
        broker_epoch |-> broker_epoch, min_isr |-> min_isr, unclean_election |-> unclean_election,
        replicas |-> replicas, adding |-> adding, removing |-> removing,
        status |-> status, clean_shutdown_epoch |-> clean_shutdown_epoch,
@@ -118,6 +122,7 @@ Go(t) ==
     /\ last_known_leader' = t.last_known_leader
     /\ leader_recovery' = t.leader_recovery
     /\ fenced' = t.fenced
+    /\ in_controlled_shutdown' = t.in_controlled_shutdown
     /\ broker_epoch' = t.broker_epoch
     /\ min_isr' = t.min_isr
     /\ unclean_election' = t.unclean_election
@@ -599,6 +604,7 @@ Init ==
     /\ last_known_leader = NoLeader
     /\ leader_recovery = "RECOVERED"
     /\ fenced = {}
+    /\ in_controlled_shutdown = {}
     /\ broker_epoch = [b \in Brokers |-> 1]
     /\ min_isr = MinIsr
     /\ unclean_election = UncleanLeaderElection
