@@ -239,9 +239,10 @@ def check(**options: Any) -> None:
     brokers, min_isr, max_records, max_unclean_shutdowns,
     max_clean_shutdowns, max_fences, max_isr_shrinks, max_min_isr_changes,
     max_admin_elections, max_reassignments, spare_brokers, variant,
-    unclean_leader_election, unclean_recovery_strategy (none | balanced |
-    aggressive), fence_cuts_data_plane (true | false), metadata (atomic |
-    propagated), acks, invariants, properties
+    unclean_leader_election, max_unclean_switches, unclean_recovery_strategy
+    (none | balanced | aggressive), fence_cuts_data_plane (true | false),
+    metadata (atomic | propagated), controlled_shutdown (atomic | staged),
+    acks, invariants, properties
 
     Reassignment: `max_reassignments` operator reassignments move the
     partition (of `brokers` replicas) within brokers + `spare_brokers`:

@@ -125,12 +125,17 @@ class RegisterBrokerRecord:
     in_controlled_shutdown: bool = False
 
 
+MIN_IN_SYNC_REPLICAS = "min.insync.replicas"
+UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
+
+
 @dataclass(frozen=True)
 class ConfigRecord:
-    """min.insync.replicas set on the topic (resource TOPIC) or the cluster (BROKER, name "")."""
+    """A config set on the topic (resource TOPIC) or the cluster (BROKER, name "")."""
 
     topic_level: bool
-    value: int
+    name: str
+    value: int | bool
 
 
 @dataclass(frozen=True)
@@ -314,8 +319,10 @@ class Controller:
                 self.registrations[record.broker_id] = BrokerRegistration(
                     record.broker_epoch, record.fenced, record.in_controlled_shutdown
                 )
-            elif isinstance(record, ConfigRecord):
-                self.min_isr = record.value
+            elif isinstance(record, ConfigRecord) and record.name == MIN_IN_SYNC_REPLICAS:
+                self.min_isr = int(record.value)
+            elif isinstance(record, ConfigRecord):  # uncleanLeaderElectionEnabledForTopic reads it (CCM:691-697)
+                self.unclean_leader_election = bool(record.value)
             elif isinstance(record, ClearElrRecord):
                 self.remove_topic_elrs()
             else:
@@ -405,6 +412,13 @@ class Controller:
         """RCM:1667-1695 maybeFenceOneStaleBroker: the session timed out."""
         records: list = []
         self.handle_broker_fenced(broker, records)
+        self.replay(records)
+
+    def enter_controlled_shutdown(self, broker: int) -> None:
+        """RCM:1608-1628 with BHM:440-444: an unfenced broker with leaderships
+        asks to shut down and enters CONTROLLED_SHUTDOWN, still unfenced."""
+        records: list = []
+        self.handle_broker_in_controlled_shutdown(broker, records)
         self.replay(records)
 
     def heartbeat_unfence(self, broker: int) -> None:
@@ -533,14 +547,21 @@ class Controller:
         if not self.partition.has_leader() and self.unclean_leader_election:
             self.elect_leader(UNCLEAN)
 
-    def incremental_alter_min_isr(self, value: int, topic_level: bool) -> None:
-        """CCM:199-238, 256-316: a SET of min.insync.replicas, either of the
-        topic's own override (the value in force: a record only if it
-        changes) or of the cluster's value with no topic override (a record
-        always, KAFKA-14136, CCM:303-304); each such record brings a
-        ClearElrRecord (createClearElrRecordsAsNeeded)."""
-        records: list = []
-        if value != self.min_isr or not topic_level:
-            records.append(ConfigRecord(topic_level, value))
-        records += [ClearElrRecord() for r in records if isinstance(r, ConfigRecord)]
-        self.replay(records)
+    def incremental_alter_config(self, name: str, value: int | bool, topic_level: bool) -> None:
+        """CCM:199-238, 256-316: a SET of config `name`, either of the topic's
+        own override (the value in force: a record only if it changes) or of
+        the cluster's value with no topic override (a record always,
+        KAFKA-14136, CCM:303-304); each record naming min.insync.replicas
+        brings a ClearElrRecord (createClearElrRecordsAsNeeded). Nothing is
+        elected: QuorumController.incrementalAlterConfigs (QC:1883-1899)
+        appends only these records; the periodic electUnclean task
+        (maybe_elect_unclean_leaders) reads unclean.leader.election.enable later."""
+        current = self.min_isr if name == MIN_IN_SYNC_REPLICAS else self.unclean_leader_election
+        records = [] if value == current and topic_level else [ConfigRecord(topic_level, name, value)]
+        self.replay(records + clear_elr_records_as_needed(records))
+
+
+def clear_elr_records_as_needed(records: list) -> list:
+    """CCM:218-238 createClearElrRecordsAsNeeded: a ClearElrRecord for each
+    ConfigRecord naming min.insync.replicas (ELR on)."""
+    return [ClearElrRecord() for r in records if isinstance(r, ConfigRecord) and r.name == MIN_IN_SYNC_REPLICAS]

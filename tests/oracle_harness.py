@@ -16,6 +16,9 @@ the model's, applied to both sides):
   epoch of its clean-shutdown file (or -1), getting the next broker epoch;
 - CleanShutdown b: running b asks to shut down, and is fenced (an
   unfenced leader goes through controlled shutdown first);
+- BeginControlledShutdown b (controlled_shutdown = "staged"): running,
+  unfenced b enters controlled shutdown (handleBrokerInControlledShutdown)
+  and stays unfenced;
 - CommitAlterPartition: the proposal in flight reaches the controller from
   its proposer, with the epochs it was made at, RECOVERED (Partition.makeLeader
   marks a new leader RECOVERED at once, Partition.scala:752-766, and sends its
@@ -25,6 +28,8 @@ the model's, applied to both sides):
 - AdminElectLeaders type: ElectLeaders for the partition;
 - AlterMinIsr v: SET min.insync.replicas = v on the topic's own override or
   on the cluster (no override);
+- AlterUncleanLeaderElection v: SET unclean.leader.election.enable = v, the
+  same two ways;
 - every other action is the data plane: the controller's variables stay.
 """
 
@@ -36,10 +41,12 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from kafka_oracle import (
+    MIN_IN_SYNC_REPLICAS,
     NO_LEADER,
     PREFERRED,
     RECOVERED,
     UNCLEAN,
+    UNCLEAN_LEADER_ELECTION_ENABLE,
     BrokerRegistration,
     Controller,
     PartitionRegistration,
@@ -56,10 +63,12 @@ CONTROLLER_ACTIONS = (
     "UnfenceBroker",
     "StartBroker",
     "CleanShutdown",
+    "BeginControlledShutdown",
     "CommitAlterPartition",
     "ElectLeader",
     "AdminElectLeaders",
     "AlterMinIsr",
+    "AlterUncleanLeaderElection",
 )
 
 
@@ -67,6 +76,11 @@ CONTROLLER_ACTIONS = (
 class Outcome:
     """The controller's part of a state, as both sides can say it: sets as
     ascending tuples (so Kafka's lastKnownElr [-1] can be told apart), and
+    the brokers in controlled shutdown that are unfenced (Kafka's
+    CleanShutdown of a leader passes through it and keeps the flag once
+    fenced, the model's does not: a fenced broker's flag has no effect, as
+    isActive and ineligibleReplicasForIsr refuse it for being fenced, and its
+    next registration clears it), and
     the proposal in flight that the controller would still accept: one made
     before the partition changed carries an old partition epoch and is
     rejected, so a stale proposal and a dropped one are the same to it."""
@@ -79,8 +93,10 @@ class Outcome:
     last_known_leader: int
     leader_recovery: int
     fenced: tuple[int, ...]
+    in_controlled_shutdown: tuple[int, ...]
     broker_epoch: tuple[int, ...]
     min_isr: int
+    unclean_election: int
     live_proposal: int
 
 
@@ -94,8 +110,10 @@ def of_spec(t: State) -> Outcome:
         t.last_known_leader,
         t.leader_recovery,
         tuple(members(t.fenced)),
+        tuple(members(t.in_controlled_shutdown & ~t.fenced)),
         t.broker_epoch,
         t.min_isr,
+        t.unclean_election,
         NO_PROPOSAL if t.pending_stale else t.pending_isr,
     )
 
@@ -113,10 +131,14 @@ def controller_of(spec, s: State) -> Controller:
         last_known_elr=tuple(members(s.last_known_elr)),
     )
     registrations = {
-        b: BrokerRegistration(epoch=s.broker_epoch[b], fenced=bool(s.fenced >> b & 1), in_controlled_shutdown=False)
+        b: BrokerRegistration(
+            epoch=s.broker_epoch[b],
+            fenced=fenced(s, b),
+            in_controlled_shutdown=bool(s.in_controlled_shutdown >> b & 1),
+        )
         for b in spec.brokers
     }
-    return Controller(partition, registrations, s.min_isr, spec.unclean_leader_election)
+    return Controller(partition, registrations, s.min_isr, bool(s.unclean_election))
 
 
 def of_oracle(spec, s: State, c: Controller, proposal_answered: bool) -> Outcome:
@@ -136,8 +158,10 @@ def of_oracle(spec, s: State, c: Controller, proposal_answered: bool) -> Outcome
         NO_LEADER,
         p.leader_recovery_state,
         tuple(b for b in spec.brokers if c.registrations[b].fenced),
+        tuple(b for b in spec.brokers if c.registrations[b].in_controlled_shutdown and not c.registrations[b].fenced),
         tuple(c.registrations[b].epoch for b in spec.brokers),
         c.min_isr,
+        int(c.unclean_leader_election),
         live,
     )
 
@@ -165,7 +189,7 @@ def events(spec, s: State) -> Iterator[tuple[str, dict, list[Way]]]:
     for b in spec.brokers:
         may_fence = not fenced(s, b) and (not running(s, b) or s.fences < spec.max_fences)
         yield "FenceBroker", {"broker": b}, when(may_fence, partial(Controller.fence_stale_broker, broker=b))
-        may_unfence = fenced(s, b) and running(s, b)
+        may_unfence = fenced(s, b) and running(s, b) and not s.in_controlled_shutdown >> b & 1
         yield "UnfenceBroker", {"broker": b}, when(may_unfence, partial(Controller.heartbeat_unfence, broker=b))
         start = partial(
             Controller.register_broker,
@@ -176,6 +200,9 @@ def events(spec, s: State) -> Iterator[tuple[str, dict, list[Way]]]:
         yield "StartBroker", {"broker": b}, when(fenced(s, b) and not running(s, b), start)
         may_stop = s.clean_shutdowns < spec.max_clean_shutdowns and running(s, b)
         yield "CleanShutdown", {"broker": b}, when(may_stop, partial(Controller.heartbeat_shutdown, broker=b))
+        may_begin = may_stop and spec.staged_shutdown and not fenced(s, b) and not s.in_controlled_shutdown >> b & 1
+        begin = partial(Controller.enter_controlled_shutdown, broker=b)
+        yield "BeginControlledShutdown", {"broker": b}, when(may_begin, begin)
     in_flight = s.pending_isr != NO_PROPOSAL
     yield "CommitAlterPartition", {}, when(in_flight, partial(commit, s=s, propagated=spec.propagated))
     tasks = (Controller.maybe_balance_partition_leaders, Controller.maybe_elect_unclean_leaders)
@@ -187,8 +214,18 @@ def events(spec, s: State) -> Iterator[tuple[str, dict, list[Way]]]:
         yield "AdminElectLeaders", {"type": name}, when(admin, elect)
     alter = s.min_isr_changes < spec.max_min_isr_changes
     for v in range(1, spec.rf + 1):
-        ways = (partial(Controller.incremental_alter_min_isr, value=v, topic_level=topic) for topic in (True, False))
-        yield "AlterMinIsr", {"min_isr": v}, when(alter, *ways)
+        yield "AlterMinIsr", {"min_isr": v}, when(alter, *config_sets(MIN_IN_SYNC_REPLICAS, v))
+    switch = s.unclean_switches < spec.max_unclean_switches
+    for on in (False, True):
+        ways = config_sets(UNCLEAN_LEADER_ELECTION_ENABLE, on)
+        yield "AlterUncleanLeaderElection", {"enable": on}, when(switch, *ways)
+
+
+def config_sets(name: str, value: int | bool) -> list[Way]:
+    """incrementalAlterConfigs SET name = value, on the topic's own override
+    or on the cluster's value (no override)."""
+    alter = Controller.incremental_alter_config
+    return [partial(alter, name=name, value=value, topic_level=topic) for topic in (True, False)]
 
 
 def commit(c: Controller, s: State, propagated: bool) -> None:

@@ -31,7 +31,7 @@ from kafka_oracle import (
 from oracle_harness import CONTROLLER_ACTIONS, Comparison, Difference, compare, of_spec
 
 from specs.kafka_elr import Kip966, load
-from specs.kafka_elr.kafka4 import Kafka4
+from specs.kafka_elr.kafka4 import ELECTION_ONLINE, ELECTION_UNCLEAN, Kafka4
 from specs.kafka_elr.types import State, contains
 
 
@@ -78,12 +78,17 @@ CONFIGS: dict[str, tuple[dict[str, Any], set[str]]] = {
         {"lastKnownElr [-1]"},
     ),
     "3 brokers, controlled shutdown": ({"brokers": 3, "max_fences": 0, "max_clean_shutdowns": 1}, set()),
+    "2 brokers, staged controlled shutdown": (
+        {"brokers": 2, "max_clean_shutdowns": 1, "controlled_shutdown": "staged"},
+        set(),
+    ),
     "3 brokers, min ISR 1": ({"brokers": 3, "min_isr": 1, "max_fences": 0, "max_unclean_shutdowns": 2}, set()),
     "unclean leader election": (
         {"brokers": 2, "unclean_leader_election": True, "max_admin_elections": 1, "max_clean_shutdowns": 1},
         set(),
     ),
     "propagated metadata": ({"brokers": 2, "metadata": "propagated", "max_clean_shutdowns": 1}, set()),
+    "unclean leader election switched": ({"brokers": 2, "max_unclean_switches": 2, "max_clean_shutdowns": 1}, set()),
 }
 FAST = {"2 brokers, operators", "3 brokers, min ISR 1", "2 brokers, min ISR 1, fenced last known leader"}
 
@@ -157,6 +162,21 @@ class MinIsrChangeKeepsElr(Kafka4):
         return s
 
 
+class UncleanSwitchIgnored(Kafka4):
+    """Partition changes read unclean.leader.election.enable from the run's
+    config, not its value now (uncleanLeaderElectionEnabledForTopic, CCM:691-697)."""
+
+    def online_election(self, s: State) -> int:
+        return ELECTION_UNCLEAN if self.config["unclean_leader_election"] else ELECTION_ONLINE
+
+
+class ShuttingDownStaysAcceptable(Kafka4):
+    """isAcceptableLeader without its controlled-shutdown clause (ClusterControlManager.isActive)."""
+
+    def alive(self, s: State, r: int) -> bool:
+        return r != -1 and self.unfenced(s, r)
+
+
 @pytest.mark.parametrize(
     "mutant, config, action, args, spec_leader_elr, kafka_leader_elr",
     [
@@ -170,6 +190,25 @@ class MinIsrChangeKeepsElr(Kafka4):
             {"min_isr": 1},
             (1, (0,)),
             (1, ()),
+        ),
+        # switched on, min ISR 1, the leader (ISR [0]) is fenced: Kafka elects 1 uncleanly, the mutant nobody
+        (
+            UncleanSwitchIgnored,
+            {"brokers": 2, "min_isr": 1, "max_unclean_switches": 1},
+            "FenceBroker",
+            {"broker": 0},
+            (-1, (0,)),
+            (1, ()),
+        ),
+        # 0 entered controlled shutdown (ISR [1], ELR [0]), the leader 1 is fenced: Kafka elects
+        # nobody (0 is not acceptable), the mutant elects 0 from the ELR
+        (
+            ShuttingDownStaysAcceptable,
+            {"brokers": 2, "max_clean_shutdowns": 1, "controlled_shutdown": "staged"},
+            "FenceBroker",
+            {"broker": 1},
+            (0, (1,)),
+            (-1, (0, 1)),
         ),
     ],
 )

@@ -55,6 +55,7 @@ CONSTANT_OF = {
     "max_isr_shrinks": "MaxIsrShrinks",
     "max_min_isr_changes": "MaxMinIsrChanges",
     "max_admin_elections": "MaxAdminElections",
+    "max_unclean_switches": "MaxUncleanSwitches",
     "variant": "Variant",
     "unclean_leader_election": "UncleanLeaderElection",
     "unclean_recovery_strategy": "UncleanRecoveryStrategy",
@@ -78,6 +79,8 @@ HOLDS = [
     "legacy_no_unclean",
     "legacy_operators",
     "kip966_reassign",
+    "kip966_unclean_switch",
+    "legacy_unclean_switch",
 ]
 VIOLATED = [
     "legacy_default",
@@ -86,7 +89,14 @@ VIOLATED = [
     "legacy_reassign",
     "reassignment_ignores_min_isr",
 ]
-SAME_STATES = ["kip966_tiny", "kip966_small", "kip966_recovery", "kip966_propagated", "kip966_reassign"]
+SAME_STATES = [
+    "kip966_tiny",
+    "kip966_small",
+    "kip966_recovery",
+    "kip966_propagated",
+    "kip966_reassign",
+    "kip966_unclean_switch",
+]
 
 
 def need_tlc() -> None:
@@ -214,8 +224,10 @@ def py_state(s) -> tuple:
         s.last_known_leader,
         RECOVERY_NAMES[s.leader_recovery],
         frozenset(members(s.fenced)),
+        frozenset(members(s.in_controlled_shutdown)),
         fn(s.broker_epoch),
         s.min_isr,
+        bool(s.unclean_election),
         frozenset(members(s.replicas)),
         frozenset(members(s.adding)),
         frozenset(members(s.removing)),
@@ -240,6 +252,7 @@ def py_state(s) -> tuple:
         s.isr_shrinks,
         s.min_isr_changes,
         s.admin_elections,
+        s.unclean_switches,
         s.reassignments,
         bool(s.below_min_isr_reassigned),
     )
@@ -267,8 +280,10 @@ def tla_state(d: dict) -> tuple:
         d["last_known_leader"],
         d["leader_recovery"],
         d["fenced"],
+        d["in_controlled_shutdown"],
         fn(d["broker_epoch"]),
         d["min_isr"],
+        d["unclean_election"],
         d["replicas"],
         d["adding"],
         d["removing"],
@@ -293,6 +308,7 @@ def tla_state(d: dict) -> tuple:
         d["isr_shrinks"],
         d["min_isr_changes"],
         d["admin_elections"],
+        d["unclean_switches"],
         d["reassignments"],
         d["below_min_isr_reassigned"],
     )

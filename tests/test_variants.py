@@ -85,7 +85,7 @@ def test_unclean_leader_election_maps_to_aggressive_which_breaks_the_electable_s
     so ISR + ELR drops below min ISR before any unclean shutdown is
     registered."""
     spec = load({"variant": "kip966", "unclean_leader_election": True})
-    assert spec.strategy == STRATEGY_AGGRESSIVE
+    assert spec.strategy_in(spec.init_states()[0]) == STRATEGY_AGGRESSIVE
     r = check(spec)
     assert r.invariant == "ElectableAtLeastMinIsr" and r.trace[-1].action == "UncleanRecovery"
     last = spec.describe(r.trace[-1].state)
@@ -128,7 +128,8 @@ LOGS = (((0, 1),), (), ((0, 1), (0, 2)))  # broker 2 has the longest log
 
 def winners(strategy: str, **kw) -> list[int]:
     spec = load({"unclean_recovery_strategy": strategy})
-    return members(spec.recovery_winners(leaderless(spec, **kw), spec.strategy))
+    s = leaderless(spec, **kw)
+    return members(spec.recovery_winners(s, spec.strategy_in(s)))
 
 
 def test_strategy_none_never_elects():
@@ -191,7 +192,7 @@ def test_kafka4_elects_a_fenced_last_known_leader():
     """4.0's canElectLastKnownLeader has no liveness check (KAFKA-19522)."""
     spec = load({"variant": "kafka-4"})
     s = leaderless(spec, last_known_elr=[0], fenced=[0, 1])
-    t = spec.build(s, 0, spec.online_election(), 0)
+    t = spec.build(s, 0, spec.online_election(s), 0)
     assert (t.leader, t.isr, t.leader_recovery) == (0, bit(0), RECOVERING)
     assert not spec.leader_unfenced(t)
 

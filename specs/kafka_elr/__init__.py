@@ -34,6 +34,11 @@ def load(given: dict[str, Any]) -> Kip966:
                 f"config key {key!r}: {config[key]} with {what} is not modelled (allowed: 0; "
                 f"reassignment runs on the other variants with atomic metadata)"
             )
+    if config["controlled_shutdown"] == "staged" and config["variant"] != "kafka-4":
+        raise ConfigError(
+            f"config key 'controlled_shutdown': \"staged\" with variant {config['variant']!r} is not modelled "
+            f'(allowed: "atomic"; "staged" with variant \'kafka-4\', whose isAcceptableLeader reads it)'
+        )
     names = config["invariants"]
     if names is not None:
         unknown = [x for x in names if x not in cls.invariants]

@@ -28,6 +28,8 @@ KEEP = Param(lambda spec: range(spec.max_records + 1))
 ACKS = Param(lambda spec: spec.acks_modes, show=ACKS_NAMES.__getitem__)
 ADMIN_TYPE = Param(lambda spec: spec.admin_types, show=ADMIN_TYPES.__getitem__)
 MIN_ISR = Param(lambda spec: range(1, spec.rf + 1))
+# a new value of unclean.leader.election.enable
+SWITCH = Param(lambda spec: (0, 1), show=bool)
 # a reassignment's target: a replica set of replication-factor size
 TARGET = Param(lambda spec: spec.targets, show=members)
 # the broker acting as leader (metadata = "propagated": whoever believes it

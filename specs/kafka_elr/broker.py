@@ -251,6 +251,7 @@ class Broker:
             status=replace_at(s.status, b, RUNNING),
             broker_epoch=replace_at(s.broker_epoch, b, s.broker_epoch[b] + 1),
             clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, NO_EPOCH),
+            in_controlled_shutdown=without(s.in_controlled_shutdown, b),
         )
         t = self.clean_registration(t, b) if self.registration_is_clean(s, b) else self.unclean_registration(t, b)
         # it serves only once its metadata has caught up (BrokerServer waits for it)

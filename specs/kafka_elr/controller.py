@@ -42,6 +42,12 @@ class Controller:
         min(min.insync.replicas, replication factor of the target)."""
         return min(s.min_isr, self.rf)
 
+    def strategy_in(self, s: State) -> int:
+        """The unclean recovery strategy in force: KIP-966 "Other", item 3,
+        maps unclean.leader.election.enable=true to Aggressive; while it is
+        false, unclean.recovery.strategy's."""
+        return STRATEGY_AGGRESSIVE if s.unclean_election else self.configured_strategy
+
     def unfenced(self, s: State, b: int) -> bool:
         return not contains(s.fenced, b)
 
@@ -151,7 +157,7 @@ class Controller:
         return (
             not s.pending_stale
             and contains(p, s.leader)
-            and not p & s.fenced
+            and not p & (s.fenced | s.in_controlled_shutdown)
             and self.epochs_current(s)
             and not (self.reported_recovery(s) == RECOVERING and size(p) > 1)
         )
@@ -180,8 +186,8 @@ class Controller:
     def unfence_broker(self, s: State, b: int, leader: int) -> State | None:
         """A running, registered broker is unfenced; with no leader, elect
         (an ELR member when the ISR is empty)."""
-        if not contains(s.fenced, b) or not self.running(s, b):
-            return None
+        if not contains(s.fenced, b) or not self.running(s, b) or contains(s.in_controlled_shutdown, b):
+            return None  # one in controlled shutdown asks to shut down, not to be unfenced
         t = s._replace(fenced=without(s.fenced, b))
         if t.leader != NO_LEADER:
             return t if leader == NO_LEADER else None
@@ -229,7 +235,7 @@ class Controller:
     @action("UncleanRecovery", leader=LEADER)
     def unclean_recovery(self, s: State, leader: int) -> State | None:
         """The KIP-966 unclean recovery manager elects by GetReplicaLogInfo."""
-        winners = self.recovery_winners(s, self.strategy)
+        winners = self.recovery_winners(s, self.strategy_in(s))
         return self.elect(s, leader, True) if contains(winners, leader) else None
 
     def recovery_winners(self, s: State, strategy: int) -> int:

@@ -170,7 +170,7 @@ class Properties:
         every acknowledged record a LastKnownELR member still holds (electing
         after a fixed number of replies "does not give enough protection").
         Checked on every replica the configured strategy may elect here."""
-        winners = self.recovery_winners(s, self.strategy)
+        winners = self.recovery_winners(s, self.strategy_in(s))
         if not winners or not s.acked:
             return True
         kept = 0
@@ -187,8 +187,14 @@ class Properties:
         """KIP-966: with unclean.recovery.strategy=None "the controller will
         not attempt to elect a leader. Waiting for the user operations": no
         election outside ISR and ELR (which makes the partition RECOVERING)
-        unless an operator ran one."""
-        return self.strategy != STRATEGY_NONE or s.leader_recovery == RECOVERED or s.admin_elections > 0
+        unless an operator ran one, or switched unclean.leader.election.enable
+        (true is Aggressive) and may have switched it back."""
+        return (
+            self.strategy_in(s) != STRATEGY_NONE
+            or s.leader_recovery == RECOVERED
+            or s.admin_elections > 0
+            or s.unclean_switches > 0
+        )
 
     @invariant("ConsistentRead")
     def consistent_read(self, s: State) -> bool:
@@ -212,7 +218,7 @@ class Properties:
     def balanced_recovery_waits(self, s: State, t: State) -> bool:
         """A Balanced recovery elects with a LastKnownELR member among the
         replies: the case the strategy exists for."""
-        return self.strategy == STRATEGY_BALANCED and s.last_known_elr != 0
+        return self.strategy_in(s) == STRATEGY_BALANCED and s.last_known_elr != 0
 
     @goal("RecoveryCompletes", "CompleteRecovery")
     def recovery_completes(self, s: State, t: State) -> bool:

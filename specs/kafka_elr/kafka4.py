@@ -16,7 +16,7 @@ from __future__ import annotations
 from modelcheck.ops import lowest_bit
 from modelcheck.spec import Param, SymmetryError, action
 
-from .arguments import ADMIN_TYPE, PREFERRED, PREFERRED_REPLICA, UNCLEAN
+from .arguments import ADMIN_TYPE, BROKER, ELECTED, PREFERRED, PREFERRED_REPLICA, UNCLEAN
 from .protocol import Kip966
 from .types import NO_LEADER, RECOVERED, State, bit, size
 
@@ -53,8 +53,30 @@ class Kafka4(Kip966):
 
     def alive(self, s: State, r: int) -> bool:
         """ReplicationControlManager's isAcceptableLeader: registered, unfenced,
-        not in controlled shutdown (our CleanShutdown fences at once)."""
-        return r != NO_LEADER and self.unfenced(s, r)
+        not in controlled shutdown (ClusterControlManager.isActive)."""
+        return r != NO_LEADER and self.unfenced(s, r) and not s.in_controlled_shutdown & bit(r)
+
+    def never_enabled(self) -> frozenset[str]:
+        dormant = super().never_enabled()
+        if not self.staged_shutdown or not self.max_clean_shutdowns:
+            dormant |= {"BeginControlledShutdown"}
+        return dormant
+
+    @action("BeginControlledShutdown", broker=BROKER, leader=ELECTED)
+    def begin_controlled_shutdown(self, s: State, b: int, leader: int) -> State | None:
+        """controlled_shutdown = "staged": a running, unfenced broker asks to
+        shut down and the controller answers CONTROLLED_SHUTDOWN
+        (BrokerHeartbeatManager, for a broker with leaderships; ours may lead
+        another partition): handleBrokerInControlledShutdown writes the
+        registration change and takes it out of the ISR, electing away from
+        it (isr_without: it is no longer acceptable). It stays registered and
+        unfenced until CleanShutdown (SHUTDOWN_NOW), FenceBroker (session
+        timeout) or a crash; StartBroker's new registration clears it."""
+        if not self.staged_shutdown or not self.may_stop_cleanly(s, b):
+            return None
+        if s.fenced & bit(b) or s.in_controlled_shutdown & bit(b):
+            return None
+        return self.removed(s._replace(in_controlled_shutdown=s.in_controlled_shutdown | bit(b)), b, leader)
 
     def reported_recovery(self, s: State) -> int:
         """Partition.makeLeader marks a RECOVERING leader RECOVERED at once (4.0
@@ -62,10 +84,11 @@ class Kafka4(Kip966):
         which the controller validates and writes: the ISR may grow at once."""
         return RECOVERED
 
-    def online_election(self) -> int:
+    def online_election(self, s: State) -> int:
         """The election ReplicationControlManager asks for on broker and ISR
-        changes: UNCLEAN when the topic enables unclean leader election."""
-        return ELECTION_UNCLEAN if self.unclean_leader_election else ELECTION_ONLINE
+        changes: UNCLEAN when the topic enables unclean leader election
+        (uncleanLeaderElectionEnabledForTopic, read at each change: CCM:691-697)."""
+        return ELECTION_UNCLEAN if s.unclean_election else ELECTION_ONLINE
 
     # ---- PartitionChangeBuilder ---------------------------------------------------
     def build(self, s: State, target_isr: int, election: int, unclean_shutdown: int) -> State:
@@ -128,13 +151,17 @@ class Kafka4(Kip966):
     # ---- ReplicationControlManager --------------------------------------------------
     def change_isr(self, s: State, proposal: int) -> State:
         """alterPartition: a validated proposal goes through build()."""
-        return self.build(s, proposal, self.online_election(), 0)
+        return self.build(s, proposal, self.online_election(s), 0)
 
     def remove_broker(self, s: State, b: int, leader: int) -> State | None:
         """handleBrokerFenced / handleBrokerInControlledShutdown: `b` is
         fenced and leaves the ISR (isr_without). The instance names the
         leader the build elected, if it changed."""
-        s = s._replace(fenced=s.fenced | bit(b))
+        return self.removed(s._replace(fenced=s.fenced | bit(b)), b, leader)
+
+    def removed(self, s: State, b: int, leader: int) -> State | None:
+        """`b`, no longer acceptable, out of the ISR (isr_without); the
+        instance names the leader the build elected, if it changed."""
         t = self.isr_without(s, b)
         elected = t.leader if t.leader != s.leader else NO_LEADER
         return t if leader == elected else None
@@ -143,7 +170,7 @@ class Kafka4(Kip966):
         """generateLeaderAndIsrUpdates with brokerToRemove = `b`: one build()
         for the partition if `b` is in its ISR (an ELR member is left alone),
         `b` not acceptable as leader (it is fenced)."""
-        return self.build(s, s.isr & ~bit(b), self.online_election(), 0) if s.isr & bit(b) else s
+        return self.build(s, s.isr & ~bit(b), self.online_election(s), 0) if s.isr & bit(b) else s
 
     def clean_registration(self, s: State, b: int) -> State:
         """handleBrokerShutdown(isCleanShutdown=true), handled as a fence
@@ -156,7 +183,7 @@ class Kafka4(Kip966):
     def reelect(self, s: State, leader: int) -> State | None:
         """handleBrokerUnfenced: build() on every leaderless partition, the ISR
         unchanged; nothing is written unless it elects."""
-        t = self.build(s, s.isr, self.online_election(), 0)
+        t = self.build(s, s.isr, self.online_election(s), 0)
         if t.leader == NO_LEADER:
             return s if leader == NO_LEADER else None
         return t if leader == t.leader else None
@@ -167,7 +194,7 @@ class Kafka4(Kip966):
         ELR (the partition may elect in the same record)."""
         if not (s.isr | s.elr) & bit(b):
             return s
-        return self.build(s, s.isr & ~bit(b), self.online_election(), bit(b))
+        return self.build(s, s.isr & ~bit(b), self.online_election(s), bit(b))
 
     def min_isr_changed(self, s: State) -> State:
         """ConfigurationControlManager appends a ClearElrRecord for every
@@ -205,7 +232,7 @@ class Kafka4(Kip966):
             t = self.build(s, s.isr, ELECTION_PREFERRED, 0)
             if t.leader != s.leader and t.leader == leader:
                 return t
-        if s.leader == NO_LEADER and self.unclean_leader_election:
+        if s.leader == NO_LEADER and s.unclean_election:
             t = self.build(s, s.isr, ELECTION_UNCLEAN, 0)
             if t.leader != s.leader and t.leader == leader:
                 return t

@@ -19,6 +19,7 @@ from .arguments import (
     PREFERRED_REPLICA,
     STRATEGY_AGGRESSIVE,
     STRATEGY_BALANCED,
+    SWITCH,
     TARGET,
     UNCLEAN,
 )
@@ -88,6 +89,19 @@ class Operators:
         min ISR <= current ISR, the ELR will be removed" (LastKnownELR too: the
         ISR has reached min ISR)."""
         return self.recorded(s, s._replace(elr=0, last_known_elr=0)) if self.eff_min_isr(s) <= size(s.isr) else s
+
+    @action("AlterUncleanLeaderElection", enable=SWITCH)
+    def alter_unclean_leader_election(self, s: State, v: int) -> State | None:
+        """unclean.leader.election.enable changes at run time (bounded by
+        max_unclean_switches): a config record, which changes no partition
+        (an AlterPartition in flight stays current) and elects nobody in the
+        same step. The rules that read it (`candidates`, `strategy_in`,
+        kafka-4's `online_election`) read the new value from then on, and the
+        elections it enables (ElectLeader, UncleanRecovery) may follow at any
+        later step, as Kafka 4.0.0's periodic electUnclean task does."""
+        if s.unclean_switches >= self.max_unclean_switches or v == s.unclean_election:
+            return None
+        return s._replace(unclean_election=v, unclean_switches=s.unclean_switches + 1)
 
     # ---- reassignment: the operator starts it, the controller completes it or the operator cancels it
     @action("ReassignPartition", replicas=TARGET)

@@ -28,7 +28,6 @@ from .arguments import (
     PREFERRED,
     PREFERRED_REPLICA,
     STRATEGIES,
-    STRATEGY_AGGRESSIVE,
     UNCLEAN,
 )
 from .broker import Broker
@@ -47,6 +46,8 @@ from .types import (
     REASSIGNING,
     RECOVERED,
     RUNNING,
+    STAGED,
+    SWITCHING,
     State,
     class_size,
     describe,
@@ -73,6 +74,7 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
     max_min_isr_changes: int
     max_admin_elections: int
     max_reassignments: int
+    max_unclean_switches: int
 
     def __init__(self, config: dict[str, Any]):
         self.config = config
@@ -90,19 +92,15 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
             "max_min_isr_changes",
             "max_admin_elections",
             "max_reassignments",
+            "max_unclean_switches",
         ):
             setattr(self, bound, config[bound])
         self.acks_modes = tuple(ACKS_NAMES.index(a) for a in sorted(config["acks"]))
-        self.unclean_leader_election = config["unclean_leader_election"]
         self.fence_cuts_data_plane = config["fence_cuts_data_plane"]
         self.propagated = config["metadata"] == "propagated"
-        # KIP-966 compatibility: unclean.leader.election.enable=true maps to
-        # the Aggressive recovery strategy.
-        self.strategy = (
-            STRATEGY_AGGRESSIVE
-            if self.unclean_leader_election
-            else STRATEGIES.index(config["unclean_recovery_strategy"])
-        )
+        self.staged_shutdown = config["controlled_shutdown"] == "staged"
+        # the strategy while unclean.leader.election.enable is false (`strategy_in`)
+        self.configured_strategy = STRATEGIES.index(config["unclean_recovery_strategy"])
         self.brokers = tuple(range(n))
         self.assigned = (1 << self.rf) - 1  # the initial replica set
         self.zeros = (0,) * n
@@ -113,6 +111,8 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
             ALWAYS,
             *((PROPAGATED,) if self.propagated else ()),
             *((REASSIGNING,) if self.max_reassignments else ()),
+            *((SWITCHING,) if self.max_unclean_switches else ()),
+            *((STAGED,) if self.staged_shutdown else ()),
         )
         self._checked = config["invariants"] if config["invariants"] is not None else list(self.invariants)
 
@@ -130,8 +130,10 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
                 last_known_leader=NO_LEADER,
                 leader_recovery=RECOVERED,
                 fenced=0,
+                in_controlled_shutdown=0,
                 broker_epoch=(1,) * n,
                 min_isr=self.config["min_isr"],
+                unclean_election=int(self.config["unclean_leader_election"]),
                 replicas=self.assigned,
                 adding=0,
                 removing=0,
@@ -157,6 +159,7 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
                 isr_shrinks=0,
                 min_isr_changes=0,
                 admin_elections=0,
+                unclean_switches=0,
                 reassignments=0,
                 below_min_isr_reassigned=0,
             )
@@ -204,16 +207,20 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
         "UncleanShutdown": "max_unclean_shutdowns",
         "CleanShutdown": "max_clean_shutdowns",
         "StopBroker": "max_clean_shutdowns",
+        "BeginControlledShutdown": "max_clean_shutdowns",
         "ShrinkIsr": "max_isr_shrinks",
         "AlterMinIsr": "max_min_isr_changes",
         "AdminElectLeaders": "max_admin_elections",
         "ReassignPartition": "max_reassignments",
+        "AlterUncleanLeaderElection": "max_unclean_switches",
     }
 
     def never_enabled(self) -> frozenset[str]:
         dormant = {a for a, bound in self.BOUNDED.items() if not self.config[bound]}
         if not self.max_reassignments:  # nothing to complete or cancel
             dormant |= {"CompleteReassignment", "CancelReassignment"}
+        if not self.staged_shutdown:
+            dormant |= {"BeginControlledShutdown"}
         return frozenset(dormant if self.propagated else dormant | {"MetadataUpdate"})
 
     # States are tuples of ints and tuples of ints: marshal (format 2, which

@@ -41,6 +41,13 @@ def schema() -> list[Key]:
         Key("max_min_isr_changes", 0, int_at_least(0), bound, "AlterMinIsr steps"),
         Key("max_admin_elections", 0, int_at_least(0), bound, "AdminElectLeaders steps"),
         Key(
+            "max_unclean_switches",
+            0,
+            int_at_least(0),
+            bound,
+            "AlterUncleanLeaderElection steps (unclean.leader.election.enable changed at run time)",
+        ),
+        Key(
             "max_reassignments",
             0,
             int_at_least(0),
@@ -78,6 +85,14 @@ def schema() -> list[Key]:
             "atomic | propagated",
             "atomic: brokers see each controller decision at once; propagated: each acts on the metadata "
             "last delivered to it (MetadataUpdate)",
+        ),
+        Key(
+            "controlled_shutdown",
+            "atomic",
+            one_of("atomic", "staged"),
+            "atomic | staged",
+            "atomic: CleanShutdown fences at once; staged (kafka-4 only): BeginControlledShutdown first "
+            "leaves a registered, unfenced broker in controlled shutdown",
         ),
         Key(
             "acks",

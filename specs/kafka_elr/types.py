@@ -44,6 +44,8 @@ RECORDS = "record set"  # a set of record numbers (bit r: record r)
 LOG = "log"  # a packed log (logs.py)
 
 ALWAYS, PROPAGATED, REASSIGNING, NEVER = "always", "propagated", "reassigning", "never"
+SWITCHING = "switching"  # shown where unclean.leader.election.enable may change (max_unclean_switches > 0)
+STAGED = "staged"  # shown where a controlled shutdown is a state (controlled_shutdown = "staged")
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,11 @@ def _restarts(c) -> int:
 
 def _log(c) -> int:
     return (1 << logs.ENTRY_BITS * c.max_records) - 1
+
+
+def _unclean(c) -> int:
+    """unclean.leader.election.enable in the config: the switch's constant value without switches."""
+    return int(c.config["unclean_leader_election"])
 
 
 def _min_isr(c) -> int:
@@ -124,6 +131,14 @@ VARIABLES = (
     Var("leader_recovery", NAMED, _zero, _one, "KIP-704's is_unclean", names=RECOVERY_NAMES),
     Var("fenced", BROKERS, _zero, _sets, "brokers the controller has fenced"),
     Var(
+        "in_controlled_shutdown",
+        BROKERS,
+        _zero,
+        _when("staged_shutdown", _sets),
+        "brokers whose registration is in controlled shutdown (registered, maybe unfenced)",
+        shown=STAGED,
+    ),
+    Var(
         "broker_epoch",
         NUMBER,
         _one,
@@ -132,6 +147,14 @@ VARIABLES = (
         per_broker=True,
     ),
     Var("min_isr", NUMBER, _one, _min_isr, "min.insync.replicas now (AlterMinIsr changes it)"),
+    Var(
+        "unclean_election",
+        FLAG,
+        lambda c: 0 if c.max_unclean_switches else _unclean(c),
+        lambda c: 1 if c.max_unclean_switches else _unclean(c),
+        "unclean.leader.election.enable now (AlterUncleanLeaderElection changes it)",
+        shown=SWITCHING,
+    ),
     # the assignment (max_reassignments > 0; else constant): the replica set
     # (during a reassignment the original and the target replicas together)
     # and, while one is in progress, its adding and removing replicas
@@ -243,6 +266,14 @@ VARIABLES = (
     Var("isr_shrinks", NUMBER, _zero, _bound("max_isr_shrinks"), "ISR shrinks proposed so far"),
     Var("min_isr_changes", NUMBER, _zero, _bound("max_min_isr_changes"), "min ISR changes so far"),
     Var("admin_elections", NUMBER, _zero, _bound("max_admin_elections"), "admin elections so far"),
+    Var(
+        "unclean_switches",
+        NUMBER,
+        _zero,
+        _bound("max_unclean_switches"),
+        "changes of unclean.leader.election.enable so far",
+        shown=SWITCHING,
+    ),
     Var("reassignments", NUMBER, _zero, _bound("max_reassignments"), "reassignments started so far", shown=REASSIGNING),
     Var(
         "below_min_isr_reassigned",
@@ -365,7 +396,7 @@ def shown_value(v: Var, x: int) -> Any:
     return x
 
 
-def describe(s: State, shown: tuple[str, ...] = (ALWAYS, PROPAGATED, REASSIGNING)) -> dict:
+def describe(s: State, shown: tuple[str, ...] = (ALWAYS, PROPAGATED, REASSIGNING, SWITCHING, STAGED)) -> dict:
     """MODEL.md's named variables, JSON-friendly (those whose `shown` is in `shown`)."""
     named = {}
     for v in VARIABLES:
@@ -477,7 +508,8 @@ def view(s: State, b: int) -> tuple[int, ...]:
     by how its leader relates to it and to the controller's). Replicas
     come first, so the sorted form keeps the replica set in the lowest ids
     (where it is constant, without reassignments, it stays so). The log
-    is left out: `view_key` compares it apart."""
+    is left out: `view_key` compares it apart, and so is
+    `in_controlled_shutdown`: only kafka-4, which refuses symmetry, sets it."""
     return (
         1 - (s.replicas >> b & 1),
         s.status[b],

@@ -47,7 +47,7 @@ class Legacy(Kip966):
         """An unfenced ISR member; else, with unclean.leader.election.enable,
         any unfenced replica (RECOVERING)."""
         clean = rules.clean_candidates(s.isr, 0, s.fenced)
-        if clean or not self.unclean_leader_election:
+        if clean or not s.unclean_election:
             return clean, False
         return s.replicas & ~s.fenced, True
 
@@ -67,7 +67,7 @@ class ElrOnly(Kip966):
         clean = rules.clean_candidates(s.isr, s.elr, s.fenced)
         if clean or s.isr:
             return clean, False
-        if self.unclean_leader_election:
+        if s.unclean_election:
             # "The unclean leader election will be randomly choosing an unfenced replica as it is today."
             return s.replicas & ~s.fenced, True
         lkl = s.last_known_leader

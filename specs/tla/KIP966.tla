@@ -31,9 +31,10 @@ CONSTANTS
     MaxIsrShrinks,
     MaxMinIsrChanges,
     MaxAdminElections,
+    MaxUncleanSwitches,       \* AlterUncleanLeaderElection steps
     MaxReassignments,
     Variant,                  \* "kip966", "legacy" or "reassignment-ignores-min-isr"
-    UncleanLeaderElection,    \* BOOLEAN
+    UncleanLeaderElection,    \* BOOLEAN: its initial value (AlterUncleanLeaderElection changes it)
     UncleanRecoveryStrategy,  \* "none", "balanced" or "aggressive"
     Acks,                     \* a non-empty subset of {"1", "all"}
     FenceCutsDataPlane,       \* BOOLEAN: a fenced broker stops fetching
@@ -63,7 +64,12 @@ Preferred == 0
 VARIABLES
     \* controller
     leader, leader_epoch, isr, elr, last_known_elr, last_known_leader,
-    leader_recovery, fenced, broker_epoch, min_isr,
+    leader_recovery, fenced,
+    \* kafka-4's registrations in controlled shutdown: always {} here
+    in_controlled_shutdown,
+    broker_epoch, min_isr,
+    \* unclean.leader.election.enable now
+    unclean_election,
     \* the assignment: the replica set (during a reassignment the original
     \* and the target replicas together), its adding and removing replicas
     replicas, adding, removing,
@@ -74,24 +80,25 @@ VARIABLES
     \* ghosts and bound counters (part of the state's identity, as in Python)
     acked, acks_all, exposed,
     produced, unclean_shutdowns, clean_shutdowns, fences, isr_shrinks,
-    min_isr_changes, admin_elections,
+    min_isr_changes, admin_elections, unclean_switches,
     \* reassignments made; a completion or cancellation left the ISR under min ISR
     reassignments, below_min_isr_reassigned
 
 vars == <<leader, leader_epoch, isr, elr, last_known_elr, last_known_leader,
-          leader_recovery, fenced, broker_epoch, min_isr,
+          leader_recovery, fenced, in_controlled_shutdown, broker_epoch, min_isr, unclean_election,
           replicas, adding, removing,
           status, clean_shutdown_epoch, log, hwm, pending_isr, pending_stale,
           pending_from, seen_leader, seen_epoch, seen_isr, seen_min_isr,
           acked, acks_all, exposed,
           produced, unclean_shutdowns, clean_shutdowns, fences, isr_shrinks,
-          min_isr_changes, admin_elections, reassignments, below_min_isr_reassigned>>
+          min_isr_changes, admin_elections, unclean_switches, reassignments, below_min_isr_reassigned>>
 
 \* The current state as one record: what the Python operators take as `s`.
 St == [leader |-> leader, leader_epoch |-> leader_epoch, isr |-> isr, elr |-> elr,
        last_known_elr |-> last_known_elr, last_known_leader |-> last_known_leader,
        leader_recovery |-> leader_recovery, fenced |-> fenced,
-       broker_epoch |-> broker_epoch, min_isr |-> min_isr,
+       in_controlled_shutdown |-> in_controlled_shutdown,
+       broker_epoch |-> broker_epoch, min_isr |-> min_isr, unclean_election |-> unclean_election,
        replicas |-> replicas, adding |-> adding, removing |-> removing,
        status |-> status, clean_shutdown_epoch |-> clean_shutdown_epoch,
        log |-> log, hwm |-> hwm, pending_isr |-> pending_isr, pending_stale |-> pending_stale,
@@ -101,7 +108,8 @@ St == [leader |-> leader, leader_epoch |-> leader_epoch, isr |-> isr, elr |-> el
        produced |-> produced, unclean_shutdowns |-> unclean_shutdowns,
        clean_shutdowns |-> clean_shutdowns, fences |-> fences,
        isr_shrinks |-> isr_shrinks, min_isr_changes |-> min_isr_changes,
-       admin_elections |-> admin_elections, reassignments |-> reassignments,
+       admin_elections |-> admin_elections, unclean_switches |-> unclean_switches,
+       reassignments |-> reassignments,
        below_min_isr_reassigned |-> below_min_isr_reassigned]
 
 \* Make record t the next state.
@@ -114,8 +122,10 @@ Go(t) ==
     /\ last_known_leader' = t.last_known_leader
     /\ leader_recovery' = t.leader_recovery
     /\ fenced' = t.fenced
+    /\ in_controlled_shutdown' = t.in_controlled_shutdown
     /\ broker_epoch' = t.broker_epoch
     /\ min_isr' = t.min_isr
+    /\ unclean_election' = t.unclean_election
     /\ replicas' = t.replicas
     /\ adding' = t.adding
     /\ removing' = t.removing
@@ -140,6 +150,7 @@ Go(t) ==
     /\ isr_shrinks' = t.isr_shrinks
     /\ min_isr_changes' = t.min_isr_changes
     /\ admin_elections' = t.admin_elections
+    /\ unclean_switches' = t.unclean_switches
     /\ reassignments' = t.reassignments
     /\ below_min_isr_reassigned' = t.below_min_isr_reassigned
 
@@ -191,7 +202,8 @@ EpochStartOffset(lg, e) ==
 (* Derived values *)
 
 Legacy == Variant = "legacy"
-Strategy == IF UncleanLeaderElection THEN "aggressive" ELSE UncleanRecoveryStrategy
+\* unclean.leader.election.enable = TRUE maps to Aggressive (KIP-966 "Other" 3)
+StrategyIn(s) == IF s.unclean_election THEN "aggressive" ELSE UncleanRecoveryStrategy
 AdminTypes == IF Legacy THEN {"PREFERRED", "UNCLEAN"}
               ELSE {"PREFERRED", "UNCLEAN", "LONGEST_LOG_AGGRESSIVE", "LONGEST_LOG_BALANCED", "DESIGNATION"}
 
@@ -288,7 +300,7 @@ Elections(s) ==
     IF Legacy
     THEN LET clean == CleanCandidates(s.isr, {}, s.fenced)
          IN  IF clean /= {} THEN {Elect(s, c, FALSE) : c \in clean}
-             ELSE IF ~UncleanLeaderElection THEN {}
+             ELSE IF ~s.unclean_election THEN {}
              ELSE {Elect(s, c, TRUE) : c \in {b \in s.replicas : Unfenced(s, b)}}
     ELSE {Elect(s, c, FALSE) : c \in CleanCandidates(s.isr, s.elr, s.fenced)}
 
@@ -477,7 +489,7 @@ StartBrokerNext(s) == UNION {StartBrokerNextOf(s, b) : b \in Brokers}
 
 ElectLeaderNext(s) == IF s.leader /= NoLeader THEN {} ELSE Elections(s)
 
-UncleanRecoveryNext(s) == IF Legacy THEN {} ELSE RecoveryChoices(s, Strategy)
+UncleanRecoveryNext(s) == IF Legacy THEN {} ELSE RecoveryChoices(s, StrategyIn(s))
 
 CompleteRecoveryNext(s) ==
     IF /\ s.leader /= NoLeader /\ s.leader_recovery = "RECOVERING" /\ Running(s, s.leader)
@@ -519,6 +531,12 @@ AlterMinIsrNext(s) ==
     IF s.min_isr_changes >= MaxMinIsrChanges THEN {}
     ELSE {MinIsrChanged([s EXCEPT !.min_isr = v, !.min_isr_changes = s.min_isr_changes + 1])
           : v \in (1 .. N) \ {s.min_isr}}
+
+\* unclean.leader.election.enable changes: a config record, no election
+AlterUncleanLeaderElectionNext(s) ==
+    IF s.unclean_switches >= MaxUncleanSwitches THEN {}
+    ELSE {[s EXCEPT !.unclean_election = v, !.unclean_switches = s.unclean_switches + 1]
+          : v \in BOOLEAN \ {s.unclean_election}}
 
 -----------------------------------------------------------------------------
 (* Reassignment (AlterPartitionReassignments; KIP-966 4, 4a, 4b) *)
@@ -586,8 +604,10 @@ Init ==
     /\ last_known_leader = NoLeader
     /\ leader_recovery = "RECOVERED"
     /\ fenced = {}
+    /\ in_controlled_shutdown = {}
     /\ broker_epoch = [b \in Brokers |-> 1]
     /\ min_isr = MinIsr
+    /\ unclean_election = UncleanLeaderElection
     /\ replicas = Assigned
     /\ adding = {}
     /\ removing = {}
@@ -612,6 +632,7 @@ Init ==
     /\ isr_shrinks = 0
     /\ min_isr_changes = 0
     /\ admin_elections = 0
+    /\ unclean_switches = 0
     /\ reassignments = 0
     /\ below_min_isr_reassigned = FALSE
 
@@ -632,6 +653,7 @@ UncleanRecovery == \E t \in UncleanRecoveryNext(St) : Go(t)
 CompleteRecovery == \E t \in CompleteRecoveryNext(St) : Go(t)
 AdminElectLeaders == \E t \in AdminElectLeadersNext(St) : Go(t)
 AlterMinIsr == \E t \in AlterMinIsrNext(St) : Go(t)
+AlterUncleanLeaderElection == \E t \in AlterUncleanLeaderElectionNext(St) : Go(t)
 MetadataUpdate == \E t \in MetadataUpdateNext(St) : Go(t)
 ReassignPartition == \E t \in ReassignPartitionNext(St) : Go(t)
 CompleteReassignment == \E t \in CompleteReassignmentNext(St) : Go(t)
@@ -649,6 +671,7 @@ Next ==
     \/ AdminElectLeaders
     \/ AdvanceHwm
     \/ AlterMinIsr
+    \/ AlterUncleanLeaderElection
     \/ CancelReassignment
     \/ CleanShutdown
     \/ CommitAlterPartition
@@ -728,10 +751,10 @@ RecoveringIsrSingleton ==
 
 RecoveryKeepsLastKnownElrData ==
     LET kept == UNION {Records(log[m]) : m \in last_known_elr} \cap acked
-    IN  \A w \in RecoveryWinners(St, Strategy) : kept \subseteq Records(log[w])
+    IN  \A w \in RecoveryWinners(St, StrategyIn(St)) : kept \subseteq Records(log[w])
 
 NoneNeverElectsUnclean ==
-    Strategy /= "none" \/ leader_recovery = "RECOVERED" \/ admin_elections > 0
+    StrategyIn(St) /= "none" \/ leader_recovery = "RECOVERED" \/ admin_elections > 0 \/ unclean_switches > 0
 
 NoAckedLoss ==
     LET holders == isr \cup elr \cup (IF leader /= NoLeader THEN {leader} ELSE {})
