@@ -103,8 +103,11 @@ class Browser:
             self.send("Input.dispatchKeyEvent", type=kind, key=name, code=name, windowsVirtualKeyCode=code)
 
     def click(self, selector: str) -> None:
+        """A real mouse click on the element, scrolled into view first (a
+        click outside the viewport lands nowhere)."""
         x, y = self.js(
-            f"(function () {{ var r = document.querySelector('{selector}').getBoundingClientRect();"
+            f"(function () {{ var e = document.querySelector('{selector}'); e.scrollIntoView({{block: 'center'}});"
+            " var r = e.getBoundingClientRect();"
             f" return [r.left + 5, r.top + r.height / 2]; }})()"
         )
         for kind in ("mousePressed", "mouseReleased"):

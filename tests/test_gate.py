@@ -67,7 +67,7 @@ def test_a_gate_whose_expectations_hold_exits_0(tmp_path):
 @pytest.mark.slow
 def test_one_changed_expectation_fails_one_testcase_with_the_trace(tmp_path):
     junit = tmp_path / "gate.xml"
-    text = GATE.replace('expect = "violated: NoAckedLoss"', 'expect = "holds"')
+    text = GATE.replace('expect = "violated: NoAckedLoss"', 'expect = "holds"', 1)
     _path, r = gate(tmp_path, text, "--junit", str(junit), "--trace-dir", str(tmp_path / "traces"))
     assert r.exit_code == 1
     assert "2 passed, 1 failed, 0 skipped" in r.stdout

@@ -142,7 +142,7 @@ def test_a_raised_min_isr_the_leader_has_not_seen_loses_an_acked_record():
     assert [r.enabled for r in atomic] == [True] * 5 + [False]
 
 
-@pytest.mark.parametrize("variant, states", [("kip966", 13_312), ("kafka-4", 16_194)])
+@pytest.mark.parametrize("variant, states", [("kip966", 13_312), ("kafka-4", 22_106)])
 @pytest.mark.slow
 def test_a_min_isr_change_breaks_elr_data_only_when_brokers_lag(variant, states):
     atomic = run(load({**MIN_ISR_CHANGE, "variant": variant}), engine="fast")
