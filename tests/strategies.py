@@ -1,6 +1,7 @@
 """Random small configs the engines must agree on (hypothesis): every
 variant at 3 brokers, so that each variant's kernel compiles once."""
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from specs.kafka_elr import VARIANTS
@@ -21,3 +22,16 @@ SMALL = st.fixed_dictionaries(
         "acks": st.sampled_from([["1"], ["all"], ["1", "all"]]),
     }
 )
+
+
+def fuzzing(examples: int, *also_suppressed: HealthCheck) -> settings:
+    """Hypothesis settings for the fuzz tests: the same examples every run
+    (derandomized, no example database, so CI and a laptop agree), no
+    deadline (a check's time varies with the machine's load)."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, *also_suppressed],
+    )

@@ -18,10 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 from nobody import as_nobody
 from resuming import interrupted, resume
+from strategies import fuzzing
 
 from cli import main
 from modelcheck.config import ConfigError
@@ -400,13 +401,7 @@ def edited(draw, manifest: dict) -> str:
     return json.dumps(manifest, indent=1)
 
 
-FUZZ = settings(
-    max_examples=50,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+FUZZ = fuzzing(50, HealthCheck.data_too_large)
 
 
 @pytest.mark.parametrize("engine", ["fast", "bfs"])

@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from processes import start, wait_for
+from strategies import fuzzing
 from tools import need
 
 from cli import main
@@ -304,13 +305,7 @@ def test_requests_a_browser_cancels_print_nothing(capfd):
 
 # ---- fuzzing what a browser can send -------------------------------------------------
 
-FUZZ = settings(
-    max_examples=200,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+FUZZ = fuzzing(200, HealthCheck.function_scoped_fixture)
 STEP = st.one_of(st.integers(0, 12).map(str), st.sampled_from(["", "-1", "x", "1e3", "٣", "%30", "0" * 7, "99999"]))
 STEPS = st.lists(STEP, max_size=12).map("/".join)
 TARGET = st.one_of(

@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nobody import as_nobody
 from rich.console import Console
+from strategies import fuzzing
 
 from cli import main
 from modelcheck.config import ConfigError, parse_override, read_file
@@ -420,13 +421,7 @@ SCENARIOS = [tomllib.loads(p.read_text()) for p in sorted((ROOT / "specs/scenari
 GATE_DOC = tomllib.loads((ROOT / "specs/gate.toml").read_text())
 MATRIX_DOC = tomllib.loads((ROOT / "specs/matrix.toml").read_text())
 MATRIX_DOC["cell"] = MATRIX_DOC["cell"][:6]
-FUZZ = settings(
-    max_examples=150,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+FUZZ = fuzzing(150, HealthCheck.data_too_large)
 
 
 @FUZZ
