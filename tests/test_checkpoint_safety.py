@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import pickle
 import resource
 import shutil
 import tempfile
@@ -276,6 +277,76 @@ def test_a_damaged_checkpoint_is_refused_in_one_line(tmp_path, damage):
     ck = copy_of("bfs", tmp_path)
     message = damage(ck)
     refused(resumed(ck), f"--resume {str(ck)!r}: {message}")
+
+
+def forged_frontier(ck: Path, data: bytes) -> None:
+    """Replace the reference engine's frontier with `data`, its size and
+    checksum in the manifest, and the manifest's own: a forgery every
+    checksum passes."""
+    name = named(ck, "frontier.")
+    (ck / name).write_bytes(data)
+    reseal(
+        ck,
+        lambda m: m["files"]["frontier"].update(shape=[len(data)], digest=hashlib.sha256(data).hexdigest()),
+    )
+
+
+class Planted:
+    """Unpickled, it creates the file it names: code a checkpoint must never run."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (str(self.path), "w"))
+
+
+def test_a_forged_frontier_never_runs_code_and_is_refused(tmp_path):
+    """The reference engine's frontier was a pickle: a file that passed
+    every checksum ran whatever it named when resumed."""
+    ck = copy_of("bfs", tmp_path)
+    planted = tmp_path / "planted"
+    forged_frontier(ck, pickle.dumps([Planted(planted)]))
+    r = resumed(ck)
+    assert not planted.exists()
+    name = named(ck, "frontier.")
+    assert r.stderr.startswith(f"error: --resume {str(ck)!r}: {name} is not a frontier this modelcheck wrote (not JSON")
+    assert (r.exit_code, r.stdout, len(r.stderr.splitlines())) == (2, "", 1)
+
+
+@pytest.mark.parametrize(
+    ("forge", "message"),
+    [
+        (
+            lambda d: d.update(version=0),
+            'is not a frontier this modelcheck wrote ({"format": "modelcheck states", '
+            "\"version\": 0}; expected format 'modelcheck states', version 1)",
+        ),
+        (lambda d: d.update(fields=["x"]), "holds states of another type than State"),
+        (
+            lambda d: d["states"][0][1].__setitem__(0, d["states"][0][1][0] + 1),
+            ": state 0 cannot be read back (not the state its fingerprint says)",
+        ),
+        (lambda d: d["states"][1].pop(), ": state 1 cannot be read back (not enough values to unpack"),
+        (
+            lambda d: d["states"][2][1].__setitem__(3, {"set": [1]}),
+            ': state 2 cannot be read back (an object that is not a frozenset: {"set": [1]})',
+        ),
+    ],
+    ids=["version", "fields", "value", "shape", "object"],
+)
+def test_a_frontier_edited_and_resealed_is_refused(tmp_path, forge, message):
+    """States are read back as the spec's state type, and each must have
+    the fingerprint it was written with."""
+    ck = copy_of("bfs", tmp_path)
+    document = json.loads((ck / named(ck, "frontier.")).read_bytes())
+    forge(document)
+    forged_frontier(ck, json.dumps(document).encode())
+    r = resumed(ck)
+    assert (r.exit_code, r.stdout, len(r.stderr.splitlines())) == (2, "", 1), r.stderr
+    assert r.stderr.startswith(
+        f"error: --resume {str(ck)!r}: {named(ck, 'frontier.')}{'' if message[0] == ':' else ' '}{message}"
+    ), r.stderr
 
 
 def test_a_write_that_fails_leaves_no_temporary_and_the_last_checkpoint_usable(tmp_path):
