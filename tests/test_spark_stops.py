@@ -72,8 +72,9 @@ def start(tmp_path: Path, *args: str) -> subprocess.Popen:
 
 
 def leftovers(tmp_path: Path) -> list[str]:
-    """What is in the private temp dir (modelcheck's and Spark's), after the watchdog had a moment."""
-    for _ in range(50):
+    """What is in the private temp dir (modelcheck's and Spark's), once the
+    watchdog and the JVM's shutdown hooks had a moment."""
+    for _ in range(150):
         found = sorted(f.name for f in (tmp_path / "tmp").iterdir())
         if not found:
             break
