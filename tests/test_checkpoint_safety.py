@@ -10,10 +10,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import pickle
 import resource
 import shutil
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -27,6 +30,8 @@ from strategies import fuzzing
 from cli import main
 from modelcheck.config import ConfigError
 from modelcheck.engine.checkpoint import LOCK, MANIFEST, Checkpoints
+from modelcheck.engine.state_json import dump_states, load_states
+from modelcheck.fingerprint import fingerprint
 from specs.kafka_elr import load
 
 CONFIG = {"variant": "legacy", "max_records": 1}  # violated at depth 8, 6,858 states: small, with a trace
@@ -278,6 +283,76 @@ def test_a_damaged_checkpoint_is_refused_in_one_line(tmp_path, damage):
     refused(resumed(ck), f"--resume {str(ck)!r}: {message}")
 
 
+def forged_frontier(ck: Path, data: bytes) -> None:
+    """Replace the reference engine's frontier with `data`, its size and
+    checksum in the manifest, and the manifest's own: a forgery every
+    checksum passes."""
+    name = named(ck, "frontier.")
+    (ck / name).write_bytes(data)
+    reseal(
+        ck,
+        lambda m: m["files"]["frontier"].update(shape=[len(data)], digest=hashlib.sha256(data).hexdigest()),
+    )
+
+
+class Planted:
+    """Unpickled, it creates the file it names: code a checkpoint must never run."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (str(self.path), "w"))
+
+
+def test_a_forged_frontier_never_runs_code_and_is_refused(tmp_path):
+    """The reference engine's frontier was a pickle: a file that passed
+    every checksum ran whatever it named when resumed."""
+    ck = copy_of("bfs", tmp_path)
+    planted = tmp_path / "planted"
+    forged_frontier(ck, pickle.dumps([Planted(planted)]))
+    r = resumed(ck)
+    assert not planted.exists()
+    name = named(ck, "frontier.")
+    assert r.stderr.startswith(f"error: --resume {str(ck)!r}: {name} is not a frontier this modelcheck wrote (not JSON")
+    assert (r.exit_code, r.stdout, len(r.stderr.splitlines())) == (2, "", 1)
+
+
+@pytest.mark.parametrize(
+    ("forge", "message"),
+    [
+        (
+            lambda d: d.update(version=0),
+            'is not a frontier this modelcheck wrote ({"format": "modelcheck states", '
+            "\"version\": 0}; expected format 'modelcheck states', version 1)",
+        ),
+        (lambda d: d.update(fields=["x"]), "holds states of another type than State"),
+        (
+            lambda d: d["states"][0][1].__setitem__(0, d["states"][0][1][0] + 1),
+            ": state 0 cannot be read back (not the state its fingerprint says)",
+        ),
+        (lambda d: d["states"][1].pop(), ": state 1 cannot be read back (not enough values to unpack"),
+        (
+            lambda d: d["states"][2][1].__setitem__(3, {"set": [1]}),
+            ': state 2 cannot be read back (an object that is not a frozenset: {"set": [1]})',
+        ),
+    ],
+    ids=["version", "fields", "value", "shape", "object"],
+)
+def test_a_frontier_edited_and_resealed_is_refused(tmp_path, forge, message):
+    """States are read back as the spec's state type, and each must have
+    the fingerprint it was written with."""
+    ck = copy_of("bfs", tmp_path)
+    document = json.loads((ck / named(ck, "frontier.")).read_bytes())
+    forge(document)
+    forged_frontier(ck, json.dumps(document).encode())
+    r = resumed(ck)
+    assert (r.exit_code, r.stdout, len(r.stderr.splitlines())) == (2, "", 1), r.stderr
+    assert r.stderr.startswith(
+        f"error: --resume {str(ck)!r}: {named(ck, 'frontier.')}{'' if message[0] == ':' else ' '}{message}"
+    ), r.stderr
+
+
 def test_a_write_that_fails_leaves_no_temporary_and_the_last_checkpoint_usable(tmp_path):
     """A full disk, as a file size limit makes one (root too is held to it):
     one line, exit 2, no partial `.tmp`; the last whole checkpoint resumes."""
@@ -424,3 +499,39 @@ def test_fuzz_a_damaged_checkpoint_resumes_to_the_same_answer_or_is_refused(engi
                 answers_as_uninterrupted(r, engine)
 
     fuzz()
+
+
+class Kinds(NamedTuple):
+    n: int
+    pair: tuple
+    members: frozenset
+    flag: bool
+    name: str | None
+
+
+class Inner(NamedTuple):
+    x: int
+
+
+def test_states_of_every_kind_of_value_come_back_as_they_were_written():
+    """Ints, bools, strings, None, nested tuples and frozensets (of tuples),
+    as the reference engine may hold them; a value JSON cannot carry as it
+    was (a NamedTuple inside a state) is refused when read back, not
+    resumed as another state."""
+    # a canonical encoding must not depend on a set's order (a pickle's does)
+    spec = SimpleNamespace(
+        state_type=Kinds, canonical=lambda s: repr([sorted(v) if isinstance(v, frozenset) else v for v in s]).encode()
+    )
+    states = [
+        Kinds(-(1 << 70), ((1, 2), ()), frozenset({(3, 1), (1, 2)}), True, "b\u00e9"),
+        Kinds(0, (False,), frozenset(), False, None),
+    ]
+    pairs = [(fingerprint(spec.canonical(s)), s) for s in states]
+    back = load_states(spec, dump_states(spec, pairs), "f")
+    assert back == pairs and [[type(v) for v in s] for _fp, s in back] == [[type(v) for v in s] for s in states]
+    assert type(back[0][1].pair[1]) is tuple and type(back[1][1].pair[0]) is bool
+    nested = Kinds(1, (Inner(2),), frozenset(), False, None)
+    with pytest.raises(ConfigError, match=r"^f: state 0 cannot be read back \(not the state its fingerprint says\)$"):
+        load_states(spec, dump_states(spec, [(fingerprint(spec.canonical(nested)), nested)]), "f")
+    with pytest.raises(TypeError, match="a state holds a set: a checkpoint of the reference engine holds ints"):
+        dump_states(spec, [(0, Kinds(1, (), {1}, False, None))])

@@ -164,6 +164,36 @@ def test_spark_options_are_refused_for_other_engines():
     )
 
 
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        (
+            "spark.modelcheck.registrationTimout=9",
+            "--spark-conf spark.modelcheck.registrationTimout: not a setting of modelcheck's (those are "
+            "spark.modelcheck.stateDir, spark.modelcheck.driverStates, spark.modelcheck.registrationTimeout)",
+        ),
+        (
+            "spark.modelcheck.registrationTimeout=0",
+            "--spark-conf spark.modelcheck.registrationTimeout='0': expected a number of seconds above 0",
+        ),
+        (
+            "spark.modelcheck.registrationTimeout=inf",
+            "--spark-conf spark.modelcheck.registrationTimeout='inf': expected a number of seconds above 0",
+        ),
+        (
+            "spark.modelcheck.driverStates=1e6",
+            "--spark-conf spark.modelcheck.driverStates='1e6': expected a whole number of states, 0 or more",
+        ),
+        ("spark.modelcheck.stateDir=", "--spark-conf spark.modelcheck.stateDir='': expected a directory"),
+    ],
+)
+def test_modelchecks_own_spark_settings_are_checked_before_spark_starts(setting, message):
+    """A misspelt key was ignored and a bad value was a traceback once Spark had started."""
+    for command in ("check", "simulate"):
+        r = cli(command, "--engine", "spark", "--master", "local[1]", "--spark-conf", setting)
+        assert (r.exit_code, r.output) == (2, f"error: {message}\n")
+
+
 def test_a_master_url_spark_would_refuse_is_refused_before_spark_starts():
     for bad in ("foo", "local[0]", "spark://"):
         r = cli("check", "--engine", "spark", "--master", bad)

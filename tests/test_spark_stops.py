@@ -10,13 +10,16 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from tools import need
 
-from modelcheck.engine.spark_session import job_failure, memory_defaults
+from modelcheck.engine.spark_session import REGISTRATION, job_failure, memory_defaults
 
 need("pyspark", "the spark extra is not installed")
 
@@ -42,17 +45,25 @@ def descendants(pid: int) -> dict[int, str]:
     return found
 
 
+def private_tmp(tmp_path: Path) -> dict[str, str]:
+    """The environment of a check whose temp dir, its own and its JVM's
+    (where Spark makes its spark-* and blockmgr-* directories), is
+    tmp_path/tmp."""
+    (tmp_path / "tmp").mkdir()
+    where = str(tmp_path / "tmp")
+    return {**os.environ, "TMPDIR": where, "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={where}"}
+
+
 def start(tmp_path: Path, *args: str) -> subprocess.Popen:
     """A Spark check in a private temp dir, every level on the executors,
     once its Python workers run (a level is under way)."""
-    (tmp_path / "tmp").mkdir()
     p = subprocess.Popen(
         [*CHECK, "-q", "--spark-conf", "spark.modelcheck.driverStates=0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
-        env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+        env=private_tmp(tmp_path),
     )
     while p.poll() is None and not any("pyspark.daemon" in c for c in descendants(p.pid).values()):
         time.sleep(0.2)
@@ -61,13 +72,38 @@ def start(tmp_path: Path, *args: str) -> subprocess.Popen:
 
 
 def leftovers(tmp_path: Path) -> list[str]:
-    """modelcheck-spark-* in the private temp dir, after the watchdog had a moment."""
-    for _ in range(50):
-        found = sorted(f.name for f in (tmp_path / "tmp").glob("modelcheck-spark-*"))
+    """What is in the private temp dir (modelcheck's and Spark's), once the
+    watchdog and the JVM's shutdown hooks had a moment."""
+    for _ in range(150):
+        found = sorted(f.name for f in (tmp_path / "tmp").iterdir())
         if not found:
             break
         time.sleep(0.2)
     return found
+
+
+@contextmanager
+def silent_master() -> Iterator[str]:
+    """A spark:// URL of a server on loopback that accepts connections,
+    reads what it is sent, and never answers (a wrong port behind a proxy)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:  # closed: the test is over
+                return
+            held.append(conn)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"spark://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -123,18 +159,50 @@ def test_an_unreachable_master_fails_at_once_in_one_line(tmp_path):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    asked = time.monotonic()
     p = subprocess.run(
         [*CHECK[:-2], "--master", f"spark://127.0.0.1:{port}", "-q"],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=30,
+        env=private_tmp(tmp_path),
     )  # Spark itself gives up after about a minute
+    assert time.monotonic() - asked < 15, "refused before Spark starts"
     assert p.returncode == 2 and p.stdout == ""
     assert (
         p.stderr == f"error: no Spark master at spark://127.0.0.1:{port}: cannot connect to "
         f"127.0.0.1:{port} (Connection refused)\n"
     )
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("command", ["check", "simulate"])
+@pytest.mark.slow
+def test_a_master_that_accepts_and_never_answers_fails_in_seconds_in_one_line(tmp_path, command):
+    """Spark tries to register the application three times, 20 s each
+    (hard-coded), then gives up: 66 s. The JVM is ended once the master has
+    not answered for spark.modelcheck.registrationTimeout (5 s), and
+    leaves nothing in its temp dir."""
+    extra = ["--walks", "1000"] if command == "simulate" else ["--spark-conf", "spark.modelcheck.driverStates=0"]
+    with silent_master() as master:
+        asked = time.monotonic()
+        p = subprocess.run(
+            [*CHECK[:3], command, "--engine", "spark", "--master", master, "-q", *extra],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+            env=private_tmp(tmp_path),
+        )
+        took = time.monotonic() - asked
+    assert (p.returncode, p.stdout) == (2, ""), p.stderr
+    assert p.stderr == (
+        f"error: no answer from the Spark master at {master}: it accepted the connection but did not register "
+        f"this application within 5 s ({REGISTRATION}; raise it with --spark-conf for a master that slow)\n"
+    )
+    assert took < 50, took  # the JVM's start (2-20 s, with the load), then 5 s; Spark's own retries take 60 s
+    assert leftovers(tmp_path) == []
 
 
 @pytest.mark.slow
@@ -214,40 +282,39 @@ def test_local_spark_gives_the_driver_a_share_of_the_available_memory():
     assert memory_defaults("spark://h:7077", 24 << 30) == {"spark.executor.memoryOverhead": "2g"}
 
 
-@pytest.mark.parametrize("command", ["check", "simulate"])
+@pytest.mark.parametrize(
+    ("command", "sig"), [("check", signal.SIGTERM), ("check", signal.SIGINT), ("simulate", signal.SIGTERM)]
+)
 @pytest.mark.slow
-def test_a_stop_while_spark_waits_on_a_master_that_never_answers_is_at_once(tmp_path, command):
+def test_a_stop_while_spark_waits_on_a_master_that_never_answers_is_at_once(tmp_path, command, sig):
     """A master that accepts connections and never answers held the start
     for Spark's minute of registration retries, and SIGTERM then exited 2."""
-    with socket.socket() as silent:  # connections complete in its backlog; nothing ever answers
-        silent.bind(("127.0.0.1", 0))
-        silent.listen(16)
-        port = silent.getsockname()[1]
-        (tmp_path / "tmp").mkdir()
+    with silent_master() as master:
         extra = ["--walks", "1000"] if command == "simulate" else ["--spark-conf", "spark.modelcheck.driverStates=0"]
+        extra += ["--spark-conf", f"{REGISTRATION}=600"]  # the stop, not the registration's timeout, ends it
         p = subprocess.Popen(
-            [*CHECK[:3], command, "--engine", "spark", "--master", f"spark://127.0.0.1:{port}", "-q", *extra],
+            [*CHECK[:3], command, "--engine", "spark", "--master", master, "-q", *extra],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             cwd=ROOT,
-            env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+            env=private_tmp(tmp_path),
         )
         try:
             while p.poll() is None and not any("SparkSubmit" in c for c in descendants(p.pid).values()):
                 time.sleep(0.2)
             time.sleep(5)  # the JVM registers with the master
             asked = time.monotonic()
-            p.send_signal(signal.SIGTERM)
+            p.send_signal(sig)
             out, err = p.communicate(timeout=40)
         finally:
             if p.poll() is None:
                 p.kill()
                 p.communicate()
-    assert (p.returncode, out) == (143, ""), err
+    assert (p.returncode, out) == (128 + sig, ""), err
     assert time.monotonic() - asked < 15 and "Traceback" not in err
-    said = {"check": "stopped by SIGTERM after ", "simulate": "simulate stopped by SIGTERM after "}[command]
-    assert err.startswith(said), err
+    said = {"check": "stopped by ", "simulate": "simulate stopped by "}[command]
+    assert err.startswith(f"{said}{sig.name} after "), err
     assert leftovers(tmp_path) == []
 
 

@@ -13,7 +13,6 @@ always holds whole levels.
 
 from __future__ import annotations
 
-import pickle
 import time
 
 import numpy as np
@@ -26,6 +25,7 @@ from ..trace import rebuild, validate
 from .control import Control, check_identity, identity, spec_source
 from .liveness import Recorder, check_properties
 from .progress import Progress, progress_counts
+from .state_json import dump_states, load_states
 
 PROGRESS_EVERY = 4096  # states between progress reports inside a level
 POLL_EVERY = 256  # states between looks at stop requests and memory
@@ -172,7 +172,7 @@ class Reference:
         arrays: dict[str, np.ndarray | list[np.ndarray]] = {
             "fps": fps,
             "parents": parents,
-            "frontier": np.frombuffer(pickle.dumps(frontier, pickle.HIGHEST_PROTOCOL), np.uint8),
+            "frontier": np.frombuffer(dump_states(self.spec, frontier), np.uint8),
         }
         if self.recorder is not None:
             arrays.update(
@@ -197,7 +197,8 @@ class Reference:
         self.coverage.update(state["coverage"])
         self.reached.update(state["reached"])
         self.started = time.perf_counter() - state["elapsed_s"]
-        return pickle.loads(arrays["frontier"].tobytes())
+        where = f"{arrays.where}: {arrays.info('frontier')['file']}"
+        return load_states(self.spec, arrays["frontier"].tobytes(), where)
 
     # ---- the result -----------------------------------------------------------------
     def properties(self) -> CheckResult:

@@ -349,10 +349,14 @@ class Arrays:
     def __contains__(self, name: str) -> bool:
         return name in self.files
 
-    def __getitem__(self, name: str) -> np.ndarray:
+    def info(self, name: str) -> dict[str, Any]:
+        """What the manifest says of array `name`'s file."""
         if name not in self.files:
             raise ConfigError(f"{self.where}: {MANIFEST} names no file for {name!r}")
-        info = self.files[name]
+        return self.files[name]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        info = self.info(name)
         dtype, shape = _dtype(info), tuple(info["shape"])
         size = math.prod(shape) * dtype.itemsize
         if size == 0:

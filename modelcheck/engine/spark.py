@@ -63,12 +63,18 @@ from .batch import run_info
 from .control import Control
 from .kernel import Kernel
 from .progress import Progress, progress_counts
-from .spark_session import MEMORY_KEYS, EngineUnavailable, loopback, scratch_dir, spark_context
+from .spark_session import (
+    DRIVER_STATES,
+    MEMORY_KEYS,
+    STATE_DIR,
+    EngineUnavailable,
+    loopback,
+    scratch_dir,
+    spark_context,
+)
 from .visited import BUCKETS, Run, Visited, _merge_two, first_occurrences, shard_of
 
 KEY_BYTES = 2  # a successor index (or an initial state's position) in a path
-STATE_DIR = "spark.modelcheck.stateDir"
-DRIVER_STATES = "spark.modelcheck.driverStates"  # the largest level the driver runs while executors start
 PHASES = ("settle", "expand", "write")  # a task's seconds, summed over a level's tasks
 
 

@@ -7,6 +7,7 @@ executors. pyspark is imported here only when a context is asked for."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -16,8 +17,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from importlib import util as importlib_util
 from importlib.machinery import ModuleSpec
@@ -37,6 +39,44 @@ MEMORY_KEYS = (
     "spark.executor.pyspark.memory",
 )
 PROBE_SECONDS = 5  # to connect to a spark:// master before Spark is started
+STATE_DIR = "spark.modelcheck.stateDir"  # the run's files on a cluster: storage every executor sees
+DRIVER_STATES = "spark.modelcheck.driverStates"  # the largest level the driver runs while executors start
+REGISTRATION = "spark.modelcheck.registrationTimeout"  # seconds a standalone master may take to register the app
+REGISTRATION_SECONDS = 5.0  # it takes about 1 s on loopback with the machine's 2 cores loaded 5x over
+# what the JVM logs (spark-log4j2.properties sets these loggers to INFO) when it asks a standalone
+# master to register the application, and when the master has answered
+JVM_GRACE_SECONDS = 5  # for a JVM to end once asked to (its shutdown hooks)
+CONNECTING = "Connecting to master "
+CONNECTED = "Connected to Spark cluster with app ID "
+
+
+def _seconds(text: str) -> bool:
+    try:
+        return 0 < float(text) < math.inf
+    except ValueError:
+        return False
+
+
+# modelcheck's own --spark-conf keys: whether a value is one, and what is expected
+OWN_SETTINGS: dict[str, tuple[Callable[[str], bool], str]] = {
+    STATE_DIR: (bool, "a directory"),
+    DRIVER_STATES: (lambda v: v.isascii() and v.isdigit(), "a whole number of states, 0 or more"),
+    REGISTRATION: (_seconds, "a number of seconds above 0"),
+}
+
+
+def check_own_settings(settings: dict[str, str]) -> None:
+    """Refuse (one line) a spark.modelcheck.* key that is not one of
+    modelcheck's, or a value it does not take: caught before Spark starts."""
+    for key, value in settings.items():
+        if not key.startswith("spark.modelcheck."):
+            continue
+        if key not in OWN_SETTINGS:
+            known = ", ".join(OWN_SETTINGS)
+            raise ConfigError(f"--spark-conf {key}: not a setting of modelcheck's (those are {known})")
+        valid, expected = OWN_SETTINGS[key]
+        if not valid(value):
+            raise ConfigError(f"--spark-conf {key}={value!r}: expected {expected}")
 
 
 class EngineUnavailable(ConfigError):
@@ -148,7 +188,6 @@ def spark_context(
             ("spark.ui.enabled", "false"),
             ("spark.ui.showConsoleProgress", "false"),
             ("spark.executorEnv.PYTHONHASHSEED", os.environ["PYTHONHASHSEED"]),
-            ("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J.as_uri()}"),
         ]
     )
     if master and loopback(master):  # executors on this machine run this very Python
@@ -158,18 +197,23 @@ def spark_context(
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # under spark-submit its JVM is sized already
         conf.setAll(sorted(memory_defaults(master, available_memory()).items()))
     conf.setAll(sorted((settings or {}).items()))
+    conf.set("spark.driver.extraJavaOptions", _java_options(conf.get("spark.driver.extraJavaOptions")))
     if note:
         memory = ", ".join(f"{k}={conf.get(k)}" for k in MEMORY_KEYS if conf.get(k))
         note(f"starting Spark ({master or 'the master spark-submit gives'}; {memory or 'memory: Spark defaults'}) ...")
     handler = signal.getsignal(signal.SIGINT)  # SparkContext puts its own, which raises KeyboardInterrupt
+    patience = float((settings or {}).get(REGISTRATION, REGISTRATION_SECONDS))
+    silent = threading.Event()  # set when the master did not register the application in time
     try:
-        with _abort_on_stop(stop):
+        with _watch_start(stop, silent, patience if master and master.startswith("spark://") else None):
             sc = SparkContext(conf=conf, gateway=None if SparkContext._gateway else _quiet_gateway(conf))
     except Stopped:
         raise
     except Exception as e:  # the JVM would not start, or refused the master or a setting
         if stop is not None and stop.asked:
             raise stop.stopped() from None
+        if silent.is_set():
+            raise _no_registration(master, patience) from None
         why = _reason(e)
         if re.search(r"INVALID_DRIVER_MEMORY|Insufficient driver memory", why):
             why += f": raise spark.driver.memory (now {conf.get('spark.driver.memory')}) with --spark-conf"
@@ -177,6 +221,8 @@ def spark_context(
     finally:
         if signal.getsignal(signal.SIGINT) is not handler and handler is not None:
             signal.signal(signal.SIGINT, handler)
+    if silent.is_set():  # the JVM was killed just as the context came up
+        raise _no_registration(master, patience)
     sc.setLogLevel("ERROR")
     if settings and settings.get("spark.checkpoint.dir") and sc.getCheckpointDir() is None:
         sc.setCheckpointDir(settings["spark.checkpoint.dir"])  # Spark < 4 has no such setting
@@ -204,22 +250,52 @@ def spark_context(
         sc.stop()
 
 
+def _java_options(given: str | None) -> str:
+    """The driver JVM's options: modelcheck's log4j configuration, then
+    those given (--spark-conf spark.driver.extraJavaOptions), unless these
+    name a log4j configuration of their own."""
+    ours = f"-Dlog4j2.configurationFile={LOG4J.as_uri()}"
+    if not given:
+        return ours
+    return given if "log4j2.configurationFile" in given else f"{ours} {given}"
+
+
+def _no_registration(master: str | None, patience: float) -> EngineUnavailable:
+    return EngineUnavailable(
+        f"no answer from the Spark master at {master}: it accepted the connection but did not register this "
+        f"application within {patience:g} s ({REGISTRATION}; raise it with --spark-conf for a master that slow)"
+    )
+
+
 @contextmanager
-def _abort_on_stop(stop: StopRequest | None) -> Iterator[None]:
-    """While Spark starts, a stop asked kills this process's JVM: a master
-    that accepts connections and never answers holds the start for the
-    minute of Spark's registration retries, and a stop must not wait for
-    it. The next context starts a JVM of its own."""
+def _watch_start(stop: StopRequest | None, silent: threading.Event, patience: float | None) -> Iterator[None]:
+    """While Spark starts, kill this process's JVM when a stop is asked, or
+    (`patience` given: a standalone master) when the master has not
+    registered the application `patience` seconds after the JVM asked it
+    to (then `silent` is set). A master that accepts connections and never
+    answers would hold the start for Spark's fixed three 20 s attempts,
+    and a stop must not wait for them. The next context starts a JVM of
+    its own."""
     from pyspark import SparkContext
 
     done = threading.Event()
 
+    def registered_in_time(asked: list[float]) -> bool:
+        log = _log_text()
+        if CONNECTED in log or CONNECTING not in log:
+            return True
+        asked[:] = asked or [time.monotonic()]
+        return time.monotonic() - asked[0] <= (patience or 0)
+
     def watch() -> None:
+        asked: list[float] = []
         while not done.wait(0.1):
+            if patience is not None and not silent.is_set() and not registered_in_time(asked):
+                silent.set()
             gateway = SparkContext._gateway
-            if stop is not None and stop.asked and gateway is not None:
+            if (silent.is_set() or (stop is not None and stop.asked)) and gateway is not None:
                 SparkContext._gateway = SparkContext._jvm = None
-                gateway.proc.kill()
+                _end(gateway.proc)
                 return
 
     watcher = threading.Thread(target=watch, daemon=True)
@@ -229,6 +305,17 @@ def _abort_on_stop(stop: StopRequest | None) -> Iterator[None]:
     finally:
         done.set()
         watcher.join()
+
+
+def _end(jvm: subprocess.Popen[bytes]) -> None:
+    """End a JVM by SIGTERM, so that its shutdown hooks remove the
+    directories Spark made in its temp dir (SIGKILL leaves them), and by
+    SIGKILL if that takes more than a few seconds."""
+    jvm.terminate()
+    try:
+        jvm.wait(JVM_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        jvm.kill()
 
 
 @contextmanager

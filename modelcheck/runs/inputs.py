@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..config import ConfigError, parse_override, read_file
+from ..engine.spark_session import check_own_settings
 from ..memory import default_limit, parse_size
 
 Loader = Callable[[dict[str, Any]], Any]  # config -> spec (raises ConfigError): the CLI's protocol
@@ -47,6 +48,7 @@ def check_spark_options(engine: str, master: str | None, partitions: int | None,
     bad = [kv for kv in spark_conf if "=" not in kv or not kv.split("=", 1)[0].strip()]
     if bad:
         raise ConfigError(f"--spark-conf {bad[0]!r}: expected KEY=VALUE, e.g. spark.executor.memory=8g")
+    check_own_settings(dict(kv.split("=", 1) for kv in spark_conf))
 
 
 def cell_memory(text: str | None, jobs: int) -> int:
