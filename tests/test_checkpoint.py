@@ -149,10 +149,10 @@ def test_a_visited_set_moved_to_disk_gives_the_same_answer_and_resumes_from_disk
     assert resumed.memory["visited_disk_bytes"] > 0
 
 
-DISK_CASES = [({}, True), ({"variant": "legacy"}, False), ({"max_records": 1, "max_fences": 0, "brokers": 4}, False)]
+DISK_CASES = [({}, True), ({"brokers": 4, "max_records": 1}, False)]
 
 
-@pytest.mark.parametrize("config,symmetric", DISK_CASES, ids=["default-symmetry", "legacy", "4-brokers-1-record"])
+@pytest.mark.parametrize("config,symmetric", DISK_CASES, ids=["default-symmetry", "4-brokers-1-record"])
 @pytest.mark.slow
 def test_levels_settled_on_disk_give_the_counts_of_the_search_in_memory(tmp_path, config, symmetric):
     """Short of memory, a level split into segments is settled at its end
