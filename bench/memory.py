@@ -1,13 +1,14 @@
 """Benchmark: what a memory limit and checkpoints cost. One config is
 checked as a whole process several ways, each compared with the
-unbounded run (the counts must be equal), with its wall time and the
-process's peak resident memory (getrusage of the child):
+unbounded run (the counts must be equal), with its wall time, its CPU
+time (user + sys) and the process's peak resident memory (getrusage of
+the child):
 
 - no limit (the default, 80% of RAM: nothing spills);
 - each --max-memory given: the fast engine splits levels into segments
-  and moves frontiers and parent links to disk, then the visited set's
-  keys (sorted runs) when the limit leaves room only for small segments
-  (the output says whether it spilled, into how many segments, how often
+  and moves frontiers and parent links to disk, and the visited set's
+  keys (sorted runs, each split level settled at its end) once a level
+  no longer fits in one segment (the output says whether it spilled, into how many segments, how often
   the visited set moved to disk and how much of it is there at the end);
 - --checkpoint with --checkpoint-every 0 (a checkpoint at every level)
   and with the default interval, and the checkpoint's size on disk;
@@ -37,8 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 FIELDS = ("verdict", "distinct_states", "generated_states", "depth", "coverage")
 
 
-def run(args: list[str], stop_after: float | None = None) -> tuple[float, int, Any, int]:
-    """(wall s, peak RSS bytes, JSON, exit status) of one check as a process."""
+def run(args: list[str], stop_after: float | None = None) -> tuple[float, float, int, Any, int]:
+    """(wall s, CPU s (user + sys), peak RSS bytes, JSON, exit status) of one check as a process."""
     started = time.perf_counter()
     with tempfile.TemporaryFile() as err:
         p = subprocess.Popen(
@@ -54,7 +55,8 @@ def run(args: list[str], stop_after: float | None = None) -> tuple[float, int, A
         err.seek(0)
         if p.returncode not in (0, 1, 130):
             raise RuntimeError(f"modelcheck check {' '.join(args)}: exit {p.returncode}\n{err.read().decode()}")
-    return time.perf_counter() - started, usage.ru_maxrss * 1024, json.loads(out) if out else None, p.returncode
+    cpu = usage.ru_utime + usage.ru_stime
+    return time.perf_counter() - started, cpu, usage.ru_maxrss * 1024, json.loads(out) if out else None, p.returncode
 
 
 def size_of(directory: Path) -> int:
@@ -68,18 +70,19 @@ def checkpoint_runs(config: list[str], elapsed: float) -> list[tuple]:
     with tempfile.TemporaryDirectory() as tmp:
         for every in ("0", "180"):
             ck = Path(tmp) / f"ck{every}"
-            wall, peak, got, _ = run([*config, "--checkpoint", str(ck), "--checkpoint-every", every])
-            rows.append((f"--checkpoint-every {every}", wall, peak, got, f"on disk {size_of(ck) / 2**20:.0f} MiB"))
+            wall, cpu, peak, got, _ = run([*config, "--checkpoint", str(ck), "--checkpoint-every", every])
+            rows.append((f"--checkpoint-every {every}", wall, cpu, peak, got, f"on disk {size_of(ck) / 2**20:.0f} MiB"))
         ck = Path(tmp) / "stopped"
-        first, _, _, code = run(
+        first, first_cpu, _, _, code = run(
             [*config, "--checkpoint", str(ck), "--checkpoint-every", "0"], stop_after=elapsed / 2 + 2
         )
         assert code == 130, code
-        wall, peak, got, _ = run(["--resume", str(ck)])
+        wall, cpu, peak, got, _ = run(["--resume", str(ck)])
         rows.append(
             (
                 "SIGINT half-way, then --resume",
                 first + wall,
+                first_cpu + cpu,
                 peak,
                 got,
                 f"stopped after {first:.1f} s, resumed in {wall:.1f} s",
@@ -113,16 +116,17 @@ def main() -> None:
         f"config: {' '.join(config)}"
     )
     rows = []
-    wall, peak, base, _ = run(config)
+    wall, cpu, peak, base, _ = run(config)
     rows.append(
-        ("no limit (default)", wall, peak, base, f"visited set {base['memory']['visited_bytes'] / 2**20:,.0f} MiB")
+        ("no limit (default)", wall, cpu, peak, base, f"visited set {base['memory']['visited_bytes'] / 2**20:,.0f} MiB")
     )
     for limit in ns.limit or ["1G", "600M", "400M"]:
-        wall, peak, got, _ = run([*config, "--max-memory", limit])
+        wall, cpu, peak, got, _ = run([*config, "--max-memory", limit])
         rows.append(
             (
                 f"--max-memory {limit}",
                 wall,
+                cpu,
                 peak,
                 got,
                 f"spilled={got['spilled']} segments={got['segments']} visited moved to disk "
@@ -131,11 +135,11 @@ def main() -> None:
         )
     if not ns.no_checkpoints:
         rows += checkpoint_runs(config, base["elapsed_s"])
-    print(f"{'run':34} {'wall s':>8} {'peak RSS':>10}  {'same counts':11}  notes")
-    for name, wall, peak, got, notes in rows:
+    print(f"{'run':34} {'wall s':>8} {'CPU s':>8} {'peak RSS':>10}  {'same counts':11}  notes")
+    for name, wall, cpu, peak, got, notes in rows:
         same = all(got[f] == base[f] for f in FIELDS)
         rss = f"{peak / 2**20:,.0f} MiB"
-        print(f"{name:34} {wall:8.1f} {rss:>10}  {str(same):11}  {notes}")
+        print(f"{name:34} {wall:8.1f} {cpu:8.1f} {rss:>10}  {str(same):11}  {notes}")
         assert same, name
 
 

@@ -149,6 +149,29 @@ def test_a_visited_set_moved_to_disk_gives_the_same_answer_and_resumes_from_disk
     assert resumed.memory["visited_disk_bytes"] > 0
 
 
+DISK_CASES = [({}, True), ({"brokers": 4, "max_records": 1}, False)]
+
+
+@pytest.mark.parametrize("config,symmetric", DISK_CASES, ids=["default-symmetry", "4-brokers-1-record"])
+@pytest.mark.slow
+def test_levels_settled_on_disk_give_the_counts_of_the_search_in_memory(tmp_path, config, symmetric):
+    """Short of memory, a level split into segments is settled at its end
+    against the keys on disk (one external sort a level): the counts,
+    coverage, goals and, with symmetry, the classes and the states they
+    hold are those of the search in memory."""
+    spec = load(config)
+    if symmetric:
+        spec.enable_symmetry()
+    whole = run(spec, engine="fast", workers=2)
+    r = run(
+        spec, engine="fast", workers=2, control=Control(max_memory=anon_rss() + (24 << 20), spill_dir=str(tmp_path))
+    )
+    same(r, whole)
+    assert r.run_info.get("symmetry") == whole.run_info.get("symmetry")
+    assert r.run_info["segments"] > r.depth and r.run_info["visited_flushes"] > 0
+    assert r.memory["visited_disk_bytes"] == r.memory["visited_bytes"] == whole.memory["visited_bytes"]
+
+
 @pytest.mark.slow
 def test_a_violation_found_with_the_visited_set_on_disk_has_the_exact_counts_and_trace(tmp_path, monkeypatch):
     """Duplicates in the runs are detected late; at a violation the search

@@ -31,16 +31,20 @@ that is short it first moves the frontier and the parent links to disk
 stops with a checkpoint only when a segment of the smallest size no
 longer fits beside what cannot move.
 
-Once keys are on disk, duplicates are detected late (Stern and Dill's
-and Korf's delayed duplicate detection): a segment's candidates are
-tested against the keys in memory only, and its winners are the next
-level's rows *provisionally*; `resolve` looks the keys in memory up in
-the runs all at once, a sequential merge, and takes back the rows whose
-state a run holds (a state of an earlier level: it passed every invariant
-then, so a provisional row never hides a violation). A search resolves
-at the end of each level, before moving keys to disk, before a
-checkpoint or a stop, and at a violation (whose counts are then exact),
-so everything it reports is what the per-segment test would have given.
+Once a level no longer fits in one segment, the visited set's keys move
+to disk and duplicates are detected late, a level at a time (Stern and
+Dill's and Korf's delayed duplicate detection): a segment's winners are
+the first occurrence of each of its keys, the next level's rows
+*provisionally*; `resolve` sorts the level's keys once (a range of buckets
+at a time) and merges them against the sorted runs in one sequential
+pass, keeps the first occurrence of each key no run holds, writes those
+keys as a new run, and takes back the other rows (a state met earlier in
+the level, or in an earlier level: it passed every invariant then, so a
+provisional row never hides a violation). Before, a segment merged its
+keys into the whole set in memory: a copy of the set a segment. A search
+resolves at the end of each level, before a checkpoint or a stop, and at a
+violation (whose counts are then exact), so everything it reports is what
+the per-segment test would have given.
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ from .visited import BUCKET_BITS, Visited, first_occurrences, reshard, shard_of
 MIN_SEGMENT = 1 << 12  # frontier rows: a level is not split finer
 MANY_SEGMENTS = 4  # more segments than this for the rest of a level: move the visited set to disk
 MERGE_SHARE = 16  # once on disk, keys in memory beyond this many segments' candidates move there too
+MIN_BUDGET = 16 << 20  # bytes a shard's sort of a level's keys may take, however little memory is left
 VISITED_SHARE = 0.25  # of the memory limit, what the visited set's keys may keep in memory when it is short
 PEAK_PER_CANDIDATE = 3.0  # a candidate's bytes at a segment's peak, in its own sizes (buffer growth, joins, sorts)
 
@@ -239,15 +244,14 @@ class Search:
         new states to the cursor's next level, their links kept; or the
         first violation among them (candidate position, new states before
         it, invariant), if any."""
-        runs = not self.deferred
         if self.workers == 1:
-            winners = np.flatnonzero(self.shards[0].insert_new(level.keys, runs))
+            winners = self.winners(level.keys, 0)
         else:
             owner = shard_of(level.keys, self.workers)
 
             def shard(s: int) -> np.ndarray:
                 mine = np.flatnonzero(owner == s)
-                return mine[self.shards[s].insert_new(level.keys[mine], runs)]
+                return mine[self.winners(level.keys[mine], s)]
 
             winners = np.sort(np.concatenate(self.wait([self.pool.submit(shard, s) for s in range(self.workers)])))
         rows = level.words[winners]
@@ -282,6 +286,15 @@ class Search:
             self.coverage += np.bincount(level.action, minlength=len(self.coverage))
         return None
 
+    def winners(self, keys: np.ndarray, shard: int) -> np.ndarray:
+        """Places (ascending) of the new states among a shard's candidates:
+        the first occurrence of each key not visited; once keys are on
+        disk, of each key not met before in the segment (provisionally:
+        `resolve` settles them against the level and the runs)."""
+        if self.deferred:
+            return first_occurrences(keys)
+        return np.flatnonzero(self.shards[shard].insert_new(keys))
+
     def in_runs(self, keys: np.ndarray) -> np.ndarray:
         """Which of `keys` a run holds (the shards' runs, not their memory)."""
         owner = shard_of(keys, self.workers)
@@ -292,27 +305,38 @@ class Search:
         return found
 
     def resolve(self, cur: Cursor) -> None:
-        """Delayed duplicate detection: take back the next level's
-        provisional rows whose key a run holds, and their keys from memory."""
+        """Delayed duplicate detection: keep, of the next level's
+        provisional rows, the first occurrence of each state no run holds
+        (each shard sorts its keys of them once and merges them against its
+        runs, in ranges of buckets that fit the memory left), the new keys
+        becoming a run; take back the others."""
         if cur.resolved == len(cur.next_rows):
             return
-        taken = self.wait([self.pool.submit(s.resolve) for s in self.shards])
-        held = Visited(self.kernel.key_words)
-        for keys in taken:
-            held.insert_new(keys)
+        keep = np.zeros(sum(len(k) for k in cur.next_keys), dtype=np.bool_)
+        limit = self.control.max_memory
+        budget = None if limit is None else max(MIN_BUDGET, limit - anon_rss()) // self.workers
+        d = self.control.spill_dir
+        self.wait(
+            [
+                self.pool.submit(v.add_level, cur.next_keys, keep, self.workers, s, budget, d)
+                for s, v in enumerate(self.shards)
+            ]
+        )
+        start = 0
         for i in range(cur.resolved, len(cur.next_rows)):
-            if not len(held):
-                break
-            drop = held.contains(cur.next_keys[i - cur.resolved])
-            if drop.any():
-                rows = cur.next_rows[i]
+            rows = cur.next_rows[i]
+            kept = keep[start : start + len(rows)]
+            start += len(rows)
+            if not kept.all():
+                drop = ~kept
                 if self.spec.symmetric:
                     self.represented -= self.kernel.class_sizes(rows[drop], 0, int(drop.sum()))
                 self.distinct -= int(drop.sum())
-                cur.next_rows[i] = self.kept(rows[~drop])
-                cur.next_links[i] = self.kept(cur.next_links[i][~drop])
+                cur.next_rows[i] = self.kept(rows[kept])
+                cur.next_links[i] = self.kept(cur.next_links[i][kept])
         cur.next_keys.clear()
         cur.resolved = len(cur.next_rows)
+        release_freed()
 
     def first_violation(self, rows: np.ndarray) -> tuple[int, int] | None:
         """(row, place in checked_invariants()) of the first violating row."""
@@ -363,6 +387,9 @@ class Search:
         if room < per_row * rest and not self.spilled:
             self.spill(cur)
             room = self.control.max_memory - anon_rss()
+        # a level split into segments is settled once, at its end, against keys on disk (a test-and-set
+        # a segment would merge its keys into the whole set in memory: a copy of the set a segment)
+        split = room < per_row * rest and self.recorder is None and not self.deferred
         in_memory = sum(s.memory_bytes for s in self.shards)
         short = room < per_row * rest / MANY_SEGMENTS and (
             in_memory > self.control.max_memory * VISITED_SHARE or room < per_row * min(rest, MIN_SEGMENT)
@@ -373,7 +400,7 @@ class Search:
             any(s.runs for s in self.shards)
             and sum(s.memory_keys for s in self.shards) > MERGE_SHARE * self.last_candidates
         )
-        if short or costly:
+        if short or costly or split:
             self.flush_visited(cur)
             room = self.control.max_memory - anon_rss()
         if room < per_row * min(rest, MIN_SEGMENT):

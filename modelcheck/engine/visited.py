@@ -12,17 +12,18 @@ exactly as the reference engine's `put` would have.
 When memory is short the in-memory keys are written out whole as one
 sorted *run* (the buckets one after the other are one sorted array) and
 mapped back read-only: file pages the OS may drop and read again, not
-anonymous memory. This is delayed duplicate detection as in Stern and
-Dill's disk-based Murphi and Korf's disk BFS, at the granularity of a
-level: a level's candidates are sorted once and looked up in every run by
-a galloping search within their bucket (so a small level reads few of a
-run's pages), then merged into memory. Runs never change once written;
-`merge_runs` keeps them few by merging the newest two while they are of
-like size (an LSM tree's size tiers: a key is rewritten O(log) times),
-and `compact` merges them all into one, a bucket at a time. A run may be
-nameless (the fast engine's spill: nothing is left behind however the
-process ends) or a named file (Spark executors keep a shard's runs
-between jobs).
+anonymous memory. Candidates are then looked up in every run by a
+galloping search within their bucket (so a few read few of a run's
+pages), or settled a level at a time by `add_level`: delayed duplicate
+detection as in Stern and Dill's disk-based Murphi and Korf's disk BFS,
+the level's keys sorted once, a range of buckets at a time, merged
+against the runs, and the new ones written as a run. Runs never change
+once written; `merge_runs` keeps them few by merging the newest two while
+they are of like size (an LSM tree's size tiers: a key is rewritten
+O(log) times), and `compact` merges them all into one, a bucket at a
+time. A run may be nameless (the fast engine's spill: nothing is left
+behind however the process ends) or a named file (Spark executors keep a
+shard's runs between jobs).
 """
 
 from __future__ import annotations
@@ -299,17 +300,17 @@ class Run:
     def write(
         buckets: Iterable[np.ndarray],
         key_words: int,
-        rows: int,
+        rows: int | None,
         path: str | None = None,
         directory: str | None = None,
         durable: bool = True,
     ) -> Run:
-        """A run of `rows` keys given bucket by bucket (each sorted, bucket b
-        holding the keys whose top bits are b), written to `path` (whole,
-        under a temporary name first; synced to disk if `durable`) or to a
-        nameless file in `directory`."""
+        """A run of `rows` keys (None: as many as come) given bucket by
+        bucket (each sorted, bucket b holding the keys whose top bits are
+        b), written to `path` (whole, under a temporary name first; synced
+        to disk if `durable`) or to a nameless file in `directory`."""
         header = np.zeros(RUN_HEADER, np.uint64)
-        header[0], header[1], header[2] = RUN_MAGIC, key_words, rows
+        header[0], header[1], header[2] = RUN_MAGIC, key_words, rows or 0
         part = f"{path}.{os.getpid()}.tmp"  # two writers of one run (a task and its retry) do not mix
         f = open(part, "w+b") if path else tempfile.TemporaryFile(dir=directory)
         try:
@@ -321,9 +322,9 @@ class Run:
                     f.write(np.ascontiguousarray(keys, np.uint64).tobytes())
                 offset += len(keys)
                 written = b + 1
-            if written != BUCKETS or offset != rows:
+            if written != BUCKETS or offset != (offset if rows is None else rows):
                 raise ValueError(f"a run got {written} buckets of {offset} keys, expected {BUCKETS} of {rows}")
-            header[4 + BUCKETS] = offset
+            header[2], header[4 + BUCKETS] = offset, offset
             f.seek(0)
             f.write(header.tobytes())
             f.flush()
@@ -354,18 +355,16 @@ class Visited:
         """The visited set held by run files (mapped, nothing read yet)."""
         return Visited(key_words, [Run.open(p) for p in paths])
 
-    def insert_new(self, keys: np.ndarray, runs: bool = True) -> np.ndarray:
+    def insert_new(self, keys: np.ndarray) -> np.ndarray:
         """Add `keys` (a level's candidates, in the reference engine's order)
         and return which rows were new: the first occurrence of a key not
-        seen before. With `runs` false the runs are not consulted (delayed
-        duplicate detection: `resolve` later takes back the keys that were
-        in a run)."""
+        seen before."""
         winner = np.zeros(len(keys), dtype=np.bool_)
         if not len(keys):
             return winner
         order, ordered = sort_keys(keys)
         bounds = _bucket_bounds(ordered)
-        found = self._in_runs(ordered, order, bounds) if runs else np.zeros(len(keys), dtype=np.bool_)
+        found = self._in_runs(ordered, order, bounds)
         for b in np.flatnonzero(np.diff(bounds)).tolist():
             self.buckets[b] = _merge_bucket(self.buckets[b], ordered, order, bounds[b], bounds[b + 1], winner, found)
         self.count += int(winner.sum())
@@ -403,26 +402,63 @@ class Visited:
         order, ordered = sort_keys(keys)
         return self._in_runs(ordered, order, _bucket_bounds(ordered))
 
-    def resolve(self) -> np.ndarray:
-        """Take out of memory the keys that are also in a run (inserted
-        with `runs` false), and return them: each bucket in memory is
-        looked up in the runs' same bucket, a sequential merge where it is
-        dense."""
-        taken = []
-        if self.runs:
-            for b in np.flatnonzero([len(k) for k in self.buckets]).tolist():
-                keys = self.buckets[b]
-                bounds = np.zeros(BUCKETS + 1, np.int64)
-                bounds[b + 1 :] = len(keys)
-                found = np.zeros(len(keys), dtype=np.bool_)
-                for run in self.runs:
-                    _member_run(run.keys, run.bounds, keys, np.arange(len(keys)), bounds, found)
-                if found.any():
-                    taken.append(keys[found])
-                    self.buckets[b] = keys[~found]
-        out = np.concatenate(taken) if taken else np.empty((0, self.key_words), np.uint64)
-        self.count -= len(out)
-        return out
+    def add_level(
+        self,
+        parts: list[np.ndarray],
+        keep: np.ndarray,
+        shards: int = 1,
+        shard: int = 0,
+        budget: int | None = None,
+        directory: str | None = None,
+    ) -> None:
+        """Delayed duplicate detection of a level, as one external sort
+        (Stern and Dill; Korf): `parts` are a level's provisional keys one
+        after the other, in the reference engine's order (every shard's: this
+        one takes those `shard_of` gives it). Of each such key that no run
+        holds, mark its first occurrence in `keep` (indexed over all parts)
+        and add it to a new run. The keys are sorted a range of buckets at a
+        time, each range looked up in the runs by one sequential pass, so
+        that memory holds `budget` bytes of them (None: all at once), never
+        the level; the new keys stream to the run as each range is done."""
+        starts = np.cumsum([0] + [len(p) for p in parts])
+        if not starts[-1]:
+            return
+        per_key = 4 * 8 * self.key_words + 32  # the keys, sorted, their order and places
+        mine = starts[-1] // shards
+        ranges = 1 if budget is None else min(BUCKETS, 1 + mine * per_key // max(1, budget))
+        edges = np.linspace(0, BUCKETS, ranges + 1).astype(np.int64).tolist()
+        top = np.uint64(64 - BUCKET_BITS)
+
+        def new_keys() -> Iterator[np.ndarray]:
+            for lo, hi in zip(edges, edges[1:]):
+                places, keys = [], []
+                for start, p in zip(starts.tolist(), parts):
+                    bucket = p[:, 0] >> top
+                    sel = (bucket >= lo) & (bucket < hi)
+                    if shards > 1:
+                        sel &= shard_of(p, shards) == shard
+                    at = np.flatnonzero(sel)
+                    places.append(at + start)
+                    keys.append(p[at])
+                where = np.concatenate(places)
+                new = np.empty((0, self.key_words), np.uint64)
+                if len(where):
+                    level = np.concatenate(keys)
+                    del keys
+                    order, ordered = sort_keys(level)
+                    firsts = _firsts(ordered, order)  # places in `level`, in key order
+                    firsts = firsts[~self._in_runs(ordered, order, _bucket_bounds(ordered))[firsts]]
+                    keep[where[firsts]] = True
+                    new = level[firsts]
+                bounds = _bucket_bounds(new)
+                for b in range(lo, hi):
+                    yield new[bounds[b] : bounds[b + 1]]
+
+        run = Run.write(new_keys(), self.key_words, None, directory=directory)
+        if len(run):
+            self.runs.append(run)
+            self.count += len(run)
+            self.merge_runs(directory)
 
     def _in_runs(self, ordered: np.ndarray, order: np.ndarray, bounds: np.ndarray) -> np.ndarray:
         found = np.zeros(len(ordered), dtype=np.bool_)
