@@ -1,11 +1,13 @@
 """Shared fixtures: checks that are expensive run once per session; and,
 for the whole suite and for the fast tier (-m "not slow"), the kernels
-they use compiled before their workers start, two at a time: else, from
-an empty cache (a fresh clone, or the first run after a spec edit), both
-workers meet the default kernel first and one waits on the cache's lock
-while the other compiles it, one core idle. With a warm cache this costs
-about a second. A run of a few files, or of another tier, compiles what
-its tests meet."""
+they use compiled in processes of their own, started before the workers:
+else, from an empty cache (a fresh clone, or the first run after a spec
+edit), both workers meet the default kernel first and one waits on the
+cache's lock while the other compiles it, one core idle. The whole suite
+waits for its kernels; the fast tier (the edit loop) runs its tests
+meanwhile, a worker that meets a kernel waiting on the lock its compile
+holds. With a warm cache this costs about a second. A run of a few files,
+or of another tier, compiles what its tests meet."""
 
 from __future__ import annotations
 
@@ -41,14 +43,18 @@ WARM = [
     [("kafka-4", 3), ("hwm-on-maximal-isr", 3), ("balanced-fixed-responses", 3), ("no-unclean-detection", 3),
      ("kip966", 2), ("reassignment-ignores-min-isr", 3)],
 ]  # fmt: skip
-# The fast tier's kernels: it meets no other (bench/tiers.py lists what a
-# cold tier compiled; a fast test of another variant, or of kafka-4 or
+# The fast tier's kernels, one process each (three compiles keep both cores
+# busy until all are done; it meets no other: bench/tiers.py lists what a
+# cold tier compiled, and a fast test of another variant, or of kafka-4 or
 # legacy for 2 brokers, costs a compile of about 30 s of one core).
-FAST_WARM = [[("kip966", 3)], [("kip966", 2), ("legacy", 3)]]
+FAST_WARM = [[("kip966", 3)], [("kip966", 2)], [("legacy", 3)]]
+# Each kernel is compiled under the cache's lock, taken before it is
+# announced (a line on stdout): a worker started after the announcement
+# that meets the kernel waits for it, never compiles it too.
 COMPILE = """
 import importlib, json, sys
 sys.path.insert(0, "tests")
-from modelcheck.engine.kernel import kernel_for
+from modelcheck.engine.kernel import Kernel, cache_dir
 from specs.kafka_elr import load
 for name, brokers in json.loads(sys.argv[1]):
     config = {"brokers": brokers, "min_isr": min(2, brokers), "max_admin_elections": 1, "max_clean_shutdowns": 1,
@@ -58,8 +64,12 @@ for name, brokers in json.loads(sys.argv[1]):
         spec = getattr(importlib.import_module(module), cls)(load(config).config)
     else:
         spec = load({**config, "variant": name})
-    kernel_for(spec)
+    kernel = Kernel(spec, cache_dir())
+    with kernel.compiling():
+        print(name, brokers, flush=True)
+        kernel.warm(spec.init_states())
 """
+COMPILING = pytest.StashKey[list[subprocess.Popen]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -70,14 +80,32 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # some files: they compile what their tests meet
     markexpr = (config.option.markexpr or "").strip()
     if markexpr == "not slow":
-        halves = FAST_WARM
+        groups = FAST_WARM
     elif "slow" in markexpr:
         return  # another tier: it compiles what its tests meet
     else:
-        halves = WARM
-    procs = [subprocess.Popen([sys.executable, "-c", COMPILE, json.dumps(half)], cwd=root) for half in halves]
+        groups = WARM
+    procs = [
+        subprocess.Popen([sys.executable, "-c", COMPILE, json.dumps(g)], cwd=root, stdout=subprocess.PIPE, text=True)
+        for g in groups
+    ]
     for p in procs:
-        p.wait()
+        assert p.stdout is not None
+        p.stdout.readline()  # its first kernel's lock is held
+    if groups is FAST_WARM:
+        config.stash[COMPILING] = procs
+        return
+    for p in procs:
+        p.communicate()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A fast tier's compiles have ended with its tests, unless it was
+    stopped early: then they are not waited for."""
+    for p in config.stash.get(COMPILING, []):
+        if p.poll() is None:
+            p.terminate()
+        p.communicate()
 
 
 @pytest.fixture(scope="session")
