@@ -423,7 +423,18 @@ def matrix(**options: Any) -> None:
     help="Entries checked at a time, each in its own process.",
 )
 @click.option("--max-memory", type=Size(), metavar="SIZE", help=CELL_MEMORY_HELP)
-def gate(junit: str | None, update_baseline: bool, **options: Any) -> None:
+@click.option(
+    "--against",
+    metavar="REF",
+    help="Compare each entry's variant with the same variant at git revision REF of specs/ "
+    "instead of checking the pins: the first new behaviour, or none.",
+)
+@click.option(
+    "--repo",
+    metavar="DIR",
+    help="The git repository --against reads REF from (default: the checkout specs/ is imported from).",
+)
+def gate(junit: str | None, update_baseline: bool, repo: str | None, **options: Any) -> None:
     """Fail a protocol change that breaks an invariant or changes what the
     protocol can reach.
 
@@ -442,9 +453,23 @@ def gate(junit: str | None, update_baseline: bool, **options: Any) -> None:
     exercises = ["UncleanShutdown", "StartBroker"]
     goals = ["ElrMemberElected", "UncleanShutdownDetected"]
     budget_s = 60
+    refines = "hwm-ignores-min-isr"
+
+    `refines = "VARIANT"` also checks that the entry's variant refines
+    VARIANT on its config (`modelcheck refines`, the mapping its variant
+    declares): an entry fails with the first step VARIANT does not allow.
+
+    `--against REF` checks no pins: it compares each entry's variant with
+    the same variant at git revision REF of specs/ (extracted with `git
+    archive` into a temporary directory, the working tree untouched), and
+    reports each entry's first new behaviour: the shortest trace whose last
+    step the spec at REF does not allow (exit 1), or none (exit 0).
+
+    \b
+    modelcheck gate specs/gate.toml --against main    what does this branch allow that main did not?
 
     Exit status: 0 every entry passes, 1 one fails (verdict, count, a
-    vacuous holds or budget), 2 bad gate file or an output that cannot be
+    vacuous holds, budget or refines), 2 bad gate file or an output that cannot be
     written (checked before the run; --update-baseline included), 4 an
     output whose write failed after the run (said after the table); Ctrl-C or
     SIGTERM stops every entry at once (130, 143), and --junit and
@@ -452,7 +477,27 @@ def gate(junit: str | None, update_baseline: bool, **options: Any) -> None:
     """
     from modelcheck.runs.gate import gate_command
 
-    gate_command(kafka_elr.load, junit_file=junit, update=update_baseline, **options)
+    if repo is not None and options["against"] is None:
+        fail("--repo applies to --against only")
+    gate_command(
+        kafka_elr.load,
+        junit_file=junit,
+        update=update_baseline,
+        load_as=kafka_elr.load_as,
+        load_at=lambda ref: specs_at(repo or str(Path(kafka_elr.__file__).resolve().parents[2]), ref),
+        **options,
+    )
+
+
+def specs_at(repo: str, ref: str) -> Any:
+    """kafka_elr.load_as with the loader of specs/ at revision `ref` of `repo`."""
+    import functools
+    import importlib
+
+    from modelcheck.runs.revision import package_at
+
+    old = importlib.import_module(package_at(repo, ref, "specs").__name__ + ".kafka_elr")
+    return functools.partial(kafka_elr.load_as, load=old.load)
 
 
 @main.command("spark-env")

@@ -19,8 +19,8 @@ one not.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..fingerprint import fingerprint
@@ -83,8 +83,8 @@ def closest(steps: Sequence[tuple[str | None, dict[str, Any], Any]], target: Any
 class Refines:
     """One refinement check of `impl` against `abstract` through `image`."""
 
-    def __init__(self, impl: Spec, abstract: Spec, image: Image, progress: Progress | None, control: Control):
-        self.impl, self.abstract, self.image = impl, abstract, image
+    def __init__(self, image: Image, progress: Progress | None, control: Control):
+        self.impl, self.abstract, self.image = image.impl, image.abstract, image
         self.progress, self.control = progress, control
         self.store = DictStore()
         self.started = time.perf_counter()
@@ -174,12 +174,10 @@ class Refines:
         )
 
 
-def check(
-    impl: Spec, abstract: Spec, image: Image, progress: Progress | None = None, control: Control | None = None
-) -> RefinementResult:
-    """Whether `impl` refines `abstract` under `image`, with a shortest
-    failing trace if not."""
-    return Refines(impl, abstract, image, progress, control or Control()).run()
+def check(image: Image, progress: Progress | None = None, control: Control | None = None) -> RefinementResult:
+    """Whether `image.impl` refines `image.abstract` under the mapping, with
+    a shortest failing trace if not."""
+    return Refines(image, progress, control or Control()).run()
 
 
 def as_abstract(abstract: Spec, before: Any, after: Any) -> tuple[bool, list[tuple[str, dict[str, Any]]]]:

@@ -30,11 +30,18 @@ def mapping_json(mapping: Refinement) -> dict[str, Any]:
     return {"name": mapping.name, "meaning": mapping.meaning, "variables": mapping.describe()}
 
 
-def images(load_as: LoadAs, impl: str, abstract: str, given: dict[str, Any], mapping: str | None, where: str) -> Image:
-    """The two specs of `given` and the mapping between them; ConfigError
-    (naming the side) for a variant or config either refuses."""
+def images(
+    loaders: tuple[LoadAs, LoadAs],
+    impl: str,
+    abstract: str,
+    given: dict[str, Any],
+    mapping: str | None,
+    where: str,
+) -> Image:
+    """The two specs of `given` (each by its loader) and the mapping between
+    them; ConfigError (naming the side) for a variant or config either refuses."""
     sides = []
-    for role, name in (("IMPL", impl), ("ABSTRACT", abstract)):
+    for role, name, load_as in (("IMPL", impl, loaders[0]), ("ABSTRACT", abstract, loaders[1])):
         try:
             sides.append(load_as(name, given, where))
         except ConfigError as e:
@@ -57,13 +64,13 @@ def refines_command(
         given, expected = load_check_config(config, overrides)
         if expected is not None:
             raise ConfigError(f"{config}: [expected] is a check's verdict; refines takes none")
-        image = images(load_as, impl, abstract, given, mapping, "on the command line (IMPL ABSTRACT)")
+        image = images((load_as, load_as), impl, abstract, given, mapping, "on the command line (IMPL ABSTRACT)")
     except ConfigError as e:
         fail(str(e))
     with stop_on_signals() as request:
         try:
             with Progress(enabled=not quiet and not as_json) as progress:
-                result: RefinementResult = check(image.impl, image.abstract, image, progress, Control(stop=request))
+                result: RefinementResult = check(image, progress, Control(stop=request))
         except Stopped as e:
             print_stop(e, as_json)
             sys.exit(exit_code(e))

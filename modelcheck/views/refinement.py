@@ -116,3 +116,11 @@ def print_refinement(
         f"distinct states: {result.states:,}  transitions: {result.transitions:,}  stutters: {result.stutters:,}  "
         f"depth: {result.depth}  time: {result.elapsed_s:.1f} s  kernel: {result.run_info.get('kernel')}"
     )
+
+
+def failure_line(abstract_name: str, result: RefinementResult) -> str:
+    """A failed refinement in one line: which step, and the trace to it."""
+    if len(result.trace) == 1:
+        return f"the image of an initial state is no initial state of {abstract_name}"
+    steps = ", ".join(f"{i}. {format_action(s.action, s.args)}" for i, s in enumerate(result.trace[1:], 1))
+    return f"the image of step {len(result.trace) - 1} is no {abstract_name} step: {steps}"
