@@ -328,6 +328,13 @@ DEFAULT_MATRIX = Path(kafka_elr.__file__).parent.parent / "matrix.toml"
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of tables.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@click.option(
+    "--engine",
+    type=click.Choice(["fast", "bfs"]),
+    default="fast",
+    show_default=True,
+    help="fast: both specs compiled (each compiled once, then loaded from the cache); bfs: the interpreted reference.",
+)
 def refines(**options: Any) -> None:
     """Does variant IMPL refine variant ABSTRACT? Every reachable step of
     IMPL, read through a refinement mapping, must be a step of ABSTRACT or

@@ -100,6 +100,7 @@ def test_the_spec_at_a_revision_is_imported_beside_this_one(repo):
     assert git(repo, "status", "--porcelain") == ""
 
 
+@pytest.mark.slow
 def test_against_reports_the_first_new_behaviour(tmp_path, repo):
     """This checkout's legacy against the repository's HEAD, whose HWM never
     advances: the first new behaviour is the HWM advancing."""

@@ -199,7 +199,11 @@ def read_matrix(path: str, loader: Loader) -> tuple[dict[str, Any], list[Cell]]:
         )
         for e in entries
     ]
-    return {"title": raw.get("title", "Verdict matrix"), "intro": raw.get("intro", ""), "outro": raw.get("outro", "")}, cells
+    return {
+        "title": raw.get("title", "Verdict matrix"),
+        "intro": raw.get("intro", ""),
+        "outro": raw.get("outro", ""),
+    }, cells
 
 
 def run_cell(loader: Loader, cell: Cell, max_memory: int | None = None, stop: StopRequest | None = None) -> Row:

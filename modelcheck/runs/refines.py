@@ -12,7 +12,8 @@ import click
 
 from ..config import ConfigError
 from ..engine.control import Control
-from ..engine.refine import RefinementResult, check
+from ..engine.refine import RefinementResult
+from ..engine.refine_fast import run
 from ..lifetime import Stopped, exit_code, stop_on_signals
 from ..refinement import Image, Refinement, mapping_for
 from ..spec import Spec
@@ -58,6 +59,7 @@ def refines_command(
     mapping: str | None,
     as_json: bool,
     quiet: bool,
+    engine: str,
 ) -> NoReturn:
     """Check that `impl` refines `abstract` on the config; exit 0 holds, 1 violated, 2 bad input."""
     try:
@@ -70,7 +72,8 @@ def refines_command(
     with stop_on_signals() as request:
         try:
             with Progress(enabled=not quiet and not as_json) as progress:
-                result: RefinementResult = check(image, progress, Control(stop=request))
+                note = (lambda text: progress({"note": text})) if not quiet and not as_json else (lambda text: None)
+                result: RefinementResult = run(image, engine, progress, Control(stop=request), note)
         except Stopped as e:
             print_stop(e, as_json)
             sys.exit(exit_code(e))
