@@ -176,7 +176,7 @@ def run(
 
     try:
         kernels = (kernel_for(image.impl, note), kernel_for(image.abstract, note))
-    except KernelUnavailable as e:
+    except (KernelUnavailable, NotImplementedError) as e:  # NotImplementedError: a spec without a layout
         result = interpreted(image, progress, control)
         result.run_info["kernel"] = f"interpreted: {e}"
         return result
