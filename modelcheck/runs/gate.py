@@ -92,7 +92,7 @@ class Outcome:
 
 def read_gate(path: str, loader: Loader, load_as: LoadAs | None = None) -> list[Entry]:
     """The entries of gate file `path`; an entry's `refines` is checked with
-    `load_as` (the protocol's, which the CLI gives)."""
+    `load_as` where given (the protocol's: the gate command gives it)."""
     _raw, raw_entries = read_entries(path, loader, "entry", ENTRY_KEYS, set())
     entries = []
     for e in raw_entries:
@@ -122,8 +122,7 @@ def read_gate(path: str, loader: Loader, load_as: LoadAs | None = None) -> list[
             budget,
             refines,
         )
-        if refines is not None:
-            assert load_as is not None, "a gate with refines is read with the protocol's load_as"
+        if refines is not None and load_as is not None:
             try:
                 refinement_of((load_as, load_as), loader, entry)
             except ConfigError as err:
