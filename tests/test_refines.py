@@ -242,7 +242,7 @@ def run(*args: str):
 
 
 def test_the_command_prints_the_trace_its_image_and_the_closest_steps():
-    r = run("kafka-4", "kip966", "--set", "brokers=2", "--set", "max_records=1", "-q")
+    r = run("kafka-4", "kip966", "--set", "brokers=2", "--set", "max_records=1", "-q", "--engine", "bfs")
     assert r.exit_code == 1, r.output
     assert "violated: the image of step 3, StartBroker(broker=0), is no kip966 step" in r.stdout
     assert "its image in kip966" in r.stdout and "NOT ALLOWED" in r.stdout
@@ -277,7 +277,7 @@ def test_the_command_says_holds_with_its_counts():
 
 
 def test_the_command_in_json():
-    r = run("kip966", "legacy", "--set", "brokers=2", "--set", "max_records=1", "--json")
+    r = run("kip966", "legacy", "--set", "brokers=2", "--set", "max_records=1", "--json", "--engine", "bfs")
     out = json.loads(r.stdout)
     assert r.exit_code == 1 and out["mapping"]["variables"] == {
         "elr": "= 0",
