@@ -31,6 +31,7 @@ from modelcheck.memory import parse_size
 from modelcheck.runs.check import check_command
 from modelcheck.runs.exits import fail, internal_error, resource_error
 from modelcheck.runs.graph import graph_command
+from modelcheck.runs.refines import refines_command
 from modelcheck.runs.replay import replay_command
 from modelcheck.runs.spark_env import spark_env_command
 from modelcheck.runs.trace import export_command, html_command, show_command
@@ -315,6 +316,58 @@ DEFAULT_MATRIX = Path(kafka_elr.__file__).parent.parent / "matrix.toml"
 
 
 @main.command()
+@click.argument("impl", metavar="IMPL")
+@click.argument("abstract", metavar="ABSTRACT")
+@click.argument("config", required=False, metavar="[CONFIG.toml]")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key. Repeatable.")
+@click.option(
+    "--mapping",
+    metavar="NAME",
+    help="The refinement mapping IMPL declares for ABSTRACT (default: the one it declares, else "
+    "'identity': every variable as it is).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of tables.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@click.option(
+    "--engine",
+    type=click.Choice(["fast", "bfs"]),
+    default="fast",
+    show_default=True,
+    help="fast: both specs compiled (each compiled once, then loaded from the cache); bfs: the interpreted reference.",
+)
+def refines(**options: Any) -> None:
+    """Does variant IMPL refine variant ABSTRACT? Every reachable step of
+    IMPL, read through a refinement mapping, must be a step of ABSTRACT or
+    leave the image unchanged (a stutter), and the image of every initial
+    state must be an initial state of ABSTRACT: then every behaviour of
+    IMPL is one of ABSTRACT (TLA+'s `IMPL => ABSTRACT!Spec` with the
+    mapping as the INSTANCE's substitutions).
+
+    \b
+    modelcheck refines kafka-4 kip966 --set brokers=2   Kafka 4.0 against the KIP
+    modelcheck refines kip966 legacy                   the KIP against pre-KIP-966 KRaft
+    modelcheck refines kip966 hwm-ignores-min-isr      does the KIP only remove behaviours?
+
+    ABSTRACT is evaluated on the images, which need not be states its own
+    search reaches: its steps are a function of the state. The config (a
+    file and --set, as check's, without `variant`) applies to both, and
+    both must accept it. The mapping is data the IMPL variant declares
+    (specs/kafka_elr/): per abstract variable, the same variable, a
+    constant (projected away), or a named function of IMPL's state;
+    `--mapping identity` reads every variable as it is.
+
+    Output: holds with the IMPL states and transitions checked and how
+    many were stutters; or the shortest IMPL trace that ends in the first
+    step ABSTRACT does not allow (re-validated by replay), its image in
+    ABSTRACT step by step (a stutter, the ABSTRACT step that makes it, or
+    NOT ALLOWED), and the ABSTRACT steps that came closest (fewest
+    variables differing from the image). Exit status: 0 holds, 1 violated,
+    2 bad input (an unknown variant, a config either refuses, a mapping
+    IMPL does not declare)."""
+    refines_command(kafka_elr.load_as, **options)
+
+
+@main.command()
 @click.argument("matrix_file", required=False, metavar="[MATRIX.toml]")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object a cell, as a list, on stdout.")
 @click.option("--out", metavar="FILE.md", help="Write the verdicts as markdown (e.g. docs/verdicts.md).")
@@ -377,7 +430,18 @@ def matrix(**options: Any) -> None:
     help="Entries checked at a time, each in its own process.",
 )
 @click.option("--max-memory", type=Size(), metavar="SIZE", help=CELL_MEMORY_HELP)
-def gate(junit: str | None, update_baseline: bool, **options: Any) -> None:
+@click.option(
+    "--against",
+    metavar="REF",
+    help="Compare each entry's variant with the same variant at git revision REF of specs/ "
+    "instead of checking the pins: the first new behaviour, or none.",
+)
+@click.option(
+    "--repo",
+    metavar="DIR",
+    help="The git repository --against reads REF from (default: the checkout specs/ is imported from).",
+)
+def gate(junit: str | None, update_baseline: bool, repo: str | None, **options: Any) -> None:
     """Fail a protocol change that breaks an invariant or changes what the
     protocol can reach.
 
@@ -396,9 +460,23 @@ def gate(junit: str | None, update_baseline: bool, **options: Any) -> None:
     exercises = ["UncleanShutdown", "StartBroker"]
     goals = ["ElrMemberElected", "UncleanShutdownDetected"]
     budget_s = 60
+    refines = "hwm-ignores-min-isr"
+
+    `refines = "VARIANT"` also checks that the entry's variant refines
+    VARIANT on its config (`modelcheck refines`, the mapping its variant
+    declares): an entry fails with the first step VARIANT does not allow.
+
+    `--against REF` checks no pins: it compares each entry's variant with
+    the same variant at git revision REF of specs/ (extracted with `git
+    archive` into a temporary directory, the working tree untouched), and
+    reports each entry's first new behaviour: the shortest trace whose last
+    step the spec at REF does not allow (exit 1), or none (exit 0).
+
+    \b
+    modelcheck gate specs/gate.toml --against main    what does this branch allow that main did not?
 
     Exit status: 0 every entry passes, 1 one fails (verdict, count, a
-    vacuous holds or budget), 2 bad gate file or an output that cannot be
+    vacuous holds, budget or refines), 2 bad gate file or an output that cannot be
     written (checked before the run; --update-baseline included), 4 an
     output whose write failed after the run (said after the table); Ctrl-C or
     SIGTERM stops every entry at once (130, 143), and --junit and
@@ -406,7 +484,27 @@ def gate(junit: str | None, update_baseline: bool, **options: Any) -> None:
     """
     from modelcheck.runs.gate import gate_command
 
-    gate_command(kafka_elr.load, junit_file=junit, update=update_baseline, **options)
+    if repo is not None and options["against"] is None:
+        fail("--repo applies to --against only")
+    gate_command(
+        kafka_elr.load,
+        junit_file=junit,
+        update=update_baseline,
+        load_as=kafka_elr.load_as,
+        load_at=lambda ref: specs_at(repo or str(Path(kafka_elr.__file__).resolve().parents[2]), ref),
+        **options,
+    )
+
+
+def specs_at(repo: str, ref: str) -> Any:
+    """kafka_elr.load_as with the loader of specs/ at revision `ref` of `repo`."""
+    import functools
+    import importlib
+
+    from modelcheck.runs.revision import package_at
+
+    old = importlib.import_module(package_at(repo, ref, "specs").__name__ + ".kafka_elr")
+    return functools.partial(kafka_elr.load_as, load=old.load)
 
 
 @main.command("spark-env")

@@ -13,6 +13,7 @@ from specs.kafka_elr import VARIANTS, load
 
 CELLS = """
 title = "t"
+outro = "## After the cells"
 [defaults]
 max_records = 1
 [[cell]]
@@ -47,6 +48,7 @@ def test_cells_as_pinned_exit_0_with_rows_and_stories(tmp_path):
     page = out.read_text()
     assert "| [legacy](#legacy) | violated: NoAckedLoss | 7 |" in page
     assert "Claim: the last replica standing" in page and "NoAckedLoss breaks: acked record(s) r1" in page
+    assert page.endswith("\n\n## After the cells\n")  # the outro, after every cell
 
 
 @pytest.mark.slow

@@ -17,6 +17,7 @@ import hashlib
 import json
 import math
 import re
+import sys
 import tomllib
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -26,18 +27,26 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+from rich.text import Text
 
 from ..config import ConfigError, read_text
+from ..engine.control import Control
+from ..engine.refine import RefinementResult
+from ..engine.refine import check as refine
 from ..lifetime import Stopped, StopRequest, exit_code, stop_on_signals
 from ..output import check_dir, check_file
-from ..views.terminal import format_action, stderr_console
+from ..refinement import Image
+from ..views.refinement import failure_line, print_refinement, refinement_json
+from ..views.terminal import format_action, stderr_console, stdout_console
 from ..views.tracefile import TraceFile
 from ..views.verdicts import memory_json, print_gate
 from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
 from .inputs import cell_memory
 from .matrix import Cell, Loader, Row, read_entries, run
+from .refines import LoadAs, images, mapping_json
 
-ENTRY_KEYS = {"name", "config", "expect", "states", "budget_s", "note", "symmetry", "exercises", "goals"}
+ENTRY_KEYS = {"name", "config", "expect", "states", "budget_s", "note", "symmetry", "exercises", "goals", "refines"}
+VARIANT = "variant"  # the config key that names a spec's variant (the protocol's loader reads it)
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,29 @@ class Entry:
     cell: Cell
     states: int | None
     budget_s: float | None
+    refines: str | None = None  # a variant the entry's must refine (`modelcheck refines`)
+
+
+def variant_and_rest(loader: Loader, config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The variant a config checks (its own or the loader's default), and its other keys."""
+    return loader(config).config[VARIANT], {k: v for k, v in config.items() if k != VARIANT}
+
+
+def refinement_of(loaders: tuple[LoadAs, LoadAs], loader: Loader, entry: Entry, abstract: str | None = None) -> Image:
+    """The mapping from the entry's variant to `abstract` (default: the
+    variant it pins as `refines`), each side by its loader."""
+    variant, rest = variant_and_rest(loader, entry.cell.config)
+    target = abstract or entry.refines
+    assert target is not None, "an entry that pins no refines is compared with a variant named"
+    return images(loaders, variant, target, rest, None, "by the entry's config and refines")
+
+
+def refinement_failures(loaders: tuple[LoadAs, LoadAs], loader: Loader, entry: Entry) -> list[str]:
+    """Why the entry's variant does not refine the one it pins (empty: it does, or pins none)."""
+    if entry.refines is None:
+        return []
+    result = refine(refinement_of(loaders, loader, entry))
+    return [] if result.holds else [f"refines {entry.refines}: {failure_line(entry.refines, result)}"]
 
 
 @dataclass
@@ -58,7 +90,9 @@ class Outcome:
         return "skipped" if self.row is None else ("failed" if self.failures else "passed")
 
 
-def read_gate(path: str, loader: Loader) -> list[Entry]:
+def read_gate(path: str, loader: Loader, load_as: LoadAs | None = None) -> list[Entry]:
+    """The entries of gate file `path`; an entry's `refines` is checked with
+    `load_as` where given (the protocol's: the gate command gives it)."""
     _raw, raw_entries = read_entries(path, loader, "entry", ENTRY_KEYS, set())
     entries = []
     for e in raw_entries:
@@ -71,21 +105,29 @@ def read_gate(path: str, loader: Loader) -> list[Entry]:
             not isinstance(budget, (int, float)) or isinstance(budget, bool) or not 0 < budget < math.inf
         ):  # nan fails both
             raise ConfigError(f"{e['where']}: budget_s is {budget!r}; allowed: a positive number of seconds")
-        entries.append(
-            Entry(
-                Cell(
-                    e["name"],
-                    e["config"],
-                    e["expect"],
-                    note=e.get("note", ""),
-                    symmetry=e.get("symmetry", False),
-                    exercises=tuple(e.get("exercises", [])),
-                    goals=tuple(e.get("goals", [])),
-                ),
-                states,
-                budget,
-            )
+        refines = e.get("refines")
+        if refines is not None and not isinstance(refines, str):
+            raise ConfigError(f"{e['where']}: refines is {refines!r}; allowed: the name of a variant")
+        entry = Entry(
+            Cell(
+                e["name"],
+                e["config"],
+                e["expect"],
+                note=e.get("note", ""),
+                symmetry=e.get("symmetry", False),
+                exercises=tuple(e.get("exercises", [])),
+                goals=tuple(e.get("goals", [])),
+            ),
+            states,
+            budget,
+            refines,
         )
+        if refines is not None and load_as is not None:
+            try:
+                refinement_of((load_as, load_as), loader, entry)
+            except ConfigError as err:
+                raise ConfigError(f"{e['where']}: refines: {err}") from None
+        entries.append(entry)
     return entries
 
 
@@ -110,6 +152,7 @@ def run_gate(
     on_done: Callable[[Outcome], None] = lambda o: None,
     request: StopRequest | None = None,
     max_memory: int | None = None,
+    load_as: LoadAs | None = None,
 ) -> tuple[list[Outcome], Stopped | None]:
     """Check every entry (`jobs` at a time, each within `max_memory`); with
     `fail_fast`, entries not yet finished when one fails are skipped, and
@@ -126,6 +169,8 @@ def run_gate(
         ):
             outcomes[i].row = row
             outcomes[i].failures = judge(entries[i], row)
+            if load_as is not None:
+                outcomes[i].failures += refinement_failures((load_as, load_as), loader, entries[i])
             on_done(outcomes[i])
     except Stopped as e:
         return outcomes, e
@@ -316,6 +361,61 @@ def summary_rows(outcomes: list[Outcome]) -> list[dict[str, Any]]:
     ]
 
 
+def against_command(
+    load: Loader, load_as: LoadAs, load_old: LoadAs, ref: str, entries: list[Entry], as_json: bool
+) -> NoReturn:
+    """`modelcheck gate --against REF`: each entry's variant against the same
+    variant at revision REF (identity mapping): the first new behaviour, a
+    shortest trace whose last step the old spec does not allow, or none.
+    Exit 0 when no entry has one, 1 when one has."""
+    pairs = []
+    for entry in entries:
+        try:
+            variant, _rest = variant_and_rest(load, entry.cell.config)
+            pairs.append((entry, variant, refinement_of((load_as, load_old), load, entry, abstract=variant)))
+        except ConfigError as e:
+            fail(f"entry {entry.cell.name!r}: {e}")
+    console = stderr_console()
+    reports: list[tuple[Entry, tuple[str, str], Image, RefinementResult]] = []
+    with stop_on_signals() as request:
+        for entry, variant, image in pairs:
+            try:
+                result = refine(image, control=Control(stop=request))
+            except Stopped as e:
+                console.print(f"{e.why}: {len(reports)} of {len(entries)} entries compared", markup=False)
+                sys.exit(exit_code(e))
+            names = (variant, f"{variant} at {ref}")
+            reports.append((entry, names, image, result))
+            console.print(
+                f"{'no new behaviour' if result.holds else 'NEW BEHAVIOUR'}: {entry.cell.name}: "
+                + (
+                    f"{names[0]} refines {names[1]} ({result.states:,} states, {result.transitions:,} transitions)"
+                    if result.holds
+                    else failure_line(names[1], result)
+                ),
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+    if as_json:
+        click.echo(
+            json.dumps(
+                [
+                    {"name": x.cell.name, **refinement_json(i.impl, i.abstract, n, r, mapping_json(i.mapping))}
+                    for x, n, i, r in reports
+                ]
+            )
+        )
+    else:
+        for x, n, i, r in reports:
+            if not r.holds:
+                stdout_console().print(Text.assemble("\n", (x.cell.name, "bold"), ": the first new behaviour"))
+                print_refinement(i.impl, i.abstract, n, r, mapping_json(i.mapping))
+        new = sum(not r.holds for *_x, r in reports)
+        stdout_console().print(f"{len(reports) - new} entries without new behaviour, {new} with")
+    sys.exit(EXIT_VIOLATED if any(not r.holds for *_x, r in reports) else EXIT_HOLDS)
+
+
 def gate_command(
     load: Loader,
     gate_file: str,
@@ -326,12 +426,36 @@ def gate_command(
     fail_fast: bool,
     jobs: int,
     max_memory: str | None,
+    load_as: LoadAs | None = None,
+    against: str | None = None,
+    load_at: Callable[[str], LoadAs] | None = None,
 ) -> NoReturn:
     """`modelcheck gate`: the entries of `gate_file` run `jobs` at a time
     and judged, reported (JUnit XML, trace files, a table or JSON) and,
     with `update`, their counts re-pinned; exits 0 if every entry passes."""
     try:
-        entries = read_gate(gate_file, load)
+        entries = read_gate(gate_file, load, load_as)
+        if against is not None:
+            given = [
+                o
+                for o, on in (
+                    ("--junit", junit_file),
+                    ("--trace-dir", trace_dir),
+                    ("--update-baseline", update),
+                    ("--fail-fast", fail_fast),
+                )
+                if on
+            ]
+            if given:
+                raise ConfigError(f"{given[0]} applies to the gate's pinned checks, not to --against")
+            assert load_as is not None and load_at is not None, "--against is given with the protocol's loaders"
+            load_old = load_at(against)
+    except ConfigError as e:
+        fail(str(e))
+    if against is not None:
+        assert load_as is not None, "--against is given with the protocol's loaders"
+        against_command(load, load_as, load_old, against, entries, as_json)
+    try:
         jobs = min(jobs, len(entries))  # the processes, and the shares of memory, of the entries
         limit = cell_memory(max_memory, jobs)
         if junit_file:
@@ -354,7 +478,7 @@ def gate_command(
         )
 
     with stop_on_signals() as request, request.polling():
-        outcomes, stopped = run_gate(load, entries, jobs, fail_fast, done, request, limit)
+        outcomes, stopped = run_gate(load, entries, jobs, fail_fast, done, request, limit, load_as)
     if stopped:  # the reports of what ran; no baseline from a partial run
         console.print(
             f"{stopped.why}: {sum(o.row is not None for o in outcomes)} of {len(outcomes)} entries done",

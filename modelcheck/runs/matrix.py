@@ -1,6 +1,7 @@
 """Verdict matrices: many (variant, config) checks in one run, one row each.
 
-A matrix file (TOML) has a `title`, optional `intro` (markdown), optional
+A matrix file (TOML) has a `title`, optional `intro` and `outro` (markdown
+before the table and after the cells), optional
 `[defaults]` (config keys every cell starts from) and `[[cell]]` entries:
 `name`, `config` (keys over the defaults), optional `expect` ("holds" or
 "violated: INVARIANT": what we pinned after investigating), `claim` (what
@@ -38,7 +39,7 @@ from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
 from .inputs import Loader, cell_memory
 
 CELL_KEYS = {"name", "config", "expect", "claim", "note", "symmetry", "exercises", "goals"}
-TEXT_KEYS = {"title", "intro", "claim", "note"}
+TEXT_KEYS = {"title", "intro", "outro", "claim", "note"}
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,7 @@ def check_pins(entry: dict[str, Any], spec: Any, where: str) -> None:
 
 
 def read_matrix(path: str, loader: Loader) -> tuple[dict[str, Any], list[Cell]]:
-    raw, entries = read_entries(path, loader, "cell", CELL_KEYS, {"title", "intro"})
+    raw, entries = read_entries(path, loader, "cell", CELL_KEYS, {"title", "intro", "outro"})
     cells = [
         Cell(
             e["name"],
@@ -198,7 +199,11 @@ def read_matrix(path: str, loader: Loader) -> tuple[dict[str, Any], list[Cell]]:
         )
         for e in entries
     ]
-    return {"title": raw.get("title", "Verdict matrix"), "intro": raw.get("intro", "")}, cells
+    return {
+        "title": raw.get("title", "Verdict matrix"),
+        "intro": raw.get("intro", ""),
+        "outro": raw.get("outro", ""),
+    }, cells
 
 
 def run_cell(loader: Loader, cell: Cell, max_memory: int | None = None, stop: StopRequest | None = None) -> Row:
@@ -385,6 +390,8 @@ def markdown(meta: dict[str, Any], rows: list[Row], command: str, jobs: int) -> 
             out += [r.story, ""]
         if r.cell.note:
             out += [r.cell.note.strip(), ""]
+    if meta["outro"]:
+        out += [meta["outro"].strip(), ""]
     return "\n".join(out)
 
 

@@ -6,6 +6,7 @@ returns the spec instance of its variant.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from modelcheck.config import ConfigError, resolve
@@ -14,7 +15,7 @@ from .protocol import Kip966
 from .schema import MAX_BROKERS, schema
 from .variants import VARIANTS
 
-__all__ = ["load", "schema", "VARIANTS", "Kip966"]
+__all__ = ["load", "load_as", "schema", "VARIANTS", "Kip966"]
 
 
 def load(given: dict[str, Any]) -> Kip966:
@@ -54,3 +55,16 @@ def load(given: dict[str, Any]) -> Kip966:
             f"{config['variant']!r} (allowed: {', '.join(cls.properties) or 'none'})"
         )
     return cls(config)
+
+
+def load_as(
+    variant: str, given: dict[str, Any], named_where: str, load: Callable[[dict[str, Any]], Kip966] = load
+) -> Kip966:
+    """The spec of `variant` for the config `given`, for a refinement check
+    (`modelcheck refines`, the gate's `refines` and `--against`), which checks
+    steps, not invariants or properties: those keys are left out. A
+    `variant` key in `given` is refused: the variant is named elsewhere
+    (`named_where`). `load` may be another revision's (the gate's `--against`)."""
+    if "variant" in given:
+        raise ConfigError(f"config key 'variant': the variants are named {named_where}; leave it out")
+    return load({k: v for k, v in given.items() if k not in ("invariants", "properties")} | {"variant": variant})

@@ -14,6 +14,7 @@ RECOVERING, and a min.insync.replicas change wipes the ELR.
 from __future__ import annotations
 
 from modelcheck.ops import lowest_bit
+from modelcheck.refinement import Refinement
 from modelcheck.spec import Param, SymmetryError, action
 
 from .arguments import ADMIN_TYPE, BROKER, ELECTED, PREFERRED, PREFERRED_REPLICA, UNCLEAN
@@ -44,6 +45,23 @@ class Kafka4(Kip966):
             *Kip966.REASSIGNMENT_NAMES,
         }
     )
+
+    # `modelcheck refines kafka-4 kip966`: how a 4.0 partition reads as the KIP's
+    refinements = (
+        Refinement(
+            "last-known-leader",
+            "kip966",
+            "4.0 keeps the last known leader in LastKnownELR (maybeUpdateLastKnownLeader): read as "
+            "kip966's LastKnownLeader; 4.0 records no ELR member's unclean shutdown, so kip966's "
+            "LastKnownELR reads as {}",
+            constant={"last_known_elr": 0},
+            computed={"last_known_leader": "last_known_leader_kept"},
+        ),
+    )
+
+    def last_known_leader_kept(self, s: State) -> int:
+        """The last known leader 4.0 keeps in LastKnownELR (one member), else none."""
+        return lowest_bit(s.last_known_elr) if size(s.last_known_elr) == 1 else NO_LEADER
 
     def enable_symmetry(self) -> None:
         raise SymmetryError(

@@ -17,6 +17,7 @@ import marshal
 from typing import Any
 
 from modelcheck.ops import popcount
+from modelcheck.refinement import Refinement
 from modelcheck.spec import Field, Spec, SymmetryError
 
 from . import logs
@@ -65,6 +66,15 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
     variant = "kip966"
     state_type = State
     admin_types: tuple[int, ...] = (PREFERRED, UNCLEAN, LONGEST_LOG_AGGRESSIVE, LONGEST_LOG_BALANCED, DESIGNATION)
+    # `modelcheck refines kip966 legacy`: the KIP's state with its new variables projected away
+    refinements: tuple[Refinement, ...] = (
+        Refinement(
+            "elr-projected-away",
+            "legacy",
+            "ELR, LastKnownELR and LastKnownLeader, which legacy does not have, read as {}, {} and none",
+            constant={"elr": 0, "last_known_elr": 0, "last_known_leader": NO_LEADER},
+        ),
+    )
     # the config's bounds, set in __init__
     max_records: int
     max_unclean_shutdowns: int

@@ -1,0 +1,85 @@
+"""`modelcheck refines IMPL ABSTRACT`: does every behaviour of one variant,
+read through a refinement mapping, belong to another (stutters allowed)?"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+import click
+
+from ..config import ConfigError
+from ..engine.control import Control
+from ..engine.refine import RefinementResult
+from ..engine.refine_fast import run
+from ..lifetime import Stopped, exit_code, stop_on_signals
+from ..refinement import Image, Refinement, mapping_for
+from ..spec import Spec
+from ..views.progress import Progress
+from ..views.refinement import print_refinement, refinement_json
+from ..views.report import print_stop
+from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail
+from .inputs import load_check_config
+
+# (variant, config keys, where the variants are named) -> its spec; raises ConfigError
+LoadAs = Callable[[str, dict[str, Any], str], Spec]
+
+
+def mapping_json(mapping: Refinement) -> dict[str, Any]:
+    return {"name": mapping.name, "meaning": mapping.meaning, "variables": mapping.describe()}
+
+
+def images(
+    loaders: tuple[LoadAs, LoadAs],
+    impl: str,
+    abstract: str,
+    given: dict[str, Any],
+    mapping: str | None,
+    where: str,
+) -> Image:
+    """The two specs of `given` (each by its loader) and the mapping between
+    them; ConfigError (naming the side) for a variant or config either refuses."""
+    sides = []
+    for role, name, load_as in (("IMPL", impl, loaders[0]), ("ABSTRACT", abstract, loaders[1])):
+        try:
+            sides.append(load_as(name, given, where))
+        except ConfigError as e:
+            raise ConfigError(f"{role} {name}: {e}") from None
+    return Image(sides[0], sides[1], mapping_for(sides[0], abstract, mapping))
+
+
+def refines_command(
+    load_as: LoadAs,
+    impl: str,
+    abstract: str,
+    config: str | None,
+    overrides: tuple[str, ...],
+    mapping: str | None,
+    as_json: bool,
+    quiet: bool,
+    engine: str,
+) -> NoReturn:
+    """Check that `impl` refines `abstract` on the config; exit 0 holds, 1 violated, 2 bad input."""
+    try:
+        given, expected = load_check_config(config, overrides)
+        if expected is not None:
+            raise ConfigError(f"{config}: [expected] is a check's verdict; refines takes none")
+        image = images((load_as, load_as), impl, abstract, given, mapping, "on the command line (IMPL ABSTRACT)")
+    except ConfigError as e:
+        fail(str(e))
+    with stop_on_signals() as request:
+        try:
+            with Progress(enabled=not quiet and not as_json) as progress:
+                note = (lambda text: progress({"note": text})) if not quiet and not as_json else (lambda text: None)
+                result: RefinementResult = run(image, engine, progress, Control(stop=request), note)
+        except Stopped as e:
+            print_stop(e, as_json)
+            sys.exit(exit_code(e))
+    names = (impl, abstract)
+    if as_json:
+        click.echo(json.dumps(refinement_json(image.impl, image.abstract, names, result, mapping_json(image.mapping))))
+    else:
+        print_refinement(image.impl, image.abstract, names, result, mapping_json(image.mapping))
+    sys.exit(EXIT_HOLDS if result.holds else EXIT_VIOLATED)
