@@ -13,12 +13,12 @@ EXTENDS KIP966
 
 CONSTANTS
     AbstractVariant,  \* "kip966", "legacy" or "reassignment-ignores-min-isr"
-    Mapping           \* "identity", or "elr-projected": ELR, LastKnownELR and LastKnownLeader dropped
+    Mapping           \* "identity", or "elr-projected-away": ELR, LastKnownELR and LastKnownLeader dropped
 
 ASSUME AbstractVariant \in {"kip966", "legacy", "reassignment-ignores-min-isr"}
-ASSUME Mapping \in {"identity", "elr-projected"}
+ASSUME Mapping \in {"identity", "elr-projected-away"}
 
-Projected == Mapping = "elr-projected"
+Projected == Mapping = "elr-projected-away"
 
 \* The refinement mapping: a projected variable reads as the constant it
 \* keeps in legacy (which has no ELR and never records a LastKnownLeader);
