@@ -63,12 +63,15 @@ EXPECTED: dict[str, list | None] = {
 
 ALL = sorted(p.stem for p in (TLA_DIR / REFINES).glob("*.cfg"))
 
-# the refinement mappings of KIP966Refines.tla (Mapping), on Python states:
-# the projected variables read as the constants they keep in legacy
-MAPPINGS = {
-    "identity": lambda s: s,
-    "elr-projected-away": lambda s: s._replace(elr=0, last_known_elr=0, last_known_leader=NO_LEADER),
-}
+# KIP966Refines.tla's projection (Mapping = "elr-projected-away"): each
+# projected variable, the constant it reads as in Python and in the TLA+
+PROJECTED = {"elr": (0, "{}"), "last_known_elr": (0, "{}"), "last_known_leader": (NO_LEADER, "NoLeader")}
+# the mappings of KIP966Refines.tla, as the Python values they give the variables they do not keep
+MAPPINGS: dict[str, dict] = {"identity": {}, "elr-projected-away": {v: py for v, (py, _) in PROJECTED.items()}}
+
+
+def image(mapping: str, state):
+    return state._replace(**MAPPINGS[mapping])
 
 
 def read_refines_cfg(name: str) -> tuple[str, str, str, dict, dict]:
@@ -106,10 +109,27 @@ def test_the_mapping_is_the_tla_one():
     """MAPPINGS above is the substitution of KIP966Refines.tla, variable by variable."""
     text = WRAPPER.read_text()
     projected = dict(re.findall(r"^\s+(\w+) <- IF Projected THEN (\S+) ELSE \1,?$", text, re.M))
-    assert projected == {"elr": "{}", "last_known_elr": "{}", "last_known_leader": "NoLeader"}
+    assert projected == {v: tla for v, (_, tla) in PROJECTED.items()}
     assert set(re.findall(r'"([\w-]+)"', re.search(r"^ASSUME Mapping \\in \{(.*)\}$", text, re.M).group(1))) == set(
         MAPPINGS
     )
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_the_mapping_is_the_one_the_python_variant_declares(name):
+    """The Python side's mapping is the contract: the implementation
+    variant declares each non-identity Mapping of the configs, for the
+    same abstract variant, with the same constants."""
+    impl, abstract, mapping, config, _ = read_refines_cfg(name)
+    spec = load({**config, "variant": impl})
+    if not hasattr(spec, "refinements"):
+        pytest.skip("the variants declare no refinement mappings on this branch (issue 33 part 1)")
+    declared = [r for r in spec.refinements if (r.name, r.abstract) == (mapping, abstract)]
+    if mapping == "identity":
+        assert not declared
+        return
+    (r,) = declared
+    assert (r.constant, r.computed) == (MAPPINGS[mapping], {})
 
 
 @functools.cache
@@ -139,15 +159,15 @@ def test_tlc_counterexample_is_a_refinement_failure_in_python(name):
     need_tlc()
     impl_name, abstract_name, mapping, config, _ = read_refines_cfg(name)
     impl, abstract = load({**config, "variant": impl_name}), load({**config, "variant": abstract_name})
-    image = MAPPINGS[mapping]
     trace = [tla_state(d) for d in tlc_result(name)["trace"]]
     (state,) = [s for s in impl.init_states() if py_state(s) == trace[0]]
-    assert py_state(image(state)) in {py_state(s) for s in abstract.init_states()}
+    assert py_state(image(mapping, state)) in {py_state(s) for s in abstract.init_states()}
     allowed = []
     for want in trace[1:]:
         (nxt,) = {t for _, _, t in impl.successors(state) if py_state(t) == want}
-        steps = {py_state(t) for _, _, t in abstract.successors(image(state))} | {py_state(image(state))}
-        allowed.append(py_state(image(nxt)) in steps)
+        before = image(mapping, state)
+        steps = {py_state(t) for _, _, t in abstract.successors(before)} | {py_state(before)}
+        allowed.append(py_state(image(mapping, nxt)) in steps)
         state = nxt
     assert allowed == [True] * (len(trace) - 2) + [False]
 
