@@ -15,11 +15,14 @@ Fixed here as the kafka-4 variant runs them: the ELR feature on
 true (PCB:105; its setter has no caller), metadata version 4.0 (no leader
 epoch bump on ISR shrink, PCB:386-407), one topic of one partition, one
 log directory that never fails (`LeaderAcceptor`'s `hasOnlineDir` is
-true), no reassignment (`completeReassignmentIfNeeded` and
-`setAssignmentChanges`, PCB:409-428 and 472-493, find nothing to do).
-Replica lists are kept in ascending order, which is how Kafka's HashSets
-of small broker ids iterate (PCB:557, 565) and how the model's bitmasks
-read; an ISR that differs only in order is therefore never seen.
+true, directories are left out). ISR and ELR lists are kept in ascending
+order, which is how Kafka's HashSets of small broker ids iterate (PCB:557,
+565) and how the model's bitmasks read; an ISR that differs only in order
+is therefore never seen. The replica list keeps Kafka's order; a
+reassignment's target list is given in ascending order (the model's
+targets are sets), and one reassignment is in progress at a time (the
+model's bound). PRR and PRRevert are `PartitionReassignmentReplicas` and
+`PartitionReassignmentRevert`.
 
 Records are generated against the state as it is, then replayed, as the
 QuorumController does with a write event's records.
@@ -50,6 +53,8 @@ class PartitionRegistration:
     partition_epoch: int
     elr: tuple[int, ...]
     last_known_elr: tuple[int, ...]
+    removing_replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
 
     def merge(self, record: PartitionChangeRecord) -> PartitionRegistration:
         """PR:241-280: every record bumps the partition epoch; a leader field
@@ -59,7 +64,7 @@ class PartitionRegistration:
         else:
             leader, leader_epoch = record.leader, self.leader_epoch + 1
         return PartitionRegistration(
-            replicas=self.replicas,
+            replicas=self.replicas if record.replicas is None else tuple(record.replicas),
             isr=self.isr if record.isr is None else tuple(record.isr),
             leader=leader,
             # LeaderRecoveryState.changeTo (PR:265)
@@ -70,6 +75,10 @@ class PartitionRegistration:
             partition_epoch=self.partition_epoch + 1,
             elr=self.elr if record.eligible_leader_replicas is None else tuple(record.eligible_leader_replicas),
             last_known_elr=self.last_known_elr if record.last_known_elr is None else tuple(record.last_known_elr),
+            removing_replicas=self.removing_replicas
+            if record.removing_replicas is None
+            else tuple(record.removing_replicas),
+            adding_replicas=self.adding_replicas if record.adding_replicas is None else tuple(record.adding_replicas),
         )
 
     def has_leader(self) -> bool:  # PR:357-359
@@ -81,6 +90,9 @@ class PartitionRegistration:
     def has_preferred_leader(self) -> bool:  # PR:361-363
         return self.leader == self.preferred_replica()
 
+    def is_reassignment_in_progress(self) -> bool:  # PRR:77-94
+        return bool(self.removing_replicas or self.adding_replicas)
+
 
 @dataclass
 class PartitionChangeRecord:
@@ -91,14 +103,20 @@ class PartitionChangeRecord:
     leader_recovery_state: int = NO_CHANGE
     eligible_leader_replicas: list[int] | None = None
     last_known_elr: list[int] | None = None
+    replicas: list[int] | None = None
+    removing_replicas: list[int] | None = None
+    adding_replicas: list[int] | None = None
 
     def is_no_op(self) -> bool:
-        """PCB:54-64 (replicas, adding, removing, directories never set here)."""
+        """PCB:54-64 (directories never set here)."""
         return (
             self.isr is None
             and self.eligible_leader_replicas is None
             and self.last_known_elr is None
             and self.leader == NO_LEADER_CHANGE
+            and self.replicas is None
+            and self.removing_replicas is None
+            and self.adding_replicas is None
             and self.leader_recovery_state == NO_CHANGE
         )
 
@@ -143,6 +161,44 @@ class ClearElrRecord:
     pass  # for one topic or for all: the same here (one topic)
 
 
+def maybe_complete_reassignment(
+    removing: list[int], adding: list[int], replicas: list[int], target_isr: list[int]
+) -> tuple[list[int], list[int]] | None:
+    """PRR:97-130: (replicas, ISR) once every target replica is in the ISR
+    without the removing ones; None while the reassignment must wait."""
+    if not removing and not adding:
+        return None
+    new_target_isr, new_target_replicas = list(target_isr), replicas
+    if removing:
+        new_target_isr = [r for r in target_isr if r not in removing]
+        if not new_target_isr:
+            return None
+        new_target_replicas = [r for r in replicas if r not in removing]
+        if not new_target_replicas:
+            return None
+    if not set(new_target_replicas) <= set(new_target_isr):
+        return None
+    return list(new_target_replicas), new_target_isr
+
+
+def reassignment_replicas(current: list[int], target: list[int]) -> tuple[list[int], list[int], list[int]]:
+    """PRR:53-63: (removing, adding, replicas); the differences are TreeSets (ascending)."""
+    removing = sorted(set(current) - set(target))
+    adding = sorted(set(target) - set(current))
+    return removing, adding, list(target) + removing
+
+
+def reassignment_revert(partition: PartitionRegistration) -> tuple[list[int], list[int], bool]:
+    """PRRevert:33-62: (replicas, ISR, unclean): the original replicas in
+    their order, the ISR without the adding ones, else the first original
+    replica (an unclean choice)."""
+    replicas = [r for r in partition.replicas if r not in partition.adding_replicas]  # PRR.originalReplicas
+    isr = [r for r in partition.isr if r not in partition.adding_replicas]
+    if isr:
+        return replicas, isr, False
+    return replicas, [replicas[0]], True
+
+
 class PartitionChangeBuilder:
     """PCB, with ELR on and the last known leader kept in lastKnownElr."""
 
@@ -153,6 +209,8 @@ class PartitionChangeBuilder:
         # PCB:123-129
         self.target_isr = list(partition.isr)
         self.target_replicas = list(partition.replicas)
+        self.target_removing = list(partition.removing_replicas)
+        self.target_adding = list(partition.adding_replicas)
         self.target_elr = list(partition.elr)
         self.target_leader_recovery_state = partition.leader_recovery_state
         self.unclean_shutdown_replicas: list[int] | None = None
@@ -160,6 +218,18 @@ class PartitionChangeBuilder:
 
     def set_target_isr(self, isr: list[int]) -> PartitionChangeBuilder:
         self.target_isr = list(isr)
+        return self
+
+    def set_target_replicas(self, replicas: list[int]) -> PartitionChangeBuilder:
+        self.target_replicas = list(replicas)
+        return self
+
+    def set_target_removing(self, replicas: list[int]) -> PartitionChangeBuilder:
+        self.target_removing = list(replicas)
+        return self
+
+    def set_target_adding(self, replicas: list[int]) -> PartitionChangeBuilder:
+        self.target_adding = list(replicas)
         return self
 
     def set_unclean_shutdown_replicas(self, replicas: list[int]) -> PartitionChangeBuilder:
@@ -237,16 +307,46 @@ class PartitionChangeBuilder:
             if self.partition.leader_recovery_state != RECOVERING:
                 record.leader_recovery_state = RECOVERING
 
+    # ---- reassignment (PCB:362-378, 409-428, 472-493) ----------------------------------
+    def trigger_leader_epoch_bump_for_replica_reassignment_if_needed(self, record: PartitionChangeRecord) -> None:
+        """PCB:368-378: a replica list that loses a broker bumps the leader epoch."""
+        if record.leader != NO_LEADER_CHANGE:
+            return
+        if not set(self.partition.replicas) <= set(self.target_replicas):  # Replicas.contains
+            record.leader = self.partition.leader
+
+    def complete_reassignment_if_needed(self) -> None:
+        """PCB:409-428 with PRR.maybeCompleteReassignment (PRR:97-130)."""
+        completed = maybe_complete_reassignment(
+            self.target_removing, self.target_adding, self.target_replicas, self.target_isr
+        )
+        if completed is None:
+            return
+        self.target_replicas, self.target_isr = completed
+        self.target_removing, self.target_adding = [], []
+
+    def set_assignment_changes(self, record: PartitionChangeRecord) -> None:
+        """PCB:472-493 (without directories)."""
+        if self.target_replicas and self.target_replicas != list(self.partition.replicas):
+            record.replicas = list(self.target_replicas)
+        if self.target_removing != list(self.partition.removing_replicas):
+            record.removing_replicas = list(self.target_removing)
+        if self.target_adding != list(self.partition.adding_replicas):
+            record.adding_replicas = list(self.target_adding)
+
     # ---- build (PCB:430-470) ----------------------------------------------------------
     def build(self) -> PartitionChangeRecord | None:
         record = PartitionChangeRecord()
+        self.complete_reassignment_if_needed()
         self.maybe_populate_target_elr()
         self.try_election(record)
+        self.trigger_leader_epoch_bump_for_replica_reassignment_if_needed(record)
         self.maybe_update_record_elr(record)
         # PCB:446-453 (ELR on: the ISR may become empty)
         if record.isr is None and self.target_isr != list(self.partition.isr):
             record.isr = list(self.target_isr)
         self.maybe_update_last_known_leader(record)
+        self.set_assignment_changes(record)
         if self.target_leader_recovery_state != self.partition.leader_recovery_state:  # PCB:461-463
             record.leader_recovery_state = self.target_leader_recovery_state
         return None if record.is_no_op() else record
@@ -546,6 +646,39 @@ class Controller:
         election on each leaderless partition."""
         if not self.partition.has_leader() and self.unclean_leader_election:
             self.elect_leader(UNCLEAN)
+
+    def change_partition_reassignment(self, target: list[int]) -> None:
+        """RCM:2182-2213 (alterPartitionReassignments with target replicas;
+        validateManualPartitionAssignment passes: every broker is registered)."""
+        p = self.partition
+        removing, adding, replicas = reassignment_replicas(list(p.replicas), target)
+        builder = self.builder()
+        if replicas != list(p.replicas):
+            builder.set_target_replicas(replicas)
+        if removing:
+            builder.set_target_removing(removing)
+        if adding:
+            builder.set_target_adding(adding)
+        record = builder.build()
+        if record is not None:
+            self.replay([record])
+
+    def cancel_partition_reassignment(self) -> str:
+        """RCM:2119-2153 (alterPartitionReassignments with null replicas);
+        returns the error name (NONE if accepted)."""
+        if not self.partition.is_reassignment_in_progress():
+            return "NO_REASSIGNMENT_IN_PROGRESS"
+        replicas, isr, unclean = reassignment_revert(self.partition)
+        if unclean and not self.unclean_leader_election:
+            return "INVALID_REPLICA_ASSIGNMENT"
+        builder = self.builder()
+        if self.unclean_leader_election:
+            builder.set_election(UNCLEAN)
+        builder.set_target_isr(isr).set_target_replicas(replicas).set_target_removing([]).set_target_adding([])
+        record = builder.build()
+        if record is not None:
+            self.replay([record])
+        return "NONE"
 
     def incremental_alter_config(self, name: str, value: int | bool, topic_level: bool) -> None:
         """CCM:199-238, 256-316: a SET of config `name`, either of the topic's

@@ -30,6 +30,9 @@ the model's, applied to both sides):
   on the cluster (no override);
 - AlterUncleanLeaderElection v: SET unclean.leader.election.enable = v, the
   same two ways;
+- ReassignPartition replicas: alterPartitionReassignments with the target
+  replicas as an ascending list (one reassignment at a time, the model's
+  bound); CancelReassignment: the same request with no replicas (a cancel);
 - every other action is the data plane: the controller's variables stay.
 """
 
@@ -69,6 +72,8 @@ CONTROLLER_ACTIONS = (
     "AdminElectLeaders",
     "AlterMinIsr",
     "AlterUncleanLeaderElection",
+    "ReassignPartition",
+    "CancelReassignment",
 )
 
 
@@ -83,7 +88,8 @@ class Outcome:
     next registration clears it), and
     the proposal in flight that the controller would still accept: one made
     before the partition changed carries an old partition epoch and is
-    rejected, so a stale proposal and a dropped one are the same to it."""
+    rejected, so a stale proposal and a dropped one are the same to it. The
+    replica list is in its order (the model's: `replica_list`)."""
 
     leader: int
     leader_epoch: int
@@ -98,6 +104,14 @@ class Outcome:
     min_isr: int
     unclean_election: int
     live_proposal: int
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+
+
+def replica_list(s: State) -> tuple[int, ...]:
+    """The model's replica list: ascending, those listed last at the end."""
+    return tuple(members(s.replicas & ~s.listed_last) + members(s.replicas & s.listed_last))
 
 
 def of_spec(t: State) -> Outcome:
@@ -115,13 +129,16 @@ def of_spec(t: State) -> Outcome:
         t.min_isr,
         t.unclean_election,
         NO_PROPOSAL if t.pending_stale else t.pending_isr,
+        replica_list(t),
+        tuple(members(t.adding)),
+        tuple(members(t.removing)),
     )
 
 
 def controller_of(spec, s: State) -> Controller:
     """Kafka's controller in spec state s."""
     partition = PartitionRegistration(
-        replicas=tuple(members(s.replicas)),
+        replicas=replica_list(s),
         isr=tuple(members(s.isr)),
         leader=s.leader,
         leader_recovery_state=s.leader_recovery,
@@ -129,6 +146,8 @@ def controller_of(spec, s: State) -> Controller:
         partition_epoch=PARTITION_EPOCH,
         elr=tuple(members(s.elr)),
         last_known_elr=tuple(members(s.last_known_elr)),
+        removing_replicas=tuple(members(s.removing)),
+        adding_replicas=tuple(members(s.adding)),
     )
     registrations = {
         b: BrokerRegistration(
@@ -163,6 +182,9 @@ def of_oracle(spec, s: State, c: Controller, proposal_answered: bool) -> Outcome
         c.min_isr,
         int(c.unclean_leader_election),
         live,
+        p.replicas,
+        p.adding_replicas,
+        p.removing_replicas,
     )
 
 
@@ -219,6 +241,12 @@ def events(spec, s: State) -> Iterator[tuple[str, dict, list[Way]]]:
     for on in (False, True):
         ways = config_sets(UNCLEAN_LEADER_ELECTION_ENABLE, on)
         yield "AlterUncleanLeaderElection", {"enable": on}, when(switch, *ways)
+    moving = bool(s.adding | s.removing)
+    may_reassign = s.reassignments < spec.max_reassignments and not moving
+    for target in spec.targets:
+        reassign = partial(Controller.change_partition_reassignment, target=members(target))
+        yield "ReassignPartition", {"replicas": members(target)}, when(may_reassign and target != s.replicas, reassign)
+    yield "CancelReassignment", {}, when(moving, Controller.cancel_partition_reassignment)
 
 
 def config_sets(name: str, value: int | bool) -> list[Way]:

@@ -12,7 +12,17 @@ from specs.kafka_elr.types import State
 # how each variable holds brokers (MODEL.md; pending_epochs: each proposed
 # member's broker epoch, a per-broker tuple); every field is listed once
 BROKER_ID = {"leader", "last_known_leader", "pending_from"}
-BROKER_SET = {"isr", "elr", "last_known_elr", "fenced", "replicas", "adding", "removing", "in_controlled_shutdown"}
+BROKER_SET = {
+    "isr",
+    "elr",
+    "last_known_elr",
+    "fenced",
+    "replicas",
+    "adding",
+    "removing",
+    "listed_last",
+    "in_controlled_shutdown",
+}
 PER_BROKER = {
     "broker_epoch",
     "status",

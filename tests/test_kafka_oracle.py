@@ -27,12 +27,14 @@ from kafka_oracle import (
     PartitionChangeBuilder,
     PartitionChangeRecord,
     PartitionRegistration,
+    reassignment_replicas,
+    reassignment_revert,
 )
-from oracle_harness import CONTROLLER_ACTIONS, Comparison, Difference, compare, of_spec
+from oracle_harness import CONTROLLER_ACTIONS, Comparison, Difference, compare, of_spec, replica_list
 
 from specs.kafka_elr import Kip966, load
 from specs.kafka_elr.kafka4 import ELECTION_ONLINE, ELECTION_UNCLEAN, Kafka4
-from specs.kafka_elr.types import State, contains
+from specs.kafka_elr.types import State, contains, members
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,29 @@ def last_known_elr_of_no_leader(d: Difference) -> bool:
     )
 
 
-KNOWN = (Known("lastKnownElr [-1]", "docs/model.md kafka-4, maybeUpdateLastKnownLeader", last_known_elr_of_no_leader),)
+def no_epoch_bump_for_a_shrunk_replica_list(d: Difference) -> bool:
+    """A record that drops replicas (a completed or cancelled reassignment)
+    and keeps the leader: Kafka bumps the leader epoch
+    (triggerLeaderEpochBumpForReplicaReassignmentIfNeeded, PCB:368-378), the
+    model keeps it (docs/model.md "Reassignment under kafka-4": the bump
+    fences nothing here and would cost the leader's pending acks).
+    Otherwise the outcomes agree."""
+    before = set(replica_list(d.state))
+    return (
+        len(d.spec) == len(d.oracle) == 1
+        and all(o.leader == d.state.leader and not before <= set(o.replicas) for o in d.oracle)
+        and {replace(o, leader_epoch=o.leader_epoch - 1) for o in d.oracle} == d.spec
+    )
+
+
+KNOWN = (
+    Known("lastKnownElr [-1]", "docs/model.md kafka-4, maybeUpdateLastKnownLeader", last_known_elr_of_no_leader),
+    Known(
+        "no epoch bump for a shrunk replica list",
+        'docs/model.md "Reassignment under kafka-4"',
+        no_epoch_bump_for_a_shrunk_replica_list,
+    ),
+)
 
 # the configs compared (all without records: the controller never reads a
 # log), with the known differences each must show; FAST ones take at most
@@ -89,6 +113,21 @@ CONFIGS: dict[str, tuple[dict[str, Any], set[str]]] = {
     ),
     "propagated metadata": ({"brokers": 2, "metadata": "propagated", "max_clean_shutdowns": 1}, set()),
     "unclean leader election switched": ({"brokers": 2, "max_unclean_switches": 2, "max_clean_shutdowns": 1}, set()),
+    "reassignment": (
+        {"brokers": 2, "spare_brokers": 1, "max_reassignments": 1, "max_fences": 0},
+        {"no epoch bump for a shrunk replica list"},
+    ),
+    "reassignment, unclean leader election": (
+        {
+            "brokers": 2,
+            "spare_brokers": 1,
+            "max_reassignments": 1,
+            "max_fences": 0,
+            "unclean_leader_election": True,
+            "max_admin_elections": 1,
+        },
+        {"no epoch bump for a shrunk replica list"},
+    ),
 }
 FAST = {"2 brokers, operators", "3 brokers, min ISR 1", "2 brokers, min ISR 1, fenced last known leader"}
 
@@ -175,6 +214,28 @@ class ShuttingDownStaysAcceptable(Kafka4):
 
     def alive(self, s: State, r: int) -> bool:
         return r != -1 and self.unfenced(s, r)
+
+
+class ElectionsIgnoreTheListOrder(Kafka4):
+    """Elections scan the replicas in broker id order, not in Kafka's list
+    order (PCB:232-289: a reassignment lists the target first, PRR:53-63)."""
+
+    def listed(self, replicas: int, last: int, k: int) -> int:
+        r = k % self.n
+        return r if k < self.n and replicas >> r & 1 else NO_LEADER
+
+
+def test_a_planted_bug_in_the_replica_list_order_is_reported():
+    """{0, 1} moving to {1, 2}: Kafka's list is [1, 2, 0], so its preferred
+    replica is 1 and the auto rebalance moves leadership from 0 to 1; the
+    mutant's preferred replica stays 0 and it elects nobody."""
+    config = {"brokers": 2, "spare_brokers": 1, "max_reassignments": 1, "max_fences": 0}
+    wrong = unexplained(compare(ElectionsIgnoreTheListOrder(kafka4(**config).config)))
+    assert wrong, "the planted bug went unnoticed"
+    d = wrong[0]  # the nearest
+    assert (d.action, d.args, members(d.state.replicas), members(d.state.adding)) == ("ElectLeader", {}, [0, 1, 2], [2])
+    assert [(o.leader, o.elr) for o in d.spec] == []
+    assert [(o.leader, o.replicas) for o in d.oracle] == [(1, (1, 2, 0))]
 
 
 @pytest.mark.parametrize(
@@ -292,3 +353,71 @@ def test_in_kafka_a_last_known_elr_of_minus_one_blocks_even_an_unclean_election(
     assert c.partition == partition
     c.partition = replace(partition, last_known_elr=())
     assert c.elect_leader(UNCLEAN) == "NONE" and c.partition.leader == 0
+
+
+# the reassignment cases (PCB), the builder built as createFooBuilder / createBarBuilder do:
+# min ISR 2, broker 3 not acceptable, ELR on (record version 2)
+FOO = PartitionRegistration((2, 1, 3), (2, 1, 3), 1, RECOVERED, 100, 200, (), ())
+BAR = PartitionRegistration(
+    (1, 2, 3, 4), (1, 2, 3), 1, RECOVERED, 100, 200, (), (), removing_replicas=(1,), adding_replicas=(4,)
+)
+
+
+def foo_or_bar(partition: PartitionRegistration) -> PartitionChangeBuilder:
+    return PartitionChangeBuilder(partition, lambda r: r != 3, 2)
+
+
+def test_the_oracle_completes_a_reassignment_as_kafkas_own_tests_expect():
+    """testIsrEnlargementCompletesReassignment (464): the ISR that takes in 4
+    completes BAR's reassignment and replaces the removed leader 1."""
+    record = foo_or_bar(BAR).set_target_isr([1, 2, 3, 4]).build()
+    assert record == PartitionChangeRecord(
+        isr=[2, 3, 4], leader=2, replicas=[2, 3, 4], removing_replicas=[], adding_replicas=[]
+    )
+
+
+def test_the_oracle_reverts_a_reassignment_as_kafkas_own_test_expects():
+    """testRevertReassignment (484): BAR reverted keeps leader 1, whose epoch
+    the shrunk replica list bumps (the field set to the same leader)."""
+    replicas, isr, unclean = reassignment_revert(BAR)
+    assert (replicas, isr, unclean) == ([1, 2, 3], [1, 2, 3], False)
+    builder = foo_or_bar(BAR).set_target_replicas(replicas).set_target_isr(isr)
+    record = builder.set_target_removing([]).set_target_adding([]).build()
+    assert record == PartitionChangeRecord(leader=1, replicas=[1, 2, 3], removing_replicas=[], adding_replicas=[])
+
+
+@pytest.mark.parametrize(
+    "test, target, removing, adding, record",
+    [
+        # testRemovingReplicaReassignment (510): [2, 1, 3] -> [1, 2] completes at once
+        ("removing", [1, 2], [3], [], PartitionChangeRecord(isr=[2, 1], leader=1, replicas=[1, 2])),
+        # testAddingReplicaReassignment (535): [2, 1, 3] -> [1, 2, 3, 4] waits for 4
+        ("adding", [1, 2, 3, 4], [], [4], PartitionChangeRecord(replicas=[1, 2, 3, 4], adding_replicas=[4])),
+    ],
+)
+def test_the_oracle_starts_a_reassignment_as_kafkas_own_tests_expect(test, target, removing, adding, record):
+    moved = reassignment_replicas(list(FOO.replicas), target)
+    assert moved[:2] == (removing, adding)
+    builder = foo_or_bar(FOO).set_target_replicas(moved[2])
+    builder = builder.set_target_removing(removing) if removing else builder
+    builder = builder.set_target_adding(adding) if adding else builder
+    assert builder.build() == record
+
+
+def test_in_kafka_a_cancelled_reassignment_leaves_its_adding_replica_in_the_elr():
+    """docs/model.md "Reassignment under kafka-4": [0, 1, 2] moving to
+    [0, 1, 3] (list [0, 1, 3, 2]) with ISR [0, 3], min ISR 2. The cancel
+    keeps ISR [0], under min ISR (no KIP-966 4b), and maybePopulateTargetElr
+    (PCB:555-560) takes the ELR from the old ISR: [3], which is no longer a
+    replica. specs/scenarios/kafka4-cancel-leaves-adding-replica-in-elr.toml
+    reaches the same record in the spec."""
+    partition = PartitionRegistration(
+        (0, 1, 3, 2), (0, 3), 0, RECOVERED, 0, 5, (), (), removing_replicas=(2,), adding_replicas=(3,)
+    )
+    alive = {b: BrokerRegistration(epoch=1, fenced=False, in_controlled_shutdown=False) for b in range(4)}
+    c = Controller(partition, alive, 2, False)
+    assert c.cancel_partition_reassignment() == "NONE"
+    p = c.partition
+    assert (p.replicas, p.isr, p.elr, p.leader, p.leader_epoch) == ((0, 1, 2), (0,), (3,), 0, 1)
+    assert (p.adding_replicas, p.removing_replicas) == ((), ())
+    assert c.cancel_partition_reassignment() == "NO_REASSIGNMENT_IN_PROGRESS"

@@ -73,13 +73,16 @@ FULL = {
 # run time, and kafka-4's controlled shutdown as a state
 SWITCHED = {"max_unclean_switches": 1}
 STAGED = {"max_unclean_switches": 1, "controlled_shutdown": "staged"}
+# kafka-4's reassignment (its replica list order, listed_last), two replicas within three brokers
+REASSIGNING = {"brokers": 2, "spare_brokers": 1, "max_reassignments": 1, "max_unclean_shutdowns": 1, "max_fences": 0}
 
 
 @pytest.mark.parametrize(
     "variant, extra",
     [pytest.param(v, {}, id=v) for v in sorted(VARIANTS)]
     + [pytest.param(v, SWITCHED, id=f"{v}+switched") for v in ("kip966", "legacy")]
-    + [pytest.param("kafka-4", STAGED, id="kafka-4+staged")],
+    + [pytest.param("kafka-4", STAGED, id="kafka-4+staged")]
+    + [pytest.param("kafka-4", REASSIGNING, id="kafka-4+reassigning")],
 )
 @pytest.mark.slow
 def test_compiled_successors_are_the_interpreted_ones_on_every_state(variant, extra):

@@ -16,6 +16,7 @@ from modelcheck.engine import run
 from modelcheck.trace import apply_step
 from specs.kafka_elr import load
 from specs.kafka_elr.arguments import DESIGNATION
+from specs.kafka_elr.kafka4 import ELECTION_UNCLEAN
 from specs.kafka_elr.types import NO_LEADER, mask_of, members
 
 # two replicas move within three brokers, once; one record, one unclean shutdown
@@ -241,16 +242,8 @@ def test_the_assignment_shows_only_where_it_can_change():
         ),
         (["spare_brokers=-1"], "config key 'spare_brokers'"),
         (
-            ["max_reassignments=1", 'variant="kafka-4"'],
-            "config key 'max_reassignments': 1 with variant 'kafka-4' is not modelled (allowed: 0",
-        ),
-        (
-            ["max_reassignments=1", 'metadata="propagated"'],
+            ["max_reassignments=1", 'metadata="propagated"', 'variant="kafka-4"'],
             "config key 'max_reassignments': 1 with metadata = \"propagated\" is not modelled",
-        ),
-        (
-            ["spare_brokers=1", 'variant="kafka-4"'],
-            "config key 'spare_brokers': 1 with variant 'kafka-4' is not modelled (allowed: 0",
         ),
         (
             ["spare_brokers=1", 'metadata="propagated"'],
@@ -287,3 +280,75 @@ def test_an_admin_designation_elects_only_a_replica():
     assert spec.admin_elect_leaders(s, DESIGNATION, NO_LEADER, 2) is None
     t = spec.admin_elect_leaders(s, DESIGNATION, NO_LEADER, 1)
     assert (t.leader, members(t.isr)) == (1, [1]) and spec.type_ok(t)
+
+
+# ---- kafka-4: Kafka 4.0.0's reassignment (docs/model.md "Reassignment under kafka-4") ----
+def kafka4_moving(**config):
+    """kafka-4 with {0, 1} moving to {1, 2} (list [1, 2, 0]), and the state."""
+    spec = load({**SMALL, "variant": "kafka-4", **config})
+    ((args, moving),) = [
+        (a, t) for a, t in spec.instances("ReassignPartition", spec.init_states()[0]) if a["replicas"] == [1, 2]
+    ]
+    return spec, moving
+
+
+def test_kafka4_lists_the_target_first_and_its_preferred_replica_leads():
+    """PRR:53-63: the list is [1, 2, 0]; the auto rebalance moves leadership to its first replica."""
+    spec, s = kafka4_moving()
+    assert (members(s.replicas), members(s.adding), members(s.removing), members(s.listed_last)) == (
+        [0, 1, 2],
+        [2],
+        [0],
+        [0],
+    )
+    ((_, t),) = spec.instances("ElectLeader", s)
+    assert (t.leader, t.leader_epoch) == (1, 1)
+
+
+def test_kafka4_completes_a_reassignment_in_the_alter_partition_that_allows_it():
+    """completeReassignmentIfNeeded runs in every build: no CompleteReassignment action."""
+    spec, s = kafka4_moving()
+    assert "CompleteReassignment" not in spec.actions
+    s = s._replace(pending_isr=mask_of([0, 1, 2]), pending_epochs=(1, 1, 1))
+    ((_, t),) = spec.instances("CommitAlterPartition", s)
+    assert (members(t.replicas), members(t.isr), t.adding, t.removing, t.listed_last, t.leader) == (
+        [1, 2],
+        [1, 2],
+        0,
+        0,
+        0,
+        1,
+    )
+    assert t.log[0] == 0 and t.hwm[0] == 0  # 0's replica is deleted
+
+
+def test_kafka4_unclean_election_never_elects_a_spare_broker():
+    """PCB:278-286 scan the replica list: with the replicas 0 and 1 fenced,
+    an UNCLEAN election elects nobody, though the spare 2 is alive."""
+    spec = load({**SMALL, "variant": "kafka-4", "unclean_leader_election": True})
+    s = spec.init_states()[0]._replace(leader=NO_LEADER, isr=0, fenced=mask_of([0, 1]))
+    assert spec.elect_in_build(s, 0, 0, ELECTION_UNCLEAN, s.replicas, s.listed_last) == (NO_LEADER, False)
+    assert spec.elect_in_build(s._replace(fenced=mask_of([0])), 0, 0, ELECTION_UNCLEAN, s.replicas, 0) == (1, True)
+
+
+@pytest.mark.parametrize("unclean, leader", [(False, None), (True, 1)])
+def test_kafka4_cancels_with_no_min_isr_check_and_an_unclean_revert_needs_the_switch(unclean, leader):
+    """PRRevert:50-64, RCM:2126-2131: the ISR {2} is all adding, so the revert
+    names the list's first original replica, 1 ([1, 0] after the revert);
+    without unclean.leader.election.enable Kafka refuses. The build then
+    elects 1 from the target ISR, a clean election (no RECOVERING)."""
+    spec, s = kafka4_moving(unclean_leader_election=unclean)
+    s = s._replace(leader=2, isr=mask_of([2]))
+    outcomes = [t for _a, t in spec.instances("CancelReassignment", s)]
+    if leader is None:
+        assert outcomes == []
+        return
+    ((t),) = outcomes
+    assert (members(t.replicas), members(t.listed_last), members(t.isr), t.leader, t.leader_recovery) == (
+        [0, 1],
+        [0],
+        [1],
+        1,
+        0,
+    )
+    assert t.below_min_isr_reassigned == 1

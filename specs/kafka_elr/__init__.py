@@ -27,13 +27,12 @@ def load(given: dict[str, Any]) -> Kip966:
             f"makes {config['brokers'] + config['spare_brokers']} (allowed: brokers + spare_brokers "
             f"<= {MAX_BROKERS})"
         )
-    # kafka-4's elections and the propagated views were not written for brokers outside the replica set
+    # the propagated views were not written for brokers outside the replica set
     for key in ("max_reassignments", "spare_brokers"):
-        if config[key] and (config["variant"] == "kafka-4" or config["metadata"] == "propagated"):
-            what = "variant 'kafka-4'" if config["variant"] == "kafka-4" else 'metadata = "propagated"'
+        if config[key] and config["metadata"] == "propagated":
             raise ConfigError(
-                f"config key {key!r}: {config[key]} with {what} is not modelled (allowed: 0; "
-                f"reassignment runs on the other variants with atomic metadata)"
+                f'config key {key!r}: {config[key]} with metadata = "propagated" is not modelled (allowed: 0; '
+                f"reassignment runs with atomic metadata)"
             )
     if config["controlled_shutdown"] == "staged" and config["variant"] != "kafka-4":
         raise ConfigError(

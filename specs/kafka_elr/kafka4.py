@@ -17,7 +17,7 @@ from modelcheck.ops import lowest_bit
 from modelcheck.refinement import Refinement
 from modelcheck.spec import Param, SymmetryError, action
 
-from .arguments import ADMIN_TYPE, BROKER, ELECTED, PREFERRED, PREFERRED_REPLICA, UNCLEAN
+from .arguments import ADMIN_TYPE, BROKER, ELECTED, PREFERRED, UNCLEAN
 from .protocol import Kip966
 from .types import NO_LEADER, RECOVERED, State, bit, size
 
@@ -34,17 +34,25 @@ class Kafka4(Kip966):
 
     variant = "kafka-4"
     admin_types = (PREFERRED, UNCLEAN)  # ElectLeaders: ElectionType PREFERRED / UNCLEAN
-    # no unclean recovery manager in 4.0, and no separate end of recovery (reported_recovery)
-    # no reassignment modelled for 4.0 (the config refuses max_reassignments > 0 here)
+    # no unclean recovery manager in 4.0, and no separate end of recovery (reported_recovery);
+    # no separate completion of a reassignment either: every build() completes one that
+    # may be (completeReassignmentIfNeeded), so the goal and the property that name the
+    # completion action go too
     omit = frozenset(
         {
             "UncleanRecovery",
             "CompleteRecovery",
             "RecoveryCompletes",
             *Kip966.RECOVERY_MANAGER,
-            *Kip966.REASSIGNMENT_NAMES,
+            "CompleteReassignment",
+            "ReassignmentMovesLeader",
+            "ReassignmentEnds",
         }
     )
+
+    def __init__(self, config: dict) -> None:
+        self.orders_replicas = config["max_reassignments"] > 0  # listed_last can change
+        super().__init__(config)
 
     # `modelcheck refines kafka-4 kip966`: how a 4.0 partition reads as the KIP's
     refinements = (
@@ -53,8 +61,8 @@ class Kafka4(Kip966):
             "kip966",
             "4.0 keeps the last known leader in LastKnownELR (maybeUpdateLastKnownLeader): read as "
             "kip966's LastKnownLeader; 4.0 records no ELR member's unclean shutdown, so kip966's "
-            "LastKnownELR reads as {}",
-            constant={"last_known_elr": 0},
+            "LastKnownELR reads as {}; the KIP orders no replica list",
+            constant={"last_known_elr": 0, "listed_last": 0},
             computed={"last_known_leader": "last_known_leader_kept"},
         ),
     )
@@ -108,16 +116,62 @@ class Kafka4(Kip966):
         (uncleanLeaderElectionEnabledForTopic, read at each change: CCM:691-697)."""
         return ELECTION_UNCLEAN if s.unclean_election else ELECTION_ONLINE
 
+    # ---- the replica list (PartitionRegistration.replicas, in order) ------------------
+    def listed(self, replicas: int, last: int, k: int) -> int:
+        """Position `k` of a scan of the replica list `replicas`: the
+        replicas not listed last in ascending order (k < n), then those
+        listed `last` in ascending order (k >= n); NO_LEADER where the scan
+        meets no replica. A reassignment's target list is taken in
+        ascending order, so every list Kafka can reach from it has this
+        form (docs/model.md "Reassignment under kafka-4")."""
+        r = k % self.n
+        part = replicas & last if k >= self.n else replicas & ~last
+        return r if part >> r & 1 else NO_LEADER
+
+    def preferred(self, replicas: int, last: int) -> int:
+        """The list's first replica (PartitionRegistration.preferredReplica, PR:365-367)."""
+        for k in range(2 * self.n):
+            r = self.listed(replicas, last, k)
+            if r != NO_LEADER:
+                return r
+        return NO_LEADER
+
     # ---- PartitionChangeBuilder ---------------------------------------------------
     def build(self, s: State, target_isr: int, election: int, unclean_shutdown: int) -> State:
-        """The partition after one PartitionChangeRecord (or `s` if none)."""
+        """The partition after one PartitionChangeRecord (or `s` if none),
+        its assignment unchanged unless the build completes a reassignment."""
+        return self.build_change(
+            s, target_isr, election, unclean_shutdown, s.replicas, s.adding, s.removing, s.listed_last
+        )
+
+    def build_change(
+        self,
+        s: State,
+        target_isr: int,
+        election: int,
+        unclean_shutdown: int,
+        replicas: int,
+        adding: int,
+        removing: int,
+        last: int,
+    ) -> State:
+        """build() with a target assignment: the replica list (`replicas`,
+        `last` listed last), its adding and removing replicas. The min ISR is
+        the partition's as it is (getTopicEffectiveMinIsr, RCM:2344-2350,
+        counts the current replica list)."""
+        # completeReassignmentIfNeeded (PCB:409-428, PartitionReassignmentReplicas:97-130):
+        # every target replica in the ISR without the removing ones
+        if adding | removing:
+            isr_left, replicas_left = target_isr & ~removing, replicas & ~removing
+            if isr_left and replicas_left and not replicas_left & ~isr_left:
+                target_isr, replicas, last, adding, removing = isr_left, replicas_left, last & ~removing, 0, 0
         # maybePopulateTargetElr
         if size(target_isr) >= self.eff_min_isr(s):
             elr = 0
         else:
             elr = (s.elr | s.isr) & ~target_isr & ~unclean_shutdown
         # tryElection
-        leader, unclean = self.elect_in_build(s, target_isr, elr, election)
+        leader, unclean = self.elect_in_build(s, target_isr, elr, election, replicas, last)
         isr = target_isr
         if leader != s.leader:
             if leader != NO_LEADER and elr & bit(leader):  # an ELR election is clean
@@ -136,33 +190,50 @@ class Kafka4(Kip966):
         elif leader != NO_LEADER:
             lkelr = 0
         # a leader change bumps the leader epoch; the recovery state changes
-        # only if the election was unclean (targetLeaderRecoveryState)
-        return self.recorded(s, self.set_leader(s._replace(isr=isr, elr=elr, last_known_elr=lkelr), leader, unclean))
+        # only if the election was unclean (targetLeaderRecoveryState);
+        # setAssignmentChanges (PCB:472-493) writes the assignment
+        t = s._replace(
+            isr=isr,
+            elr=elr,
+            last_known_elr=lkelr,
+            replicas=replicas,
+            adding=adding,
+            removing=removing,
+            listed_last=last,
+        )
+        t = self.set_leader(t, leader, unclean)
+        if s.adding | s.removing and not adding | removing:
+            t = self.reassignment_ended(s, t)
+        return self.recorded(s, t)
 
     def valid_in_build(self, s: State, isr: int, elr: int, r: int) -> bool:
         """A replica electAnyLeader may take: in the target ISR, or in the ELR
         when the target ISR is empty, and acceptable."""
         return r != NO_LEADER and (isr & bit(r) != 0 or (not isr and elr & bit(r) != 0)) and self.alive(s, r)
 
-    def elect_in_build(self, s: State, isr: int, elr: int, election: int) -> tuple[int, bool]:
-        """electPreferredLeader / electAnyLeader: (leader, unclean). Preferred
-        ranks replica 0, the current leader, replicas 1..; the others the
-        current leader, then replicas 0.. (the assignment order)."""
-        first = PREFERRED_REPLICA if election == ELECTION_PREFERRED else s.leader
+    def elect_in_build(self, s: State, isr: int, elr: int, election: int, replicas: int, last: int) -> tuple[int, bool]:
+        """electPreferredLeader / electAnyLeader over the target replica list
+        (PCB:232-289): (leader, unclean). Preferred ranks the list's first
+        replica, the current leader, then the list; the others the current
+        leader, then the list. (A replica the scan meets twice was invalid
+        the first time, so skip(1) needs no counterpart.)"""
+        first = self.preferred(replicas, last) if election == ELECTION_PREFERRED else s.leader
         then = s.leader if election == ELECTION_PREFERRED else NO_LEADER
         if self.valid_in_build(s, isr, elr, first):
             return first, False
         if self.valid_in_build(s, isr, elr, then):
             return then, False
-        for r in range(1 if election == ELECTION_PREFERRED else 0, self.n):
+        for k in range(2 * self.n):
+            r = self.listed(replicas, last, k)
             if self.valid_in_build(s, isr, elr, r):
                 return r, False
         # canElectLastKnownLeader: no liveness check in 4.0 (KAFKA-19522)
         if not isr and not elr and size(s.last_known_elr) == 1:
             return lowest_bit(s.last_known_elr), True
-        if election == ELECTION_UNCLEAN:
-            for r in range(self.n):
-                if self.alive(s, r):
+        if election == ELECTION_UNCLEAN:  # the first acceptable replica of the list, ISR or not
+            for k in range(2 * self.n):
+                r = self.listed(replicas, last, k)
+                if r != NO_LEADER and self.alive(s, r):
                     return r, True
         return NO_LEADER, False
 
@@ -235,7 +306,8 @@ class Kafka4(Kip966):
         if s.admin_elections >= self.max_admin_elections:
             return None
         s = s._replace(admin_elections=s.admin_elections + 1)
-        if kind == PREFERRED and s.leader == PREFERRED_REPLICA or kind == UNCLEAN and s.leader != NO_LEADER:
+        preferred = self.preferred(s.replicas, s.listed_last)
+        if kind == PREFERRED and s.leader == preferred or kind == UNCLEAN and s.leader != NO_LEADER:
             return None
         t = self.build(s, s.isr, ELECTION_PREFERRED if kind == PREFERRED else ELECTION_UNCLEAN, 0)
         return t if t != s and t.leader == leader else None
@@ -246,7 +318,7 @@ class Kafka4(Kip966):
         PREFERRED election on partitions whose leader is not the preferred
         replica, leaderless ones included) and, with unclean leader election
         enabled, an UNCLEAN election on leaderless partitions."""
-        if s.leader != PREFERRED_REPLICA:
+        if s.leader != self.preferred(s.replicas, s.listed_last):
             t = self.build(s, s.isr, ELECTION_PREFERRED, 0)
             if t.leader != s.leader and t.leader == leader:
                 return t
@@ -255,3 +327,35 @@ class Kafka4(Kip966):
             if t.leader != s.leader and t.leader == leader:
                 return t
         return None
+
+    # ---- reassignment (alterPartitionReassignments) -----------------------------------
+    def reassignment_started(self, s: State, target: int) -> State:
+        """changePartitionReassignment (RCM:2182-2213): one build() with the
+        target list (ascending) followed by the removing replicas
+        (PartitionReassignmentReplicas:53-63), the ISR unchanged, an ONLINE
+        election (the builder's default: a leaderless partition may elect)."""
+        removing = s.replicas & ~target
+        return self.build_change(
+            s, s.isr, ELECTION_ONLINE, 0, s.replicas | target, target & ~s.replicas, removing, removing
+        )
+
+    @action("CancelReassignment", leader=ELECTED)
+    def cancel_reassignment(self, s: State, leader: int) -> State | None:
+        """cancelPartitionReassignment (RCM:2119-2153) with
+        PartitionReassignmentRevert: the original replicas in their list
+        order (the kept ones, then the removing ones), the ISR without the
+        adding replicas, or, if that is empty, the list's first replica,
+        which needs unclean.leader.election.enable (else
+        InvalidReplicaAssignmentException: nothing changes). No min ISR
+        check (KIP-966 4b is not in 4.0). The instance names the leader the
+        build elected, if it changed."""
+        if not s.adding | s.removing:
+            return None
+        original, isr = s.replicas & ~s.adding, s.isr & ~s.adding
+        if not isr:
+            if not s.unclean_election:
+                return None
+            isr = bit(self.preferred(original, s.removing))
+        t = self.build_change(s, isr, self.online_election(s), 0, original, 0, 0, s.removing)
+        elected = t.leader if t.leader != s.leader else NO_LEADER
+        return t if leader == elected else None

@@ -114,14 +114,12 @@ class Operators:
         and join the ISR through the leader's AlterPartition as any follower."""
         if s.reassignments >= self.max_reassignments or s.adding | s.removing or target == s.replicas:
             return None
+        return self.reassignment_started(s._replace(reassignments=s.reassignments + 1), target)
+
+    def reassignment_started(self, s: State, target: int) -> State:
+        """The PartitionChangeRecord that starts a reassignment to `target`."""
         return self.recorded(
-            s,
-            s._replace(
-                replicas=s.replicas | target,
-                adding=target & ~s.replicas,
-                removing=s.replicas & ~target,
-                reassignments=s.reassignments + 1,
-            ),
+            s, s._replace(replicas=s.replicas | target, adding=target & ~s.replicas, removing=s.replicas & ~target)
         )
 
     @action("CompleteReassignment", leader=ELECTED)
@@ -169,19 +167,27 @@ class Operators:
             return None  # nothing to elect
         final = s.replicas & ~dropped
         t = self.change_isr(s._replace(replicas=final, adding=0, removing=0), s.isr & ~dropped)
-        log, hwm = s.log, s.hwm
-        for b in range(self.n):
-            if contains(dropped, b):
-                log, hwm = replace_at(log, b, logs.EMPTY), replace_at(hwm, b, 0)
         lkl = s.last_known_leader
-        t = t._replace(
-            elr=t.elr & final,
-            last_known_elr=t.last_known_elr & final,
-            log=log,
-            hwm=hwm,
-            last_known_leader=NO_LEADER if lkl != NO_LEADER and contains(dropped, lkl) else lkl,
-            below_min_isr_reassigned=1 if size(t.isr) < self.final_min_isr(s) else s.below_min_isr_reassigned,
+        t = self.reassignment_ended(
+            s,
+            t._replace(
+                elr=t.elr & final,
+                last_known_elr=t.last_known_elr & final,
+                last_known_leader=NO_LEADER if lkl != NO_LEADER and contains(dropped, lkl) else lkl,
+            ),
         )
         if moved:
             return self.reelect(t, leader)
         return self.no_proposal(t)
+
+    def reassignment_ended(self, s: State, t: State) -> State:
+        """`t`, the partition after the record that ended `s`'s reassignment:
+        the replicas it dropped lose their logs (StopReplica with delete:
+        empty log, HWM 0), and the ghost notes an ISR left under the final
+        replica set's min ISR (KIP-966 4a/4b, `ReassignmentKeepsMinIsr`)."""
+        log, hwm = t.log, t.hwm
+        for b in range(self.n):
+            if contains(s.replicas & ~t.replicas, b):
+                log, hwm = replace_at(log, b, logs.EMPTY), replace_at(hwm, b, 0)
+        below = 1 if size(t.isr) < self.final_min_isr(s) else t.below_min_isr_reassigned
+        return t._replace(log=log, hwm=hwm, below_min_isr_reassigned=below)

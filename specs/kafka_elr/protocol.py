@@ -43,6 +43,7 @@ from .types import (
     NO_EPOCH,
     NO_LEADER,
     NO_PROPOSAL,
+    ORDERED,
     PROPAGATED,
     REASSIGNING,
     RECOVERED,
@@ -85,6 +86,8 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
     max_admin_elections: int
     max_reassignments: int
     max_unclean_switches: int
+    # whether the replica list's order can change (kafka-4 with reassignments: `listed_last`)
+    orders_replicas = False
 
     def __init__(self, config: dict[str, Any]):
         self.config = config
@@ -123,6 +126,7 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
             *((REASSIGNING,) if self.max_reassignments else ()),
             *((SWITCHING,) if self.max_unclean_switches else ()),
             *((STAGED,) if self.staged_shutdown else ()),
+            *((ORDERED,) if self.orders_replicas else ()),
         )
         self._checked = config["invariants"] if config["invariants"] is not None else list(self.invariants)
 
@@ -147,6 +151,7 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
                 replicas=self.assigned,
                 adding=0,
                 removing=0,
+                listed_last=0,
                 status=(RUNNING,) * n,
                 clean_shutdown_epoch=(NO_EPOCH,) * n,
                 log=(logs.EMPTY,) * n,

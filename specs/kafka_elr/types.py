@@ -46,6 +46,7 @@ LOG = "log"  # a packed log (logs.py)
 ALWAYS, PROPAGATED, REASSIGNING, NEVER = "always", "propagated", "reassigning", "never"
 SWITCHING = "switching"  # shown where unclean.leader.election.enable may change (max_unclean_switches > 0)
 STAGED = "staged"  # shown where a controlled shutdown is a state (controlled_shutdown = "staged")
+ORDERED = "ordered"  # shown where the replica list's order can change (kafka-4 with reassignments)
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,17 @@ VARIABLES = (
         _when("max_reassignments", _sets),
         "replicas a reassignment removes",
         shown=REASSIGNING,
+    ),
+    # kafka-4's replica list: the replicas in ascending order, then those
+    # listed last (the removing ones; after a cancellation the ones it
+    # restored); constant 0 elsewhere (docs/model.md "Reassignment under kafka-4")
+    Var(
+        "listed_last",
+        BROKERS,
+        _zero,
+        _when("orders_replicas", _sets),
+        "replicas Kafka's replica list names after the others",
+        shown=ORDERED,
     ),
     # brokers
     Var("status", NAMED, _zero, lambda c: OFFLINE_DIRTY, "each broker's process", per_broker=True, names=STATUS_NAMES),
@@ -396,7 +408,7 @@ def shown_value(v: Var, x: int) -> Any:
     return x
 
 
-def describe(s: State, shown: tuple[str, ...] = (ALWAYS, PROPAGATED, REASSIGNING, SWITCHING, STAGED)) -> dict:
+def describe(s: State, shown: tuple[str, ...] = (ALWAYS, PROPAGATED, REASSIGNING, SWITCHING, STAGED, ORDERED)) -> dict:
     """MODEL.md's named variables, JSON-friendly (those whose `shown` is in `shown`)."""
     named = {}
     for v in VARIABLES:

@@ -73,6 +73,8 @@ VARIABLES
     \* the assignment: the replica set (during a reassignment the original
     \* and the target replicas together), its adding and removing replicas
     replicas, adding, removing,
+    \* kafka-4's replicas listed last in the replica list: always {} here
+    listed_last,
     \* brokers
     status, clean_shutdown_epoch, log, hwm, pending_isr, pending_stale,
     \* each broker's view (Metadata = "propagated"; constant under "atomic")
@@ -86,7 +88,7 @@ VARIABLES
 
 vars == <<leader, leader_epoch, isr, elr, last_known_elr, last_known_leader,
           leader_recovery, fenced, in_controlled_shutdown, broker_epoch, min_isr, unclean_election,
-          replicas, adding, removing,
+          replicas, adding, removing, listed_last,
           status, clean_shutdown_epoch, log, hwm, pending_isr, pending_stale,
           pending_from, seen_leader, seen_epoch, seen_isr, seen_min_isr,
           acked, acks_all, exposed,
@@ -99,7 +101,7 @@ St == [leader |-> leader, leader_epoch |-> leader_epoch, isr |-> isr, elr |-> el
        leader_recovery |-> leader_recovery, fenced |-> fenced,
        in_controlled_shutdown |-> in_controlled_shutdown,
        broker_epoch |-> broker_epoch, min_isr |-> min_isr, unclean_election |-> unclean_election,
-       replicas |-> replicas, adding |-> adding, removing |-> removing,
+       replicas |-> replicas, adding |-> adding, removing |-> removing, listed_last |-> listed_last,
        status |-> status, clean_shutdown_epoch |-> clean_shutdown_epoch,
        log |-> log, hwm |-> hwm, pending_isr |-> pending_isr, pending_stale |-> pending_stale,
        pending_from |-> pending_from, seen_leader |-> seen_leader, seen_epoch |-> seen_epoch,
@@ -129,6 +131,7 @@ Go(t) ==
     /\ replicas' = t.replicas
     /\ adding' = t.adding
     /\ removing' = t.removing
+    /\ listed_last' = t.listed_last
     /\ status' = t.status
     /\ clean_shutdown_epoch' = t.clean_shutdown_epoch
     /\ log' = t.log
@@ -611,6 +614,7 @@ Init ==
     /\ replicas = Assigned
     /\ adding = {}
     /\ removing = {}
+    /\ listed_last = {}
     /\ status = [b \in Brokers |-> "RUNNING"]
     /\ clean_shutdown_epoch = [b \in Brokers |-> NoEpoch]
     /\ log = [b \in Brokers |-> <<>>]
