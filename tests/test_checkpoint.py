@@ -8,6 +8,7 @@ memory finishes by spilling to disk, or stops with a checkpoint.
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import subprocess
 from typing import Any
@@ -20,7 +21,7 @@ from modelcheck.engine import fast, run
 from modelcheck.engine.checkpoint import Checkpoints
 from modelcheck.engine.control import Control
 from modelcheck.lifetime import Stopped
-from modelcheck.memory import anon_rss, parse_size
+from modelcheck.memory import anon_rss, parse_size, release_freed
 from specs.kafka_elr import load
 
 FIELDS = ("verdict", "invariant", "distinct_states", "generated_states", "depth", "coverage", "goals")
@@ -102,7 +103,7 @@ def test_short_of_memory_the_fast_engine_spills_and_splits_levels_to_the_same_an
     whole = uninterrupted("fast", "{}")
     # what the process holds now, plus a few MB: the visited set fits, a whole level's candidates do not
     r = run(
-        spec, engine="fast", workers=2, control=Control(max_memory=anon_rss() + (24 << 20), spill_dir=str(tmp_path))
+        spec, engine="fast", workers=2, control=Control(max_memory=settled_rss() + (24 << 20), spill_dir=str(tmp_path))
     )
     same(r, whole)
     assert r.run_info["spilled"] is True and r.run_info["segments"] > r.depth
@@ -120,7 +121,9 @@ def test_a_visited_set_moved_to_disk_gives_the_same_answer_and_resumes_from_disk
     whole = uninterrupted("fast", "{}")
     spill = tmp_path / "spill"
     spill.mkdir()
-    r = run(spec, engine="fast", workers=2, control=Control(max_memory=anon_rss() + (24 << 20), spill_dir=str(spill)))
+    r = run(
+        spec, engine="fast", workers=2, control=Control(max_memory=settled_rss() + (24 << 20), spill_dir=str(spill))
+    )
     same(r, whole)
     assert r.run_info["visited_flushes"] > 0 and 0 < r.memory["visited_disk_bytes"] <= r.memory["visited_bytes"]
     assert list(spill.iterdir()) == []
@@ -134,7 +137,7 @@ def test_a_visited_set_moved_to_disk_gives_the_same_answer_and_resumes_from_disk
             workers=2,
             progress=progress,
             control=Control(
-                stop=request, checkpoints=checkpoints, max_memory=anon_rss() + (24 << 20), spill_dir=str(spill)
+                stop=request, checkpoints=checkpoints, max_memory=settled_rss() + (24 << 20), spill_dir=str(spill)
             ),
         )
     checkpoints = Checkpoints(tmp_path / "ck", every_s=0)
@@ -143,7 +146,9 @@ def test_a_visited_set_moved_to_disk_gives_the_same_answer_and_resumes_from_disk
         spec,
         engine="fast",
         workers=1,
-        control=Control(checkpoints=checkpoints, resume=True, max_memory=anon_rss() + (24 << 20), spill_dir=str(spill)),
+        control=Control(
+            checkpoints=checkpoints, resume=True, max_memory=settled_rss() + (24 << 20), spill_dir=str(spill)
+        ),
     )
     same(resumed, whole)
     assert resumed.memory["visited_disk_bytes"] > 0
@@ -164,7 +169,7 @@ def test_levels_settled_on_disk_give_the_counts_of_the_search_in_memory(tmp_path
         spec.enable_symmetry()
     whole = run(spec, engine="fast", workers=2)
     r = run(
-        spec, engine="fast", workers=2, control=Control(max_memory=anon_rss() + (24 << 20), spill_dir=str(tmp_path))
+        spec, engine="fast", workers=2, control=Control(max_memory=settled_rss() + (24 << 20), spill_dir=str(tmp_path))
     )
     same(r, whole)
     assert r.run_info.get("symmetry") == whole.run_info.get("symmetry")
@@ -184,7 +189,7 @@ def test_a_violation_found_with_the_visited_set_on_disk_has_the_exact_counts_and
         load(config),
         engine="fast",
         workers=2,
-        control=Control(max_memory=anon_rss() + (24 << 20), spill_dir=str(tmp_path)),
+        control=Control(max_memory=settled_rss() + (24 << 20), spill_dir=str(tmp_path)),
     )
     assert not whole.holds and r.run_info["visited_flushes"] > 0
     same(r, whole)
@@ -196,7 +201,12 @@ def test_at_the_memory_limit_a_search_stops_with_a_checkpoint_that_resumes(tmp_p
     checkpoints = Checkpoints(tmp_path / "ck", every_s=3600)
     checkpoints.prepare(resuming=False)
     with pytest.raises(Stopped) as stop:
-        run(spec, engine="fast", workers=2, control=Control(checkpoints=checkpoints, max_memory=anon_rss() + (6 << 20)))
+        run(
+            spec,
+            engine="fast",
+            workers=2,
+            control=Control(checkpoints=checkpoints, max_memory=settled_rss() + (6 << 20)),
+        )
     whole = uninterrupted("fast", "{}")
     assert stop.value.signum is None and 1000 < stop.value.distinct < whole.distinct_states
     assert str(stop.value).startswith("memory limit ") and f"--resume {tmp_path / 'ck'}" in str(stop.value)
@@ -216,6 +226,16 @@ def test_the_memory_limit_from_the_command_line_is_one_line_exit_2_and_resumes(t
     whole = json.loads(cli("check", *config, "--json", "-q").stdout)
     assert resumed["engine"] == engine
     assert {k: resumed[k] for k in FIELDS} == {k: whole[k] for k in FIELDS}
+
+
+def settled_rss() -> int:
+    """This process's anonymous memory with what earlier tests freed handed
+    back first: a limit set a few MiB above it means the same to the search
+    whichever tests ran in this worker before (untrimmed free memory would
+    let the search grow unseen; trimmed mid-search, it would look like room)."""
+    gc.collect()
+    release_freed()
+    return anon_rss()
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

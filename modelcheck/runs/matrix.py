@@ -392,7 +392,7 @@ def markdown(meta: dict[str, Any], rows: list[Row], command: str, jobs: int) -> 
             out += [r.cell.note.strip(), ""]
     if meta["outro"]:
         out += [meta["outro"].strip(), ""]
-    return "\n".join(out)
+    return "\n".join(out).rstrip("\n")  # the file's one final newline is the writer's
 
 
 def anchor(name: str) -> str:

@@ -13,7 +13,6 @@ import click
 from ..config import ConfigError
 from ..engine.control import Control
 from ..engine.refine import RefinementResult
-from ..engine.refine_fast import run
 from ..lifetime import Stopped, exit_code, stop_on_signals
 from ..refinement import Image, Refinement, mapping_for
 from ..spec import Spec
@@ -69,6 +68,8 @@ def refines_command(
         image = images((load_as, load_as), impl, abstract, given, mapping, "on the command line (IMPL ABSTRACT)")
     except ConfigError as e:
         fail(str(e))
+    from ..engine.refine_fast import run  # here, not at import: it loads numba, which `--help` should not wait for
+
     with stop_on_signals() as request:
         try:
             with Progress(enabled=not quiet and not as_json) as progress:
