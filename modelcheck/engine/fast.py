@@ -404,6 +404,9 @@ class Search:
             self.flush_visited(cur)
             room = self.control.max_memory - anon_rss()
         if room < per_row * min(rest, MIN_SEGMENT):
+            release_freed()  # freed blocks still resident (a fragmented heap) are room, not use
+            room = self.control.max_memory - anon_rss()
+        if room < per_row * min(rest, MIN_SEGMENT):
             raise self.memory_stop(cur, "a segment of the frontier no longer fits beside what must stay in memory")
         return cur.done + min(rest, max(MIN_SEGMENT, int(room // per_row)))
 
