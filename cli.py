@@ -335,6 +335,12 @@ DEFAULT_MATRIX = Path(kafka_elr.__file__).parent.parent / "matrix.toml"
     show_default=True,
     help="fast: both specs compiled (each compiled once, then loaded from the cache); bfs: the interpreted reference.",
 )
+@click.option(
+    "--trace-out",
+    metavar="FILE",
+    help="Write a failure's trace (JSON) to FILE, for `trace show` and `trace html`, which show its image "
+    "beside it (if it holds, one an earlier run left there is removed).",
+)
 def refines(**options: Any) -> None:
     """Does variant IMPL refine variant ABSTRACT? Every reachable step of
     IMPL, read through a refinement mapping, must be a step of ABSTRACT or
@@ -363,7 +369,7 @@ def refines(**options: Any) -> None:
     NOT ALLOWED), and the ABSTRACT steps that came closest (fewest
     variables differing from the image). Exit status: 0 holds, 1 violated,
     2 bad input (an unknown variant, a config either refuses, a mapping
-    IMPL does not declare)."""
+    IMPL does not declare), 4 --trace-out could not be written."""
     refines_command(kafka_elr.load_as, **options)
 
 

@@ -99,8 +99,7 @@ class Refines:
             if not self.store.put(fp, None):
                 continue
             if canon(self.image.of(state)) not in initial:
-                steps: list[tuple[str | None, dict[str, Any], Any]] = [(None, {}, s) for s in abstract.init_states()]
-                return self.failed([Step(None, {}, state)], closest(steps, self.image.of(state)))
+                return self.failed([Step(None, {}, state)])
             frontier.append((fp, state))
         self.depth = 1 if frontier else 0
         with self.control.stop.polling():
@@ -131,8 +130,7 @@ class Refines:
                     if allowed is None:
                         allowed = {canon(t) for _n, _a, t in abstract.successors(source)}
                     if key not in allowed:
-                        trace = [*rebuild(impl, self.store, fp), Step(name, args, nxt)]
-                        return self.failed(trace, closest(abstract.successors(source), of(nxt)))
+                        return self.failed([*rebuild(impl, self.store, fp), Step(name, args, nxt)])
                 child = fingerprint(impl.canonical(nxt))
                 if self.store.put(child, fp):
                     new.append((child, nxt))
@@ -153,12 +151,10 @@ class Refines:
         if self.progress:
             self.progress(progress_counts(len(self.store), self.transitions, self.depth, queue, self.started))
 
-    def failed(self, trace: list[Step], near: list[Near]) -> RefinementResult:
+    def failed(self, trace: list[Step]) -> RefinementResult:
         replay(self.impl, self.abstract, self.image, trace)
         result = self.result("violated")
-        result.trace, result.images, result.closest = trace, [self.image.of(s.state) for s in trace], near
-        result.matched = [as_abstract(self.abstract, a, b) for a, b in zip(result.images, result.images[1:])]
-        result.depth = len(trace)
+        explain(self.image, trace, result)
         return result
 
     def result(self, verdict: str) -> RefinementResult:
@@ -172,6 +168,31 @@ class Refines:
             self.image.mapping.name,
             run_info={"kernel": "interpreted"},
         )
+
+
+def explain(image: Image, trace: list[Step], result: RefinementResult) -> None:
+    """Fill in `result`'s account of a failing `trace` (one `replay` accepts):
+    each step's image, how the abstract spec reads each step, and the
+    abstract steps (or initial states) closest to the image that fails."""
+    abstract = image.abstract
+    result.trace, result.images = trace, [image.of(s.state) for s in trace]
+    result.matched = [as_abstract(abstract, a, b) for a, b in zip(result.images, result.images[1:])]
+    if len(trace) == 1:
+        options: Sequence[tuple[str | None, dict[str, Any], Any]] = [(None, {}, s) for s in abstract.init_states()]
+    else:
+        options = abstract.successors(result.images[-2])
+    result.closest = closest(options, result.images[-1])
+    result.depth = len(trace)
+
+
+def explained(image: Image, trace: list[Step]) -> RefinementResult:
+    """A failing trace read back (from a trace file): replayed, then explained;
+    TraceError if it is not a behaviour of the implementation whose last
+    step, and only that one, the abstract spec does not allow."""
+    replay(image.impl, image.abstract, image, trace)
+    result = RefinementResult("violated", 0, 0, 0, 0, 0.0, image.mapping.name)
+    explain(image, trace, result)
+    return result
 
 
 def check(image: Image, progress: Progress | None = None, control: Control | None = None) -> RefinementResult:

@@ -30,7 +30,7 @@ from ..result import Step
 from . import batch
 from .control import Control
 from .progress import Progress, progress_counts
-from .refine import RefinementResult, Refines, closest
+from .refine import RefinementResult, Refines
 from .refine import check as interpreted
 from .visited import Visited
 
@@ -76,9 +76,7 @@ class CompiledRefines(Refines):
         for i, key in enumerate(mine):
             if not (initial == key).all(axis=1).any():
                 self.distinct = i + 1  # as refine.py counts: the initial states up to this one
-                state = self.inits[i]
-                steps: list[tuple[str | None, dict[str, Any], Any]] = [(None, {}, s) for s in abstract.init_states()]
-                return self.failed([Step(None, {}, state)], closest(steps, self.image.of(state)))
+                return self.failed([Step(None, {}, self.inits[i])])
         self.distinct, self.depth = len(rows), 1 if len(rows) else 0
         with self.control.stop.polling():
             while len(rows):
@@ -142,8 +140,7 @@ class CompiledRefines(Refines):
         for i in reversed(path):
             name, args, state = self.impl.successors(state)[i]
             trace.append(Step(name, args, state))
-        before = self.image.of(trace[-2].state)
-        return self.failed(trace, closest(self.abstract.successors(before), self.image.of(trace[-1].state)))
+        return self.failed(trace)
 
     def result(self, verdict: str) -> RefinementResult:
         result = super().result(verdict)

@@ -4,6 +4,7 @@ read through a refinement mapping, belong to another (stutters allowed)?"""
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -14,12 +15,15 @@ from ..config import ConfigError
 from ..engine.control import Control
 from ..engine.refine import RefinementResult
 from ..lifetime import Stopped, exit_code, stop_on_signals
+from ..output import check_file
 from ..refinement import Image, Refinement, mapping_for
 from ..spec import Spec
+from ..trace import described
 from ..views.progress import Progress
 from ..views.refinement import print_refinement, refinement_json
 from ..views.report import print_stop
-from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail
+from ..views.tracefile import TraceFile
+from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
 from .inputs import load_check_config
 
 # (variant, config keys, where the variants are named) -> its spec; raises ConfigError
@@ -59,13 +63,17 @@ def refines_command(
     as_json: bool,
     quiet: bool,
     engine: str,
+    trace_out: str | None = None,
 ) -> NoReturn:
-    """Check that `impl` refines `abstract` on the config; exit 0 holds, 1 violated, 2 bad input."""
+    """Check that `impl` refines `abstract` on the config; exit 0 holds, 1
+    violated, 2 bad input, 4 the trace file could not be written."""
     try:
         given, expected = load_check_config(config, overrides)
         if expected is not None:
             raise ConfigError(f"{config}: [expected] is a check's verdict; refines takes none")
         image = images((load_as, load_as), impl, abstract, given, mapping, "on the command line (IMPL ABSTRACT)")
+        if trace_out:
+            check_file(trace_out, "--trace-out")
     except ConfigError as e:
         fail(str(e))
     from ..engine.refine_fast import run  # here, not at import: it loads numba, which `--help` should not wait for
@@ -79,8 +87,18 @@ def refines_command(
             print_stop(e, as_json)
             sys.exit(exit_code(e))
     names = (impl, abstract)
+    outputs = Outputs()
+    if trace_out and not result.holds:
+        refines = {"abstract": abstract, "mapping": image.mapping.name}
+        doc = TraceFile(image.impl.config, None, described(image.impl, result.trace), refines=refines).to_json()
+        trace_out = trace_out if outputs.write(trace_out, "--trace-out", json.dumps(doc, indent=1) + "\n") else None
+    elif trace_out:
+        outputs.clear_trace(trace_out, "--trace-out")
     if as_json:
         click.echo(json.dumps(refinement_json(image.impl, image.abstract, names, result, mapping_json(image.mapping))))
     else:
         print_refinement(image.impl, image.abstract, names, result, mapping_json(image.mapping))
-    sys.exit(EXIT_HOLDS if result.holds else EXIT_VIOLATED)
+        if trace_out and not result.holds:
+            view = f"modelcheck trace html {shlex.quote(trace_out)} -o PAGE.html"
+            click.echo(f"trace written to {trace_out}; view it with: {view}")
+    outputs.exit(EXIT_HOLDS if result.holds else EXIT_VIOLATED)

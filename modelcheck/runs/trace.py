@@ -14,9 +14,11 @@ from rich.text import Text
 from ..config import ConfigError
 from ..output import check_file
 from ..views.html import render as render_html
+from ..views.html import render_refinement
 from ..views.itf import to_itf
+from ..views.refinement import failure_line, print_failure
 from ..views.terminal import diff_table, stdout_console, step_table, trace_table
-from ..views.tracefile import TraceFile
+from ..views.tracefile import TraceFile, refinement_failure
 from ..views.tracefile import open_trace as read_and_replay
 from .exits import fail, write_output
 from .inputs import Loader
@@ -31,16 +33,34 @@ def open_trace(load: Loader, path: str) -> tuple[Any, TraceFile, list[Any]]:
         fail(str(e))
 
 
+def open_refinement(load: Loader, path: str, spec: Any, tf: TraceFile, steps: list[Any]) -> tuple[Any, Any, Any]:
+    """A refinement failure's abstract spec, the variants' names and its
+    account, recomputed from the replayed steps; bad input exits 2."""
+    try:
+        abstract, result = refinement_failure(spec, tf, steps, load, path)
+    except ConfigError as e:
+        fail(str(e))
+    assert tf.refines is not None
+    return abstract, (spec.config["variant"], tf.refines["abstract"]), result
+
+
 def show_command(load: Loader, path: str, step_no: str | None, diff: bool) -> None:
     """One row a step (or step `step_no` in full, or the changes only), and the violation explained."""
     spec, tf, steps = open_trace(load, path)
     if step_no is not None and not (re.fullmatch("[0-9]{1,9}", step_no) and int(step_no) < len(steps)):
         fail(f"--step {step_no!r}: expected a step number from 0 to {len(steps) - 1}")
     out = stdout_console()
+    if tf.refines is not None:
+        abstract, names, result = open_refinement(load, path, spec, tf, steps)
+        if step_no is None and not diff:
+            print_failure(spec, abstract, names, result)
+            return
     if step_no is not None:
         out.print(step_table(spec, steps, int(step_no)))
     else:
         out.print(diff_table(spec, steps, tf.loop) if diff else trace_table(spec, steps, loop=tf.loop))
+    if tf.refines is not None:
+        out.print(Text(failure_line(names[1], result), style="bold red"))
     if tf.invariant and (step_no is None or int(step_no) == len(steps) - 1):
         out.print(Text.assemble((tf.invariant, "bold red"), ": ", spec.explain(tf.invariant, steps[-1].state)))
 
@@ -52,7 +72,11 @@ def html_command(load: Loader, path: str, out: str) -> None:
         check_file(out, "-o")
     except ConfigError as e:
         fail(str(e))
-    write_output(out, "-o", render_html(spec, steps, tf.config, tf.invariant, tf.loop))
+    if tf.refines is not None:
+        abstract, names, result = open_refinement(load, path, spec, tf, steps)
+        write_output(out, "-o", render_refinement(spec, abstract, names, result, tf.config))
+    else:
+        write_output(out, "-o", render_html(spec, steps, tf.config, tf.invariant, tf.loop))
     click.echo(f"wrote {out} ({len(steps)} steps)")
 
 
@@ -63,5 +87,7 @@ def export_command(load: Loader, path: str, fmt: str, out: str) -> None:
         check_file(out, "-o", stdout=True)
     except ConfigError as e:
         fail(str(e))
-    doc = to_itf(tf.config, tf.invariant, tf.steps, spec.itf_types, tf.loop) if fmt == "itf" else tf.to_json()
+    doc = (
+        to_itf(tf.config, tf.invariant, tf.steps, spec.itf_types, tf.loop, tf.refines) if fmt == "itf" else tf.to_json()
+    )
     write_output(out, "-o", json.dumps(doc, indent=1) + "\n")

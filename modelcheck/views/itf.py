@@ -168,12 +168,14 @@ def to_itf(
     steps: list[dict[str, Any]],
     types: dict[str, Type],
     loop: int | None = None,
+    refines: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Steps `{"action", "args", "state"}` (described states) as an ITF
     trace. A lasso (the last step returns to step `loop`) uses ITF's `loop`:
     the states up to the last but one, `loop` the index the last returns
     to, and the closing step's action in `#meta.loopAction`; a lasso that
-    stutters at its last state loops to that state itself."""
+    stutters at its last state loops to that state itself. A refinement
+    failure's abstract variant and mapping go in `#meta.refines`."""
     names = list(steps[0]["state"])
     closing = loop is not None and loop < len(steps) - 1
     doc: dict[str, Any] = {
@@ -197,6 +199,8 @@ def to_itf(
     }
     if loop is not None:
         doc["loop"] = loop
+    if refines is not None:
+        doc["#meta"]["refines"] = refines
     if closing:
         doc["#meta"]["loopAction"] = {"action": steps[-1]["action"], "args": steps[-1]["args"]}
     return doc

@@ -76,7 +76,19 @@ def print_refinement(
             f"and each of {result.transitions:,} transitions is a {names[1]} step or a stutter "
             f"({result.stutters:,} stutters)"
         )
-    elif len(result.trace) == 1:
+    else:
+        print_failure(impl, abstract, names, result)
+    out.print(
+        f"distinct states: {result.states:,}  transitions: {result.transitions:,}  stutters: {result.stutters:,}  "
+        f"depth: {result.depth}  time: {result.elapsed_s:.1f} s  kernel: {result.run_info.get('kernel')}"
+    )
+
+
+def print_failure(impl: Spec, abstract: Spec, names: tuple[str, str], result: RefinementResult) -> None:
+    """A failed refinement: the step that fails, the implementation's trace,
+    its image step by step, and the abstract steps closest to the image."""
+    out = stdout_console()
+    if len(result.trace) == 1:
         out.print(f"[bold red]violated[/]: the image of an initial state is no initial state of {names[1]}")
     else:
         last = len(result.trace) - 1
@@ -88,34 +100,29 @@ def print_refinement(
                 f"(a shortest trace, re-validated by replay)",
             )
         )
-    if not result.holds:
-        out.print(trace_table(impl, result.trace, title=f"{names[0]}: the trace"))
-        readings = [None, *(step_reading(*m) for m in result.matched)]
-        image = [Step(reading, {}, m) for reading, m in zip(readings, result.images)]
-        out.print(trace_table(abstract, image, title=f"its image in {names[1]}: each step as {names[1]} reads it"))
-        target = result.images[-1]
+    out.print(trace_table(impl, result.trace, title=f"{names[0]}: the trace"))
+    readings = [None, *(step_reading(*m) for m in result.matched)]
+    image = [Step(reading, {}, m) for reading, m in zip(readings, result.images)]
+    out.print(trace_table(abstract, image, title=f"its image in {names[1]}: each step as {names[1]} reads it"))
+    target = result.images[-1]
+    out.print(
+        Text(
+            f"the {names[1]} initial states closest to its image:"
+            if len(result.trace) == 1
+            else f"the {names[1]} steps from the image of step {len(result.trace) - 2} closest to it:"
+        )
+    )
+    for near in result.closest:
+        what = format_action(near.action, near.args)
         out.print(
             Text(
-                f"the {names[1]} initial states closest to its image:"
-                if len(result.trace) == 1
-                else f"the {names[1]} steps from the image of step {len(result.trace) - 2} closest to it:"
+                f"  {what}: differs in {len(near.differs)} variable(s): "
+                f"{shown(abstract, near.state, near.differs)} where the image has "
+                f"{shown(abstract, target, near.differs)}"
             )
         )
-        for near in result.closest:
-            what = format_action(near.action, near.args)
-            out.print(
-                Text(
-                    f"  {what}: differs in {len(near.differs)} variable(s): "
-                    f"{shown(abstract, near.state, near.differs)} where the image has "
-                    f"{shown(abstract, target, near.differs)}"
-                )
-            )
-        if not result.closest:
-            out.print(Text(f"  none: {names[1]} has no step from there"))
-    out.print(
-        f"distinct states: {result.states:,}  transitions: {result.transitions:,}  stutters: {result.stutters:,}  "
-        f"depth: {result.depth}  time: {result.elapsed_s:.1f} s  kernel: {result.run_info.get('kernel')}"
-    )
+    if not result.closest:
+        out.print(Text(f"  none: {names[1]} has no step from there"))
 
 
 def failure_line(abstract_name: str, result: RefinementResult) -> str:

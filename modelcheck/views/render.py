@@ -100,19 +100,26 @@ def timeline(
     trace: list[Step],
     href: Callable[[int], str] | None = None,
     current: int | None = None,
+    row_class: str = "step",
 ) -> str:
     """The steps as rows and the spec's lanes as columns; with `href`, each
     step's action links to it; with `current`, that step is marked current
-    and those after it future (else the page's script marks them)."""
+    and those after it future (else the page's script marks them). Rows
+    are `tr.step`, what the page's script steps through; another
+    `row_class` (a refinement's image) follows them."""
     head = "".join(f"<th{classes('lane' if k in views[0].lanes else '')}>{escape(k)}</th>" for k in views[0].cells)
-    body = "\n".join(timeline_row(spec, r, trace[r.index], href(r.index) if href else None, current) for r in views)
+    body = "\n".join(
+        timeline_row(spec, r, trace[r.index], href(r.index) if href else None, current, row_class) for r in views
+    )
     return (
         f'<table class="timeline">\n<thead><tr><th>#</th><th>action</th>{head}</tr></thead>\n'
         f"<tbody>\n{body}\n</tbody>\n</table>"
     )
 
 
-def timeline_row(spec: Spec, r: Row, step: Step, href: str | None = None, current: int | None = None) -> str:
+def timeline_row(
+    spec: Spec, r: Row, step: Step, href: str | None = None, current: int | None = None, row_class: str = "step"
+) -> str:
     cells = "".join(
         f"<td{classes('lane' if k in r.lanes else '', 'chg' if k in r.changed else '')}>{cell_html(cell)}</td>"
         for k, cell in r.cells.items()
@@ -120,7 +127,7 @@ def timeline_row(spec: Spec, r: Row, step: Step, href: str | None = None, curren
     action = f'<a href="{escape(href)}">{escape(r.action)}</a>' if href else escape(r.action)
     where = "" if current is None else "current" if r.index == current else "future" if r.index > current else ""
     return (
-        f'<tr{classes("step", "bad" if spec.violated(step.state) else "", where)} id="step-{r.index}">'
+        f'<tr{classes(row_class, "bad" if spec.violated(step.state) else "", where)} id="{row_class}-{r.index}">'
         f'<td>{r.index}</td><td class="act">{action}</td>{cells}</tr>'
     )
 

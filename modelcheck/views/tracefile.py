@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import ConfigError, Malformed, parse_text, read_text, shown
+from ..engine.refine import RefinementResult, explained
+from ..refinement import Image, mapping_for
 from ..result import Step, checked_invariant
 from ..spec import Spec
 from ..trace import TraceError, apply_step, check_step, validate, validate_lasso
@@ -27,11 +29,16 @@ class TraceFile:
     invariant: str | None
     steps: list[dict[str, Any]]  # {"action", "args", "state"}, the first being Init
     loop: int | None = None  # a temporal property's lasso: the step the last one returns to
+    refines: dict[str, str] | None = None  # a refinement failure's {"abstract": variant, "mapping": name}
 
     def to_json(self) -> dict[str, Any]:
-        """The document `check --trace-out` writes."""
-        doc = {"config": self.config, "invariant": self.invariant, "trace": self.steps}
-        return doc if self.loop is None else {**doc, "loop": self.loop}
+        """The document `check --trace-out` (or `refines --trace-out`) writes."""
+        doc: dict[str, Any] = {"config": self.config, "invariant": self.invariant, "trace": self.steps}
+        if self.loop is not None:
+            doc["loop"] = self.loop
+        if self.refines is not None:
+            doc["refines"] = self.refines
+        return doc
 
 
 def read(path: str) -> TraceFile:
@@ -41,17 +48,30 @@ def read(path: str) -> TraceFile:
         data = parse_text(read_text(path), path, "json")
     except Malformed:
         raise ConfigError(f"{path}: {NOT_A_TRACE}: not JSON") from None
+    refines = None
     if is_itf(data):
         try:
             config, invariant, steps, loop = from_itf(data)
+            refines = data["#meta"].get("refines")
         except ItfError as e:
             raise ConfigError(f"{path}: malformed ITF: {e}") from None
         if config is None:
             raise ConfigError(f"{path}: an ITF trace without modelcheck's #meta.config cannot be replayed")
     elif isinstance(data, dict) and {"config", "invariant", "trace"} <= set(data):
         config, invariant, steps, loop = data["config"], data["invariant"], data["trace"], data.get("loop")
+        refines = data.get("refines")
     else:
         raise ConfigError(f"{path}: {NOT_A_TRACE}")
+    if refines is not None and not (
+        isinstance(refines, dict)
+        and set(refines) == {"abstract", "mapping"}
+        and all(isinstance(v, str) for v in refines.values())
+        and invariant is None
+    ):
+        raise ConfigError(
+            f'{path}: refines is {shown(refines)}; allowed: {{"abstract": VARIANT, "mapping": NAME}} '
+            "in a refinement failure (whose invariant is null), as refines --trace-out writes it"
+        )
     well_formed = (
         isinstance(config, dict)
         and (invariant is None or isinstance(invariant, str))
@@ -72,7 +92,7 @@ def read(path: str) -> TraceFile:
             f"{path}: loop is {shown(loop)}; allowed: the number of a step (0..{len(steps) - 1}) "
             "that the last step returns to, in a temporal property's counterexample"
         )
-    return TraceFile(config, invariant, steps, loop)
+    return TraceFile(config, invariant, steps, loop, refines)
 
 
 def open_trace(path: str, load: Callable[[dict[str, Any]], Spec]) -> tuple[Spec, TraceFile, list[Step]]:
@@ -84,6 +104,26 @@ def open_trace(path: str, load: Callable[[dict[str, Any]], Spec]) -> tuple[Spec,
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None
     return spec, tf, replay(spec, tf, path)
+
+
+def refinement_failure(
+    spec: Spec, tf: TraceFile, steps: list[Step], load: Callable[[dict[str, Any]], Spec], where: str
+) -> tuple[Spec, RefinementResult]:
+    """A refinement failure's abstract spec (`load` of the trace's config
+    with the abstract variant) and its account, recomputed from the
+    replayed steps: each step's image and reading, the closest abstract
+    steps. ConfigError unless the abstract spec allows every step's image
+    but the last's."""
+    assert tf.refines is not None
+    try:
+        abstract = load({**{k: v for k, v in tf.config.items() if v is not None}, "variant": tf.refines["abstract"]})
+        image = Image(spec, abstract, mapping_for(spec, tf.refines["abstract"], tf.refines["mapping"]))
+    except ConfigError as e:
+        raise ConfigError(f"{where}: refines: {e}") from None
+    try:
+        return abstract, explained(image, steps)
+    except TraceError as e:
+        raise ConfigError(f"{where}: not a failure of {tf.refines['abstract']} refinement: {e}") from None
 
 
 def replay(spec: Spec, tf: TraceFile, where: str) -> list[Step]:
