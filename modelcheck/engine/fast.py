@@ -63,7 +63,7 @@ from ..result import CheckResult, symmetry_info
 from ..spec import Spec
 from ..trace import replay_path
 from . import batch
-from .batch import LINK_DTYPE, Abandoned, Candidates, run_info
+from .batch import LINK_DTYPE, Abandoned, Candidates, Parts, run_info
 from .control import Control, check_identity, identity
 from .kernel import Kernel
 from .liveness import Recorder, check_properties
@@ -168,7 +168,7 @@ class Search:
         rows = np.array([self.kernel.pack(s) for s in self.inits], dtype=np.uint64).reshape(
             len(self.inits), self.kernel.words
         )
-        level = Candidates(
+        first = Candidates(
             rows,
             self.kernel.keys(rows),
             np.arange(len(rows), dtype=np.int64),
@@ -176,6 +176,7 @@ class Search:
             np.zeros(len(rows), np.uint8),
             np.zeros(len(rows), np.uint16),
         )
+        level = Parts([first], np.zeros(len(self.coverage), np.int64))
         cur = Cursor(0, rows[:0])
         bad = self.settle(level, cur)
         return self.violated(level, cur, *bad) if bad else self.next_level(cur)
@@ -214,22 +215,24 @@ class Search:
         cur.done = hi
         return None
 
-    def expand(self, frontier: np.ndarray, lo: int, hi: int, depth: int) -> Candidates:
-        """The successors of frontier rows lo..hi-1, in the reference engine's order."""
+    def expand(self, frontier: np.ndarray, lo: int, hi: int, depth: int) -> Parts:
+        """The successors of frontier rows lo..hi-1, in the reference engine's order
+        (a part a worker), and how many each action made."""
         self.expanded = 0
         cuts = np.linspace(lo, hi, self.workers + 1).astype(int).tolist()
         reached = [self.reached.copy() for _ in range(self.workers)]
         hint = self.per_row * 1.25
 
-        def part(t: int) -> Candidates:
-            return batch.expand(
+        def part(t: int) -> tuple[Candidates, np.ndarray]:
+            made = batch.expand(
                 self.kernel, frontier, cuts[t], cuts[t + 1], self.abandon, self._done, reached=reached[t], per_row=hint
             )
+            return made, np.bincount(made.action, minlength=len(self.coverage))
 
         parts = self.wait([self.pool.submit(part, t) for t in range(self.workers)], depth, len(frontier) - lo)
         for r in reached:
             self.reached |= r
-        return Candidates.concat(parts, self.kernel.words, self.kernel.key_words)
+        return Parts([made for made, _ in parts], sum(counts for _, counts in parts))
 
     def abandon(self) -> bool:
         return self.control.stop.asked or self.over or self.halt.is_set()
@@ -239,52 +242,62 @@ class Search:
         if self.control.over_memory():
             self.over = True
 
-    def settle(self, level: Candidates, cur: Cursor) -> tuple[int, int, int] | None:
+    def settle(self, level: Parts, cur: Cursor) -> tuple[int, int, int] | None:
         """Insert a segment's candidates into the visited shards and add the
         new states to the cursor's next level, their links kept; or the
         first violation among them (candidate position, new states before
         it, invariant), if any."""
         if self.workers == 1:
-            winners = self.winners(level.keys, 0)
+            winners = self.winners(level.whole.keys, 0)
         else:
-            owner = shard_of(level.keys, self.workers)
+            owners = self.wait([self.pool.submit(shard_of, p.keys, self.workers) for p in level.parts])
+            starts = level.starts.tolist()
 
             def shard(s: int) -> np.ndarray:
-                mine = np.flatnonzero(owner == s)
-                return mine[self.winners(level.keys[mine], s)]
+                mine = [np.flatnonzero(owner == s) for owner in owners]
+                keys = np.concatenate([p.keys[m] for p, m in zip(level.parts, mine)])
+                places = np.concatenate([m + start for m, start in zip(mine, starts)])
+                return places[self.winners(keys, s)]
 
             winners = np.sort(np.concatenate(self.wait([self.pool.submit(shard, s) for s in range(self.workers)])))
-        rows = level.words[winners]
+        rows = level.gather("words", winners)
         first = self.first_violation(rows)
         if first is not None:
             new = np.arange(first[0] + 1)  # the new states up to the violating one
             if self.deferred:  # a provisional winner a run holds is not new
                 self.resolve(cur)
-                new = np.append(np.flatnonzero(~self.in_runs(level.keys[winners[: first[0]]])), first[0])
+                new = np.append(np.flatnonzero(~self.in_runs(level.gather("keys", winners[: first[0]]))), first[0])
             if self.spec.symmetric:
-                self.represented += self.kernel.class_sizes(rows[new], 0, len(new))
+                self.represented += self.class_sizes(rows[new])
             return int(winners[first[0]]), len(new) - 1, first[1]
         if self.spec.symmetric:  # the states these classes hold
-            self.represented += self.kernel.class_sizes(rows, 0, len(rows))
+            self.represented += self.class_sizes(rows)
         links = np.empty(len(winners), dtype=LINK_DTYPE)
-        links["parent"], links["index"] = level.parents[winners], level.index[winners]
+        links["parent"], links["index"] = level.gather("parents", winners), level.gather("index", winners)
         cur.next_links.append(self.kept(links))
         cur.next_rows.append(self.kept(rows))
         if self.deferred:
-            cur.next_keys.append(self.kept(level.keys[winners]))
+            cur.next_keys.append(self.kept(level.gather("keys", winners)))
         else:
             cur.resolved = len(cur.next_rows)
         if self.recorder is not None:
+            whole = level.whole
             if cur.depth:
                 self.recorder.add_transitions(
-                    self.kept(level.parents + cur.first), self.kept(level.keys), self.kept(level.instance)
+                    self.kept(whole.parents + cur.first), self.kept(whole.keys), self.kept(whole.instance)
                 )
-            self.recorder.add_states(self.kept(level.keys[winners]), self.kept(self.kernel.labels(rows)))
+            self.recorder.add_states(self.kept(whole.keys[winners]), self.kept(self.kernel.labels(rows)))
         self.distinct += len(winners)
         self.generated += len(level)
         if cur.depth:
-            self.coverage += np.bincount(level.action, minlength=len(self.coverage))
+            self.coverage += level.action_counts
         return None
+
+    def class_sizes(self, rows: np.ndarray) -> int:
+        """The states the classes `rows` hold, summed (symmetry), on every worker."""
+        cuts = np.linspace(0, len(rows), self.workers + 1).astype(int).tolist()
+        sizes = [self.pool.submit(self.kernel.class_sizes, rows, cuts[t], cuts[t + 1]) for t in range(self.workers)]
+        return sum(self.wait(sizes))
 
     def winners(self, keys: np.ndarray, shard: int) -> np.ndarray:
         """Places (ascending) of the new states among a shard's candidates:
@@ -330,7 +343,7 @@ class Search:
             if not kept.all():
                 drop = ~kept
                 if self.spec.symmetric:
-                    self.represented -= self.kernel.class_sizes(rows[drop], 0, int(drop.sum()))
+                    self.represented -= self.class_sizes(rows[drop])
                 self.distinct -= int(drop.sum())
                 cur.next_rows[i] = self.kept(rows[kept])
                 cur.next_links[i] = self.kept(cur.next_links[i][kept])
@@ -566,10 +579,11 @@ class Search:
         result.triggers = counts
         return result
 
-    def violated(self, level: Candidates, cur: Cursor, position: int, new_before: int, which: int) -> CheckResult:
+    def violated(self, segment: Parts, cur: Cursor, position: int, new_before: int, which: int) -> CheckResult:
         """The reference engine stops at the violating state (candidate
         `position` of this segment, its new state number `new_before`): it
         had generated the candidates up to it, and met the new states before it."""
+        level = segment.whole
         invariant = self.spec.checked_invariants()[which]
         self.distinct += new_before + 1
         self.generated += position + 1
