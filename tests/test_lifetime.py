@@ -62,6 +62,7 @@ def test_a_signal_stops_at_a_safe_point_and_the_resumed_check_ends_as_an_uninter
     )
     assert stats, err
     assert f"checkpoint in {ck}; resume with: modelcheck check --resume {ck}" in err
+    assert "stopping: writing a checkpoint (a second signal exits at once, without it)\n" in err
     state = json.loads((ck / "manifest.json").read_text())["state"]
     assert (state["distinct"], state["generated"], state["depth"]) == (
         int(stats[1].replace(",", "")),

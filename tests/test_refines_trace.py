@@ -129,7 +129,9 @@ def test_html_shows_the_image_beside_each_step_and_its_rows_follow_in_chromium(f
         browser.key("End", 35)
         assert images() == "img-0:img,img-1:img,img-2:img,img-3:img current"
         last = browser.js("document.getElementById('detail-3').textContent")
-        assert "Its image in kip966: NOT ALLOWED" in last and "Closest: the kip966 steps from the previous image" in last
+        assert (
+            "Its image in kip966: NOT ALLOWED" in last and "Closest: the kip966 steps from the previous image" in last
+        )
         assert "StartBroker(broker=0): differs in 1 variable(s)" in last
         browser.click("#step-1 td.act")
         assert browser.js("document.querySelector('tr.img.current').id") == "img-1"

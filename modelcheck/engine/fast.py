@@ -381,6 +381,8 @@ class Search:
         """Between segments: checkpoint when one is due, stop when asked."""
         c = self.control
         if c.stop.asked:
+            if c.checkpoints and self.progress:  # on a large level this takes a while: say why it has not ended
+                self.progress({"note": "stopping: writing a checkpoint (a second signal exits at once, without it)"})
             self.resolve(cur)
             if c.checkpoints:
                 self.checkpoint(cur)
