@@ -141,3 +141,13 @@ def test_html_shows_the_image_beside_each_step_and_its_rows_follow_in_chromium(f
         assert browser.js("performance.getEntriesByType('resource').length") == 0  # no network
     finally:
         browser.close()
+
+
+def test_an_itf_whose_meta_is_null_is_refused_in_one_line_not_a_traceback(failure, tmp_path):
+    """(Found by test_inputs' fuzz: reading `#meta.refines` assumed #meta an object.)"""
+    itf = tmp_path / "r.itf.json"
+    assert invoke("trace", "export", str(failure[0]), "-o", str(itf)).exit_code == 0
+    itf.write_text(json.dumps(json.loads(itf.read_text()) | {"#meta": None}))
+    r = invoke("trace", "show", str(itf))
+    assert r.exit_code == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1, r.output
+    assert "an ITF trace without modelcheck's #meta.config cannot be replayed" in r.stderr

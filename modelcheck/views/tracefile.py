@@ -52,7 +52,7 @@ def read(path: str) -> TraceFile:
     if is_itf(data):
         try:
             config, invariant, steps, loop = from_itf(data)
-            refines = data["#meta"].get("refines")
+            refines = (data.get("#meta") or {}).get("refines")  # from_itf has checked #meta is an object or absent
         except ItfError as e:
             raise ConfigError(f"{path}: malformed ITF: {e}") from None
         if config is None:
