@@ -51,9 +51,11 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -295,9 +297,12 @@ class Search:
 
     def class_sizes(self, rows: np.ndarray) -> int:
         """The states the classes `rows` hold, summed (symmetry), on every worker."""
+        return sum(self.on_workers(self.kernel.class_sizes, rows))
+
+    def on_workers(self, kernel_call: Callable[[np.ndarray, int, int], Any], rows: np.ndarray) -> list:
+        """`kernel_call(rows, lo, hi)` on each worker's share of `rows`, the results in order."""
         cuts = np.linspace(0, len(rows), self.workers + 1).astype(int).tolist()
-        sizes = [self.pool.submit(self.kernel.class_sizes, rows, cuts[t], cuts[t + 1]) for t in range(self.workers)]
-        return sum(self.wait(sizes))
+        return self.wait([self.pool.submit(kernel_call, rows, cuts[t], cuts[t + 1]) for t in range(self.workers)])
 
     def winners(self, keys: np.ndarray, shard: int) -> np.ndarray:
         """Places (ascending) of the new states among a shard's candidates:
@@ -353,10 +358,7 @@ class Search:
 
     def first_violation(self, rows: np.ndarray) -> tuple[int, int] | None:
         """(row, place in checked_invariants()) of the first violating row."""
-        cuts = np.linspace(0, len(rows), self.workers + 1).astype(int).tolist()
-        found = self.wait(
-            [self.pool.submit(self.kernel.check, rows, cuts[t], cuts[t + 1]) for t in range(self.workers)]
-        )
+        found = self.on_workers(self.kernel.check, rows)
         return next(((row, which) for row, which in found if row >= 0), None)
 
     def wait(self, futures: list, depth: int = 0, queue: int = 0) -> list:
