@@ -379,6 +379,9 @@ def swarm_weights(s, keep, actions, base, action_of):
 def walk(P, C, inits, seed, w, depth, uniform, by_action, swarm, keep, actions, base, action_of,
          words, keys, parents, index, action, instance, reached, seen, coverage, path):
     \"\"\"One walk: (status, states visited, steps, violated invariant's place or -1, initial state).\"\"\"
+    # typed int64, not Literal[int]: the kernel's machine code is cached for int64
+    # (the engines' calls); a literal argument would compile the kernel once more
+    zero, one = int64(0), int64(1)
     s = seed * uint64(0x9E3779B97F4A7C15) + uint64(w) * uint64(0xD1B54A32D192ED03)
     s, u = draw(s)
     init = int64(u * len(inits))
@@ -391,11 +394,11 @@ def walk(P, C, inits, seed, w, depth, uniform, by_action, swarm, keep, actions, 
     if bad:
         return -2 - bad, 0, 0, -1, init
     visited = 1
-    _i, which = check(P, C, row, 0, 1)
+    _i, which = check(P, C, row, zero, one)
     steps = 0
     labels = np.empty(len(action), np.int64)
     while which < 0 and steps < depth:
-        _rows, n, status = expand(P, C, row, 0, 1, words, keys, parents, index, action, instance, 0, reached)
+        _rows, n, status = expand(P, C, row, zero, one, words, keys, parents, index, action, instance, zero, reached)
         if status != 0:
             return status, visited, steps, -1, init
         if n == 0:
@@ -412,7 +415,7 @@ def walk(P, C, inits, seed, w, depth, uniform, by_action, swarm, keep, actions, 
         coverage[labels[i]] += 1
         seen[visited] = keys[i]
         visited += 1
-        _i, which = check(P, C, row, 0, 1)
+        _i, which = check(P, C, row, zero, one)
     return 0, visited, steps, which, init
 """
 

@@ -35,7 +35,7 @@ def put(L, out, i, v):
     out[L[i, 0]] |= uint64(x) << uint64(L[i, 1])
     return True
 
-@jit
+@internal
 def key(mode, row, out):
     if mode == 0:
         out[0] = fmix64(row[0])
@@ -46,7 +46,7 @@ def key(mode, row, out):
         if mode == 3:
             out[1] = hash_words(row, uint64(0x452821E638D01377))
 
-@jit
+@internal
 def key_of(P, C, s, row, scratch, out):
     \"\"\"The visited-set key of state s (packed in row): its representative's row, mixed or hashed.\"\"\"
     if C[5][2]:
@@ -108,6 +108,8 @@ def glue_source(spec: Spec, flat: Flattener, spec_module: str) -> str:
         f"from {spec_module} import *",
         "jit = njit(cache=True, nogil=True)",
         "inlined = njit(cache=True, nogil=True, inline='always')",
+        "# called from compiled code only: no wrapper for calls from Python",
+        "internal = njit(cache=True, nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)",
         f"SLOTS = {len(values)}",
         GLUE_HELPERS.replace("REPRESENTATIVE", flat.method("representative", "representative")),
         "# a state's slots are one flat tuple of ints, so packing and unpacking are",
@@ -116,7 +118,7 @@ def glue_source(spec: Spec, flat: Flattener, spec_module: str) -> str:
         "def values(s):",
         f"    return ({', '.join(values)},)",
         "",
-        "@jit",
+        "@internal",
         "def unpack_into(L, w, v):",
         '    """The state packed in row w (v: scratch for its slot values)."""',
         "    for i in range(SLOTS):",
@@ -146,7 +148,7 @@ def glue_source(spec: Spec, flat: Flattener, spec_module: str) -> str:
     )
     # the successors of one state, in the interpreted spec's order
     lines += [
-        "@jit",
+        "@internal",
         "def successors(P, C, s, row, words, keys, parents, index, action, instance, k, cap, scratch, reached):",
         '    """Append the successors of s (frontier row `row`) from position k; the new k,',
         "    -1 when the buffers are full, or -2 - field for a field out of range; mark in",
