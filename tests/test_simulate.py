@@ -155,6 +155,19 @@ def test_a_violation_is_shrunk_to_checks_shortest_and_revalidated():
     ]
 
 
+def test_walks_run_on_the_machine_code_the_engines_compiled():
+    """The walks called the kernel with literal 0 and 1, for which numba
+    compiled the whole successor function a second time (about 45 s of one
+    core on the first simulate of a variant): the kernel's entry points
+    keep the one signature the engines compiled, with int64 arguments."""
+    spec = load(TWO_UNCLEAN)
+    kernel = kernel_for(spec)
+    assert simulate(spec, plan(spec, 20, 10, 1, {}, "swarm"), kernel=kernel).run_info["kernel"] == "compiled"
+    for entry in (kernel.module.expand, kernel.module.check):
+        assert len(entry.signatures) == 1, entry.signatures
+        assert "Literal" not in str(entry.signatures[0])
+
+
 @pytest.mark.parametrize("by", ["action", "swarm"])
 def test_workers_give_the_same_result(by):
     spec = load(TWO_UNCLEAN)
