@@ -111,6 +111,25 @@ def test_short_of_memory_the_fast_engine_spills_and_splits_levels_to_the_same_an
 
 
 @pytest.mark.slow
+def test_with_symmetry_a_visited_set_on_disk_counts_the_states_its_classes_hold_once(tmp_path, monkeypatch):
+    """Once the keys are on disk a segment's new classes are provisional,
+    and their states are counted when the level is resolved: the same
+    classes and class states as in memory, though about half the
+    provisional rows of a level are taken back."""
+    monkeypatch.setattr(fast, "VISITED_SHARE", 0.0)
+    spec = load({})
+    spec.enable_symmetry()
+    whole = run(spec, engine="fast", workers=2)
+    r = run(
+        spec, engine="fast", workers=2, control=Control(max_memory=settled_rss() + (24 << 20), spill_dir=str(tmp_path))
+    )
+    same(r, whole)
+    assert r.holds and r.run_info["visited_flushes"] > 0 and r.run_info["segments"] > r.depth
+    assert r.run_info["symmetry"] == whole.run_info["symmetry"]
+    assert whole.run_info["symmetry"]["class_states"] > whole.distinct_states
+
+
+@pytest.mark.slow
 def test_a_visited_set_moved_to_disk_gives_the_same_answer_and_resumes_from_disk(tmp_path, monkeypatch):
     """With no share of the limit left to the visited set, a search short
     of memory moves its keys to sorted runs on disk (nameless: nothing is

@@ -272,7 +272,7 @@ class Search:
             if self.spec.symmetric:
                 self.represented += self.class_sizes(rows[new])
             return int(winners[first[0]]), len(new) - 1, first[1]
-        if self.spec.symmetric:  # the states these classes hold
+        if self.spec.symmetric and not self.deferred:  # the states these classes hold (deferred: once resolved)
             self.represented += self.class_sizes(rows)
         links = np.empty(len(winners), dtype=LINK_DTYPE)
         links["parent"], links["index"] = level.gather("parents", winners), level.gather("index", winners)
@@ -346,12 +346,11 @@ class Search:
             kept = keep[start : start + len(rows)]
             start += len(rows)
             if not kept.all():
-                drop = ~kept
-                if self.spec.symmetric:
-                    self.represented -= self.class_sizes(rows[drop])
-                self.distinct -= int(drop.sum())
-                cur.next_rows[i] = self.kept(rows[kept])
+                self.distinct -= int((~kept).sum())
+                cur.next_rows[i] = rows = self.kept(rows[kept])
                 cur.next_links[i] = self.kept(cur.next_links[i][kept])
+            if self.spec.symmetric:  # counted here, not by settle: a provisional row may be no new class
+                self.represented += self.class_sizes(rows)
         cur.next_keys.clear()
         cur.resolved = len(cur.next_rows)
         release_freed()
