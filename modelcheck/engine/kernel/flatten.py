@@ -34,6 +34,16 @@ def _constant(value: Any, where: str) -> ast.expr:
     raise KernelError(f"{where}: {value!r} is not an int, bool or tuple of ints")
 
 
+def internal_decorator(name: str) -> list[str]:
+    """Generated lines defining decorator `name` for the functions only
+    compiled code calls (the flattened spec's, the glue's helpers): without
+    the wrapper for calls from Python numba would compile for each."""
+    return [
+        "# called from compiled code only: no wrapper for calls from Python",
+        f"{name} = njit(cache=True, nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)",
+    ]
+
+
 class Flattener:
     """Collects the functions reachable from a spec's roots, each rewritten
     into a free function; `source()` is the module they form."""
@@ -124,8 +134,7 @@ class Flattener:
             "from numba import int64, njit",
             "from modelcheck.engine.kernel_ops import lowest_bit, popcount, replace_at",
             f"from {state.__module__} import {state.__qualname__} as State",
-            "# called from compiled code only: no wrapper for calls from Python",
-            "jit = njit(cache=True, nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)",
+            *internal_decorator("jit"),
             "# actions and invariants (one call site each) and one-expression helpers are",
             "# inlined: a disabled instance then costs its guard, not a call that copies the state",
             "inlined = njit(cache=True, nogil=True, inline='always')",

@@ -5,7 +5,7 @@ interpreted spec's order, invariant checks, keys and property labels."""
 from __future__ import annotations
 
 from ...spec import LEADS_TO, Spec
-from .flatten import Flattener
+from .flatten import Flattener, internal_decorator
 
 # One glue module per (spec class, number of processes): what a config
 # changes (each field's bits, the argument domains, which actions can fire,
@@ -108,8 +108,7 @@ def glue_source(spec: Spec, flat: Flattener, spec_module: str) -> str:
         f"from {spec_module} import *",
         "jit = njit(cache=True, nogil=True)",
         "inlined = njit(cache=True, nogil=True, inline='always')",
-        "# called from compiled code only: no wrapper for calls from Python",
-        "internal = njit(cache=True, nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)",
+        *internal_decorator("internal"),
         f"SLOTS = {len(values)}",
         GLUE_HELPERS.replace("REPRESENTATIVE", flat.method("representative", "representative")),
         "# a state's slots are one flat tuple of ints, so packing and unpacking are",
