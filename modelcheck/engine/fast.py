@@ -70,7 +70,7 @@ from .control import Control, check_identity, identity
 from .kernel import Kernel
 from .liveness import Recorder, check_properties
 from .progress import Progress, progress_counts
-from .spill import on_disk, to_disk
+from .spill import blank_on_disk, on_disk, to_disk
 from .visited import BUCKET_BITS, Visited, first_occurrences, reshard, shard_of
 
 MIN_SEGMENT = 1 << 12  # frontier rows: a level is not split finer
@@ -104,6 +104,19 @@ class Cursor:
     next_links: list[np.ndarray] = field(default_factory=list)
     resolved: int = 0  # next_rows[:resolved] are new; the rest are until a run holds their key
     next_keys: list[np.ndarray] = field(default_factory=list)  # the keys of next_rows[resolved:]
+
+
+@dataclass
+class Taken:
+    """A segment's new states: their rows, links and keys (None unless
+    provisional), the states their classes hold (0 if not counted yet),
+    and the (row, invariant) of the first that violates one, if any."""
+
+    rows: np.ndarray
+    links: np.ndarray
+    keys: np.ndarray | None
+    sizes: int
+    violation: tuple[int, int] | None
 
 
 class Search:
@@ -185,8 +198,8 @@ class Search:
 
     def next_level(self, cur: Cursor) -> Cursor:
         self.resolve(cur)
-        self.links.append(self.joined(cur.next_links, np.empty(0, LINK_DTYPE)))
-        rows = self.joined(cur.next_rows, np.empty((0, self.kernel.words), np.uint64))
+        rows, links, _ = self.assembled(cur.next_rows, cur.next_links)
+        self.links.append(links)
         return Cursor(cur.depth + (1 if len(rows) else 0), rows, first=self.distinct - len(rows))
 
     def segment(self, cur: Cursor) -> CheckResult | None:
@@ -262,8 +275,8 @@ class Search:
                 return places[self.winners(keys, s)]
 
             winners = np.sort(np.concatenate(self.wait([self.pool.submit(shard, s) for s in range(self.workers)])))
-        rows = level.gather("words", winners)
-        first = self.first_violation(rows)
+        taken = self.take(level, winners)
+        first, rows = taken.violation, taken.rows
         if first is not None:
             new = np.arange(first[0] + 1)  # the new states up to the violating one
             if self.deferred:  # a provisional winner a run holds is not new
@@ -272,15 +285,12 @@ class Search:
             if self.spec.symmetric:
                 self.represented += self.class_sizes(rows[new])
             return int(winners[first[0]]), len(new) - 1, first[1]
-        if self.spec.symmetric and not self.deferred:  # the states these classes hold (deferred: once resolved)
-            self.represented += self.class_sizes(rows)
-        links = np.empty(len(winners), dtype=LINK_DTYPE)
-        links["parent"], links["index"] = level.gather("parents", winners), level.gather("index", winners)
-        cur.next_links.append(self.kept(links))
-        cur.next_rows.append(self.kept(rows))
-        if self.deferred:
-            cur.next_keys.append(self.kept(level.gather("keys", winners)))
-        else:
+        self.represented += taken.sizes
+        cur.next_rows.append(rows)
+        cur.next_links.append(taken.links)
+        if taken.keys is not None:
+            cur.next_keys.append(taken.keys)
+        if not self.deferred:
             cur.resolved = len(cur.next_rows)
         if self.recorder is not None:
             whole = level.whole
@@ -294,6 +304,37 @@ class Search:
         if cur.depth:
             self.coverage += level.action_counts
         return None
+
+    def take(self, level: Parts, winners: np.ndarray) -> Taken:
+        """A segment's new states (`winners`: places among its candidates,
+        ascending): their rows, parent links and keys, each one array (on
+        disk once frontiers are), each worker filling the slice of its own
+        part's new states, checking their invariants and counting the
+        states their classes hold (unless the level is still provisional).
+        Done on the main thread, these gathers and writes were a tenth of a
+        large search's wall time, the workers idle."""
+        cuts = np.searchsorted(winners, level.starts).tolist()
+        starts = level.starts.tolist()
+        sized = self.spec.symmetric and not self.deferred
+        n, disk = len(winners), self.spilled
+        rows = self.blank((n, self.kernel.words), np.dtype(np.uint64), disk)
+        links = self.blank((n,), LINK_DTYPE, disk)
+        keys = self.blank((n, self.kernel.key_words), np.dtype(np.uint64), disk) if self.deferred else None
+
+        def part(t: int) -> tuple[tuple[int, int], int]:
+            made, lo, hi = level.parts[t], cuts[t], cuts[t + 1]
+            at = winners[lo:hi] - starts[t]
+            np.take(made.words, at, axis=0, out=rows[lo:hi])
+            links["parent"][lo:hi], links["index"][lo:hi] = made.parents[at], made.index[at]
+            if keys is not None:
+                np.take(made.keys, at, axis=0, out=keys[lo:hi])
+            row, which = self.kernel.check(rows, lo, hi)
+            sizes = self.kernel.class_sizes(rows, lo, hi) if sized and row < 0 else 0
+            return (row, which), sizes
+
+        done = self.wait([self.pool.submit(part, t) for t in range(len(level.parts))])
+        violation = next((found for found, _ in done if found[0] >= 0), None)
+        return Taken(rows, links, keys, sum(sizes for _, sizes in done), violation)
 
     def class_sizes(self, rows: np.ndarray) -> int:
         """The states the classes `rows` hold, summed (symmetry), on every worker."""
@@ -340,25 +381,14 @@ class Search:
                 for s, v in enumerate(self.shards)
             ]
         )
-        start = 0
-        for i in range(cur.resolved, len(cur.next_rows)):
-            rows = cur.next_rows[i]
-            kept = keep[start : start + len(rows)]
-            start += len(rows)
-            if not kept.all():
-                self.distinct -= int((~kept).sum())
-                cur.next_rows[i] = rows = self.kept(rows[kept])
-                cur.next_links[i] = self.kept(cur.next_links[i][kept])
-            if self.spec.symmetric:  # counted here, not by settle: a provisional row may be no new class
-                self.represented += self.class_sizes(rows)
+        r = cur.resolved
+        rows, links, sizes = self.assembled(cur.next_rows[r:], cur.next_links[r:], keep, sized=self.spec.symmetric)
+        self.distinct -= len(keep) - len(rows)
+        self.represented += sizes  # counted here, not by settle: a provisional row may be no new class
+        cur.next_rows[r:], cur.next_links[r:] = [rows], [links]
         cur.next_keys.clear()
         cur.resolved = len(cur.next_rows)
         release_freed()
-
-    def first_violation(self, rows: np.ndarray) -> tuple[int, int] | None:
-        """(row, place in checked_invariants()) of the first violating row."""
-        found = self.on_workers(self.kernel.check, rows)
-        return next(((row, which) for row, which in found if row >= 0), None)
 
     def wait(self, futures: list, depth: int = 0, queue: int = 0) -> list:
         """The futures' results in order, reporting progress while they run;
@@ -457,10 +487,39 @@ class Search:
     def kept(self, a: np.ndarray) -> np.ndarray:
         return to_disk(a, self.control.spill_dir) if self.spilled else a
 
-    def joined(self, parts: list[np.ndarray], empty: np.ndarray) -> np.ndarray:
-        if self.spilled or any(on_disk(p) for p in parts):
-            return to_disk(parts, self.control.spill_dir, empty)
-        return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else empty
+    def assembled(
+        self, rows: list[np.ndarray], links: list[np.ndarray], keep: np.ndarray | None = None, sized: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        """Parts of a level's rows and links as one array each, of the rows
+        `keep` marks (over all parts; None: all), on disk where frontiers
+        are, and the states their classes hold (if `sized`). Each part is
+        copied, and its classes sized, by a worker: one pass, in parallel,
+        where filtering the parts and then joining them on the main thread
+        read and wrote a wide level twice with the workers idle."""
+        sizes = np.cumsum([0] + [len(p) for p in rows]).tolist()
+        masks = [None if keep is None else keep[a:b] for a, b in zip(sizes, sizes[1:])]
+        if len(rows) == 1 and keep is None and (on_disk(rows[0]) or not self.spilled):
+            return rows[0], links[0], 0
+        counts = [len(p) if m is None else int(np.count_nonzero(m)) for p, m in zip(rows, masks)]
+        at = np.cumsum([0] + counts).tolist()
+        disk = self.spilled or any(on_disk(p) for p in rows)
+        out_rows = self.blank((at[-1], self.kernel.words), np.dtype(np.uint64), disk)
+        out_links = self.blank((at[-1],), LINK_DTYPE, disk)
+
+        def copy(i: int) -> int:
+            into_rows, into_links = out_rows[at[i] : at[i + 1]], out_links[at[i] : at[i + 1]]
+            mask = masks[i]
+            if mask is None:
+                into_rows[:], into_links[:] = rows[i], links[i]
+            else:
+                np.compress(mask, rows[i], axis=0, out=into_rows)
+                np.compress(mask, links[i], axis=0, out=into_links)
+            return self.kernel.class_sizes(into_rows, 0, len(into_rows)) if sized else 0
+
+        return out_rows, out_links, sum(self.wait([self.pool.submit(copy, i) for i in range(len(rows))]))
+
+    def blank(self, shape: tuple[int, ...], dtype: np.dtype, disk: bool) -> np.ndarray:
+        return blank_on_disk(shape, dtype, self.control.spill_dir) if disk else np.empty(shape, dtype)
 
     def memory_stop(self, cur: Cursor, what: str) -> Stopped:
         self.resolve(cur)

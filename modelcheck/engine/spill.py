@@ -45,3 +45,15 @@ def to_disk(parts: list[np.ndarray] | np.ndarray, directory: str | None, empty: 
         f.flush()
         buf = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_WRITE)
     return np.frombuffer(buf, like.dtype).reshape((rows, *like.shape[1:]))
+
+
+def blank_on_disk(shape: tuple[int, ...], dtype: np.dtype, directory: str | None) -> np.ndarray:
+    """A writable array of `shape`, zeros, backed by a nameless file in
+    `directory`: for workers to fill in place, each its own slice."""
+    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if size == 0:
+        return np.empty(shape, dtype)
+    with tempfile.TemporaryFile(dir=directory) as f:
+        f.truncate(size)
+        buf = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_WRITE)
+    return np.frombuffer(buf, dtype).reshape(shape)
