@@ -11,11 +11,16 @@ expand, write: summed over tasks), the seconds the driver waited for
 jobs, and the memory settings in effect.
 With --standalone the Spark runs also go to a real standalone master and
 worker on loopback, where the driver's JVM and the executor's are apart:
-the driver's memory stays flat however many states are visited.
+the driver's memory stays flat however many states are visited; with
+--executors K, as K executors of one core each (a run per K given), which
+is what a per-executor rate is measured from. Each Spark line also says
+the bytes its files carried (candidates, runs, frontiers): a state's share
+of what a cluster's shared storage would move.
 
     python bench/spark.py                                  # the default config (1.69M states), local[2]
     python bench/spark.py --set max_records=1 --partitions 2 --standalone
     python bench/spark.py --master local[1] --partitions 1 --skip-fast
+    python bench/spark.py --skip-fast --skip-local --partitions 2 --standalone --executors 1 --executors 2
 """
 
 from __future__ import annotations
@@ -91,7 +96,13 @@ def run_check(argv: list[str]) -> dict:
 def line(label: str, r: dict) -> str:
     mem = "  ".join(f"{role} {mb:,.0f}" for role, mb in r["peak_mb"].items() if mb)
     phases = r.get("spark_time_s")
-    spark = f"   task s {phases['tasks']}, jobs {phases['jobs']} s, {r['spark_memory']}" if phases else ""
+    written = r.get("spark_written_bytes") or 0
+    spark = (
+        f"   task s {phases['tasks']}, jobs {phases['jobs']} s, "
+        f"written {written / 1e9:.2f} GB ({written / r['distinct_states']:.0f} B a state), {r['spark_memory']}"
+        if phases
+        else ""
+    )
     return (
         f"{label:<28} {r['distinct_states']:>10,} {r['elapsed_s']:>8.1f} "
         f"{r['distinct_states'] / r['elapsed_s']:>9,.0f}   {mem}   load {os.getloadavg()[0]:.1f}{spark}"
@@ -101,13 +112,21 @@ def line(label: str, r: dict) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="the config (default: the default)")
+    ap.add_argument("--arg", action="append", default=[], help="one more argument of every check (--arg=--symmetry)")
     ap.add_argument("--master", default="local[2]", help="Spark master of the local runs (local[2])")
     ap.add_argument("--partitions", type=int, action="append", help="partition counts (1, 2, 4, 8)")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="fast engine threads (all cores)")
     ap.add_argument("--skip-fast", action="store_true", help="no fast-engine run")
+    ap.add_argument("--skip-local", action="store_true", help="no Spark run on the local master")
     ap.add_argument("--standalone", action="store_true", help="also run on a standalone master + worker on loopback")
+    ap.add_argument(
+        "--executors",
+        type=int,
+        action="append",
+        help="standalone: executors of one core each, a run per count (default: one executor of 2 cores)",
+    )
     ns = ap.parse_args()
-    sets = [x for s in ns.set for x in ("--set", s)]
+    sets = [x for s in ns.set for x in ("--set", s)] + ns.arg
     print(
         f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
         f"config: {' '.join(ns.set) or 'default'}"
@@ -117,7 +136,7 @@ def main() -> None:
     if not ns.skip_fast:
         results["fast"] = run_check(["--engine", "fast", "--workers", str(ns.workers), *sets])
         print(line(f"fast x{ns.workers}", results["fast"]), flush=True)
-    for parts in ns.partitions or [1, 2, 4, 8]:
+    for parts in [] if ns.skip_local else ns.partitions or [1, 2, 4, 8]:
         r = run_check(["--engine", "spark", "--master", ns.master, "--partitions", str(parts), *sets])
         results[f"spark {parts}"] = r
         print(line(f"spark {ns.master} P={parts}", r), flush=True)
@@ -125,10 +144,17 @@ def main() -> None:
         sys.path.insert(0, str(ROOT / "tests"))
         from spark_cluster import standalone_cluster  # the tests' harness: a master and a worker on loopback
 
-        with tempfile.TemporaryDirectory() as tmp, standalone_cluster(Path(tmp)) as url:
-            for parts in ns.partitions or [2]:
-                r = run_check(["--engine", "spark", "--master", url, "--partitions", str(parts), *sets])
-                print(line(f"spark standalone P={parts}", r), flush=True)
+        with tempfile.TemporaryDirectory() as tmp, standalone_cluster(Path(tmp), memory="6g") as url:
+            for executors in ns.executors or [0]:
+                one_core = ["--spark-conf", "spark.executor.cores=1", "--spark-conf", f"spark.cores.max={executors}"]
+                for parts in ns.partitions or [max(2, executors)]:
+                    r = run_check(
+                        ["--engine", "spark", "--master", url, "--partitions", str(parts), *sets]
+                        + (one_core if executors else [])
+                    )
+                    label = f"{executors} executor{'s' * (executors > 1)}" if executors else "1 executor, 2 cores"
+                    results[f"standalone {label} P={parts}"] = r
+                    print(line(f"standalone {label} P={parts}", r), flush=True)
     counts = {(r["verdict"], r["distinct_states"]) for r in results.values()}
     if len(counts) > 1:
         raise SystemExit(f"engines disagree: {sorted(counts)}")
