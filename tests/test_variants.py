@@ -104,6 +104,10 @@ def test_every_variant_is_registered():
         "balanced-fixed-responses",
         "no-unclean-detection",
         "reassignment-ignores-min-isr",
+        "elr-kept-on-downgrade",
+        "elr-populated-on-upgrade",
+        "detection-before-metadata-version",
+        "elr-before-software",
     }
 
 

@@ -39,6 +39,7 @@ def load(given: dict[str, Any]) -> Kip966:
             f"config key 'controlled_shutdown': \"staged\" with variant {config['variant']!r} is not modelled "
             f'(allowed: "atomic"; "staged" with variant \'kafka-4\', whose isAcceptableLeader reads it)'
         )
+    _check_versions(config, cls)
     names = config["invariants"]
     if names is not None:
         unknown = [x for x in names if x not in cls.invariants]
@@ -54,6 +55,42 @@ def load(given: dict[str, Any]) -> Kip966:
             f"{config['variant']!r} (allowed: {', '.join(cls.properties) or 'none'})"
         )
     return cls(config)
+
+
+VERSION_KEYS = ("max_version_changes", "max_software_changes", "metadata_version", "elr_version", "software")
+
+
+def _check_versions(config: dict[str, Any], cls: type[Kip966]) -> None:
+    """The starting versions must be a cluster Kafka can be in: ELR needs the
+    new metadata version (ELRV_1 depends on metadata.version 4.0-IV1), and a
+    finalized metadata version needs every broker's software to support it
+    (FeatureControlManager refuses the upgrade, and an unsupporting broker's
+    registration, otherwise)."""
+    n = config["brokers"] + config["spare_brokers"]
+    software = config["software"]
+    if isinstance(software, list) and len(software) != n:
+        raise ConfigError(
+            f"config key 'software': {len(software)} entries for {n} brokers (allowed: \"old\", \"new\", or a list "
+            f"of them, one for each of the {n} brokers)"
+        )
+    if not cls.has_versions:
+        changed = [k for k in VERSION_KEYS if config[k] != resolve(schema(), {})[k]]
+        if changed:
+            raise ConfigError(
+                f"config key {changed[0]!r}: variant {config['variant']!r} has no eligible.leader.replicas.version "
+                f"to change (allowed: the default; kip966 or kafka-4 with elr_version = 0 is a cluster with ELR off)"
+            )
+    if config["elr_version"] and config["metadata_version"] != "new":
+        raise ConfigError(
+            'config key \'elr_version\': 1 with metadata_version = "old" (allowed: 0; ELRV_1 depends on the new '
+            "metadata.version, Kafka's 4.0-IV1)"
+        )
+    old = software == "old" or isinstance(software, list) and "old" in software
+    if config["metadata_version"] == "new" and old and cls.upgrade_needs_software:
+        raise ConfigError(
+            'config key \'software\': a broker runs "old" software with metadata_version = "new" (allowed: every '
+            'broker "new"; the controller refuses a metadata.version that a registered broker does not support)'
+        )
 
 
 def load_as(

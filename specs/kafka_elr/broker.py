@@ -12,11 +12,13 @@ from modelcheck.spec import action
 from . import logs, rules
 from .arguments import ACKS, ACKS_ALL, AT, BROKER, BROKER_SET, ELECTED, KEEP
 from .types import (
+    NEW,
     NO_EPOCH,
     NO_LEADER,
     NO_PROPOSAL,
     OFFLINE_CLEAN,
     OFFLINE_DIRTY,
+    OLD,
     RECOVERING,
     RUNNING,
     State,
@@ -104,8 +106,10 @@ class Broker:
 
     def hwm_may_advance(self, s: State, ld: int) -> bool:
         """KIP-966: the HWM advances only while the committed ISR (not the
-        maximal ISR) has at least min ISR members."""
-        return size(self.isr_seen_by(s, ld)) >= self.min_isr_seen_by(s, ld)
+        maximal ISR) has at least min ISR members: a rule of the broker's
+        software, "not guarded by any feature flags/Metadata version" (Kafka
+        3.7.0 on, KAFKA-15583; old software advances it regardless)."""
+        return s.software[ld] == OLD or size(self.isr_seen_by(s, ld)) >= self.min_isr_seen_by(s, ld)
 
     def hwm_quorum(self, s: State, ld: int) -> int:
         """Replicas whose logs bound the HWM: the maximal ISR."""
@@ -199,6 +203,8 @@ class Broker:
             hwm=replace_at(s.hwm, b, min(s.hwm[b], keep)),
             clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, NO_EPOCH),
             unclean_shutdowns=s.unclean_shutdowns + 1,
+            # (legacy, which never has the ELR, leaves the ghost alone)
+            crashed_without_elr=1 if self.has_versions and not self.elr_enabled(s) else s.crashed_without_elr,
         )
 
     def may_stop_cleanly(self, s: State, b: int) -> bool:
@@ -210,10 +216,11 @@ class Broker:
         """An orderly stop: Kafka flushes the log and LogManager.shutdown(brokerEpoch)
         writes the epoch of the broker's registration to its CleanShutdownFile,
         whatever became of the controlled shutdown (it succeeded, timed out, or
-        the broker was fenced)."""
+        the broker was fenced). Old software writes no epoch (KAFKA-15582, 3.7.0)."""
+        written = s.broker_epoch[b] if s.software[b] == NEW else NO_EPOCH
         return self.forgotten(s, b)._replace(
             status=replace_at(s.status, b, OFFLINE_CLEAN),
-            clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, s.broker_epoch[b]),
+            clean_shutdown_epoch=replace_at(s.clean_shutdown_epoch, b, written),
             clean_shutdowns=s.clean_shutdowns + 1,
         )
 

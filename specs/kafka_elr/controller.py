@@ -11,6 +11,7 @@ from modelcheck.spec import action
 from . import rules
 from .arguments import BROKER, ELECTED, LEADER, STRATEGY_AGGRESSIVE, STRATEGY_BALANCED, STRATEGY_NONE
 from .types import (
+    NEW,
     NO_LEADER,
     NO_PROPOSAL,
     RECOVERED,
@@ -53,7 +54,12 @@ class Controller:
 
     # ---- the ISR and ELR (policy hooks that variants redefine) ----------------------------
     def change_isr(self, s: State, proposal: int) -> State:
-        """Apply a proposed ISR with the KIP-966 ELR update rule."""
+        """Apply a proposed ISR with the KIP-966 ELR update rule; with the
+        feature off, as before KIP-966: the ISR never empties (the last
+        member stays: "the leader can only enable empty ISR after the new
+        metadata version")."""
+        if not self.elr_enabled(s):
+            return self.recorded(s, s._replace(isr=proposal if proposal else s.isr))
         isr, elr, clean_lkelr = rules.update_elr(s.isr, s.elr, proposal, self.eff_min_isr(s))
         return self.recorded(s, s._replace(isr=isr, elr=elr, last_known_elr=0 if clean_lkelr else s.last_known_elr))
 
@@ -66,12 +72,9 @@ class Controller:
     def no_proposal(self, s: State) -> State:
         return s._replace(pending_isr=NO_PROPOSAL, pending_epochs=self.zeros, pending_stale=0, pending_from=NO_LEADER)
 
-    def recorded(self, s: State, t: State) -> State:
-        """`t`, a PartitionChangeRecord applied to `s`: if it changed the
-        partition, the partition epoch moved on, and an AlterPartition in
-        flight (made at the old one) is stale (Kafka: INVALID_UPDATE_VERSION).
-        Only that equality matters, so the epoch itself is not kept."""
-        if t.pending_isr == NO_PROPOSAL or (
+    def partition_changed(self, s: State, t: State) -> bool:
+        """`t`'s partition differs from `s`'s: a PartitionChangeRecord is written."""
+        return (
             t.leader,
             t.leader_epoch,
             t.isr,
@@ -82,7 +85,7 @@ class Controller:
             t.replicas,
             t.adding,
             t.removing,
-        ) == (
+        ) != (
             s.leader,
             s.leader_epoch,
             s.isr,
@@ -93,9 +96,24 @@ class Controller:
             s.replicas,
             s.adding,
             s.removing,
-        ):
+        )
+
+    def recorded(self, s: State, t: State) -> State:
+        """`t`, a PartitionChangeRecord applied to `s`: if it changed the
+        partition, the partition epoch moved on, and an AlterPartition in
+        flight (made at the old one) is stale (Kafka: INVALID_UPDATE_VERSION).
+        Only that equality matters, so the epoch itself is not kept. Written
+        while the ELR feature is off, the record has no ELR fields."""
+        if not self.partition_changed(s, t):
             return t
-        return t._replace(pending_stale=1)
+        if not self.elr_enabled(t):
+            t = self.written_without_elr(t)
+        return t if t.pending_isr == NO_PROPOSAL else t._replace(pending_stale=1)
+
+    def written_without_elr(self, t: State) -> State:
+        """A partition change written while the feature is off (kip966: its
+        ELR fields removed; kafka-4's build clears what it clears itself)."""
+        return self.without_elr_fields(t)
 
     def set_leader(self, s: State, leader: int, unclean: bool) -> State:
         """A leader change: one PartitionChangeRecord, one epoch bump; the old
@@ -104,12 +122,13 @@ class Controller:
         state through: only the leader ends it (KIP-704, CompleteRecovery)."""
         if leader == s.leader:
             return s
-        return self.no_proposal(s)._replace(
+        t = self.no_proposal(s)._replace(
             leader=leader,
             leader_epoch=s.leader_epoch + 1,
             leader_recovery=RECOVERING if unclean else s.leader_recovery,
             last_known_leader=NO_LEADER if leader != NO_LEADER else s.last_known_leader,
         )
+        return t if self.elr_enabled(t) else self.written_without_elr(t)
 
     def elect(self, s: State, c: int, unclean: bool) -> State:
         """Make `c` leader. Outside the ISR (an ELR or unclean choice) the ISR
@@ -132,8 +151,19 @@ class Controller:
     def candidates(self, s: State) -> tuple[int, bool]:
         """Whom the controller may elect on its own in leaderless state `s`,
         and whether that election is unclean: ISR members, then unfenced ELR
-        members (clean). The unclean recovery is the UncleanRecovery action."""
+        members (clean). The unclean recovery is the UncleanRecovery action.
+        With the feature off, as before KIP-966 (`candidates_without_elr`)."""
+        if not self.elr_enabled(s):
+            return self.candidates_without_elr(s)
         return rules.clean_candidates(s.isr, s.elr, s.fenced), False
+
+    def candidates_without_elr(self, s: State) -> tuple[int, bool]:
+        """Before KIP-966: an unfenced ISR member; else, with
+        unclean.leader.election.enable, any unfenced replica (RECOVERING)."""
+        clean = rules.clean_candidates(s.isr, 0, s.fenced)
+        if clean or not s.unclean_election:
+            return clean, False
+        return s.replicas & ~s.fenced, True
 
     # ---- AlterPartition -------------------------------------------------------------------
     @action("CommitAlterPartition")
@@ -207,7 +237,15 @@ class Controller:
         return s if s.leader != b else self.reelect(s, leader)
 
     def registration_is_clean(self, s: State, b: int) -> bool:
-        return rules.registration_is_clean(s.clean_shutdown_epoch[b], s.broker_epoch[b])
+        """KIP-966's detection: guarded by the new metadata version ("Before
+        that, the controller will treat all the registrations with unclean
+        shutdowns"); old software sends no epoch (BrokerRegistration before
+        version 3 has no PreviousBrokerEpoch)."""
+        return (
+            s.metadata_version == NEW
+            and s.software[b] == NEW
+            and rules.registration_is_clean(s.clean_shutdown_epoch[b], s.broker_epoch[b])
+        )
 
     def clean_registration(self, s: State, b: int) -> State:
         """The controller takes `b`'s registration as clean: Kafka handles it
@@ -218,7 +256,11 @@ class Controller:
 
     def unclean_registration(self, s: State, b: int) -> State:
         """The controller has detected that `b` shut down uncleanly: KIP-966
-        removes it from ISR and ELR; an ELR member goes to LastKnownELR."""
+        removes it from ISR and ELR; an ELR member goes to LastKnownELR. With
+        the feature off the ELR is ignored, and the registration is handled
+        as a fence (`clean_registration`)."""
+        if not self.elr_enabled(s):
+            return self.clean_registration(s, b)
         return self.recorded(
             s,
             s._replace(
@@ -243,8 +285,13 @@ class Controller:
         win. A replica answers if it is running and unfenced; in Balanced
         mode every LastKnownELR member must have answered and the winner
         ranks at least as high as each of them."""
-        if s.leader != NO_LEADER or strategy == STRATEGY_NONE or rules.clean_candidates(s.isr, s.elr, s.fenced):
-            return 0
+        if (
+            s.leader != NO_LEADER
+            or strategy == STRATEGY_NONE
+            or not self.elr_enabled(s)
+            or rules.clean_candidates(s.isr, s.elr, s.fenced)
+        ):
+            return 0  # the recovery manager works from the ELR state: none while the feature is off
         if s.isr or (s.elr and strategy != STRATEGY_AGGRESSIVE):
             return 0  # wait for the fenced ISR/ELR members to come back
         answered = running_mask(s) & ~s.fenced & s.replicas

@@ -85,19 +85,20 @@ class Properties:
 
     @invariant("ElrDisjointIsr")
     def elr_disjoint_isr(self, s: State) -> bool:
-        """KIP-966: "The member of ELR should not be in ISR"."""
-        return not s.isr & s.elr
+        """KIP-966: "The member of ELR should not be in ISR" (the ELR the
+        controller elects from: none while the feature is off, in kip966)."""
+        return not s.isr & self.elr_in_force(s)
 
     @invariant("ElrOnlyUnderMinIsr")
     def elr_only_under_min_isr(self, s: State) -> bool:
         """KIP-966: "If ELR is not empty, the ISR is under min ISR"."""
-        return not s.elr or size(s.isr) < self.eff_min_isr(s)
+        return not self.elr_in_force(s) or size(s.isr) < self.eff_min_isr(s)
 
     @invariant("ElrHasDataToHwm")
     def elr_has_data_to_hwm(self, s: State) -> bool:
         """KIP-966: "The member of ELR should have the data at least to HWM"
         (brokers that crashed dirty and have not re-registered excepted)."""
-        checked = s.elr & ~lost_unregistered(s)
+        checked = self.elr_in_force(s) & ~lost_unregistered(s)
         for b in range(self.n):
             if contains(checked, b) and not logs.is_prefix(s.exposed, s.log[b]):
                 return False
@@ -131,8 +132,8 @@ class Properties:
     def electable_at_least_min_isr(self, s: State) -> bool:
         """KIP-966: "ELR + ISR size will not be dropped below the min ISR
         unless the controller discovers an ELR member has an unclean
-        shutdown"."""
-        if size(s.isr | s.elr) >= self.eff_min_isr(s):
+        shutdown" (a claim of the ELR: none while the feature is off)."""
+        if not self.elr_enabled(s) or size(s.isr | s.elr) >= self.eff_min_isr(s):
             return True
         return s.unclean_shutdowns - size(lost_unregistered(s)) > 0  # some unclean shutdown was detected
 
@@ -153,15 +154,35 @@ class Properties:
     @invariant("NoAckedLoss")
     def no_acked_loss(self, s: State) -> bool:
         """Every acked record is on the leader or on a replica the protocol may
-        still elect cleanly (ISR, ELR): KIP-966's headline claim."""
+        still elect cleanly (ISR, the ELR it elects from): KIP-966's headline claim."""
         if not s.acked:
             return True
-        holders = s.isr | s.elr | (bit(s.leader) if s.leader != NO_LEADER else 0)
+        holders = s.isr | self.elr_in_force(s) | (bit(s.leader) if s.leader != NO_LEADER else 0)
         held = 0
         for b in range(self.n):
             if contains(holders, b):
                 held |= logs.records(s.log[b])
         return not s.acked & ~held
+
+    # ---- the same, for a cluster that turns the ELR on or off at run time ---------------
+    # A crash while the feature is off meets legacy's rules ("last replica
+    # standing", KIP-966's motivation, loses data with one): these ask the
+    # three of the runs whose crashes all happened with the ELR on.
+    @invariant("NoAckedLossUnderElr")
+    def no_acked_loss_under_elr(self, s: State) -> bool:
+        """NoAckedLoss, unless a crash happened with the ELR off."""
+        return s.crashed_without_elr == 1 or self.no_acked_loss(s)
+
+    @invariant("ConsistentReadUnderElr")
+    def consistent_read_under_elr(self, s: State) -> bool:
+        """ConsistentRead, unless a crash happened with the ELR off."""
+        return s.crashed_without_elr == 1 or self.consistent_read(s)
+
+    @invariant("ElrHasDataToHwmUnderElr")
+    def elr_has_data_to_hwm_under_elr(self, s: State) -> bool:
+        """ElrHasDataToHwm, unless a crash happened with the ELR off (turning
+        the ELR on can move legacy's data-less last member into the ELR)."""
+        return s.crashed_without_elr == 1 or self.elr_has_data_to_hwm(s)
 
     @invariant("RecoveryKeepsLastKnownElrData")
     def recovery_keeps_last_known_elr_data(self, s: State) -> bool:

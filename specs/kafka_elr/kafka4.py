@@ -17,9 +17,10 @@ from modelcheck.ops import lowest_bit
 from modelcheck.refinement import Refinement
 from modelcheck.spec import Param, SymmetryError, action
 
+from . import rules
 from .arguments import ADMIN_TYPE, BROKER, ELECTED, PREFERRED, UNCLEAN
 from .protocol import Kip966
-from .types import NO_LEADER, RECOVERED, State, bit, size
+from .types import NEW, NO_LEADER, RECOVERED, State, bit, size
 
 # PartitionChangeBuilder's election types
 ELECTION_ONLINE, ELECTION_PREFERRED, ELECTION_UNCLEAN = range(3)
@@ -47,6 +48,9 @@ class Kafka4(Kip966):
             "CompleteReassignment",
             "ReassignmentMovesLeader",
             "ReassignmentEnds",
+            # 4.0-IV1 changed the metadata (didMetadataChange): a downgrade below it is
+            # refused (FeatureControlManager.updateMetadataVersion, MetadataVersion:352-377)
+            "DowngradeMetadataVersion",
         }
     )
 
@@ -76,6 +80,23 @@ class Kafka4(Kip966):
             "--symmetry: kafka-4 elects the first valid replica in assignment order "
             "(PartitionChangeBuilder.electAnyLeader), so brokers are not interchangeable"
         )
+
+    def elr_in_force(self, s: State) -> int:
+        """4.0 elects from the partition's ELR whatever the feature
+        (isValidNewLeader reads the target ELR, which is the partition's own
+        while the feature is off, PCB:127, 322-326)."""
+        return s.elr
+
+    def written_without_elr(self, t: State) -> State:
+        """build() clears what 4.0 clears with the feature off (the ELR, not
+        LastKnownELR) and a ClearElrRecord is not written then: nothing more."""
+        return t
+
+    def registration_is_clean(self, s: State, b: int) -> bool:
+        """ClusterControlManager.registerBroker compares the epochs for every
+        BrokerRegistration of version 3 or later (QC:2016, CCM:424-425), the
+        new software's; no metadata version guards it."""
+        return s.software[b] == NEW and rules.registration_is_clean(s.clean_shutdown_epoch[b], s.broker_epoch[b])
 
     def alive(self, s: State, r: int) -> bool:
         """ReplicationControlManager's isAcceptableLeader: registered, unfenced,
@@ -165,8 +186,11 @@ class Kafka4(Kip966):
             isr_left, replicas_left = target_isr & ~removing, replicas & ~removing
             if isr_left and replicas_left and not replicas_left & ~isr_left:
                 target_isr, replicas, last, adding, removing = isr_left, replicas_left, last & ~removing, 0, 0
-        # maybePopulateTargetElr
-        if size(target_isr) >= self.eff_min_isr(s):
+        # maybePopulateTargetElr (ELR on only; off, the target ELR is the partition's)
+        on = self.elr_enabled(s)
+        if not on:
+            elr = s.elr
+        elif size(target_isr) >= self.eff_min_isr(s):
             elr = 0
         else:
             elr = (s.elr | s.isr) & ~target_isr & ~unclean_shutdown
@@ -178,13 +202,20 @@ class Kafka4(Kip966):
                 isr, elr = bit(leader), elr & ~bit(leader)
             if unclean:
                 isr = bit(leader)
-        # maybeUpdateRecordElr: an unclean election wipes the ELR
-        if unclean:
+        # maybeUpdateRecordElr: an unclean election wipes the ELR, and so does
+        # any change with the feature off
+        if unclean or not on:
             elr = 0
-        # maybeUpdateLastKnownLeader: the field holds the leader the partition
-        # had when its ISR first became empty; cleared once it has a leader.
+        # the ISR may be written empty only with the feature on (PCB:445-453)
+        if not isr and not on:
+            isr = s.isr
+        # maybeUpdateLastKnownLeader (feature on only: off, the field is left as
+        # it is): it holds the leader the partition had when its ISR first
+        # became empty; cleared once it has a leader.
         lkelr = s.last_known_elr
-        if not isr and s.isr:
+        if not on:
+            pass
+        elif not isr and s.isr:
             if s.leader != NO_LEADER and lkelr != bit(s.leader):
                 lkelr = bit(s.leader)
         elif leader != NO_LEADER:
@@ -227,8 +258,8 @@ class Kafka4(Kip966):
             r = self.listed(replicas, last, k)
             if self.valid_in_build(s, isr, elr, r):
                 return r, False
-        # canElectLastKnownLeader: no liveness check in 4.0 (KAFKA-19522)
-        if not isr and not elr and size(s.last_known_elr) == 1:
+        # canElectLastKnownLeader: feature on only, no liveness check in 4.0 (KAFKA-19522)
+        if self.elr_enabled(s) and not isr and not elr and size(s.last_known_elr) == 1:
             return lowest_bit(s.last_known_elr), True
         if election == ELECTION_UNCLEAN:  # the first acceptable replica of the list, ISR or not
             for k in range(2 * self.n):
@@ -271,24 +302,31 @@ class Kafka4(Kip966):
 
     def reelect(self, s: State, leader: int) -> State | None:
         """handleBrokerUnfenced: build() on every leaderless partition, the ISR
-        unchanged; nothing is written unless it elects."""
+        unchanged. With the feature on nothing is written unless it elects;
+        off, a partition that still has an ELR gets it cleared all the same
+        (maybeUpdateRecordElr), elected or not."""
         t = self.build(s, s.isr, self.online_election(s), 0)
         if t.leader == NO_LEADER:
-            return s if leader == NO_LEADER else None
+            return t if leader == NO_LEADER else None
         return t if leader == t.leader else None
 
     def unclean_registration(self, s: State, b: int) -> State:
         """handleBrokerShutdown(isCleanShutdown=false): build() with `b` out of
         the ISR and named an unclean-shutdown replica, so it leaves ISR and
-        ELR (the partition may elect in the same record)."""
+        ELR (the partition may elect in the same record). With the feature
+        off it is handled as a fence (RCM:1446-1458): `clean_registration`."""
+        if not self.elr_enabled(s):
+            return self.clean_registration(s, b)
         if not (s.isr | s.elr) & bit(b):
             return s
         return self.build(s, s.isr & ~bit(b), self.online_election(s), bit(b))
 
     def min_isr_changed(self, s: State) -> State:
         """ConfigurationControlManager appends a ClearElrRecord for every
-        min.insync.replicas change: ELR and LastKnownELR are wiped, not
-        recomputed, and nothing is re-elected."""
+        min.insync.replicas change while the feature is on (CCM:219-221): ELR
+        and LastKnownELR are wiped, not recomputed, and nothing is re-elected."""
+        if not self.elr_enabled(s):
+            return s
         return self.recorded(s, s._replace(elr=0, last_known_elr=0))
 
     def min_isr_record_written(self, s: State, v: int) -> bool:
@@ -320,11 +358,11 @@ class Kafka4(Kip966):
         enabled, an UNCLEAN election on leaderless partitions."""
         if s.leader != self.preferred(s.replicas, s.listed_last):
             t = self.build(s, s.isr, ELECTION_PREFERRED, 0)
-            if t.leader != s.leader and t.leader == leader:
-                return t
+            if t != s and t.leader == leader:
+                return t  # build().ifPresent(records::add): with the feature off, also an ELR cleared
         if s.leader == NO_LEADER and s.unclean_election:
             t = self.build(s, s.isr, ELECTION_UNCLEAN, 0)
-            if t.leader != s.leader and t.leader == leader:
+            if t != s and t.leader == leader:
                 return t
         return None
 

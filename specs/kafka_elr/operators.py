@@ -59,12 +59,12 @@ class Operators:
                 or not contains(s.replicas, desired)
             ):
                 return None
-            return self.elect(s, desired, not contains(s.isr | s.elr, desired))
+            return self.elect(s, desired, not contains(s.isr | self.elr_in_force(s), desired))
         if desired != NO_LEADER or leader == NO_LEADER:
             return None
         if kind == UNCLEAN:
             # KIP-460: "elects the first live replica if there are no in-sync replica"
-            clean = rules.clean_candidates(s.isr, s.elr, s.fenced)
+            clean = rules.clean_candidates(s.isr, self.elr_in_force(s), s.fenced)
             if clean:
                 return self.elect(s, leader, False) if leader == lowest_bit(clean) else None
             live = s.replicas & ~s.fenced

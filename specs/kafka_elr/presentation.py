@@ -78,27 +78,37 @@ class KafkaPresentation:
             return f"[{inner}]" if name in PER_BROKER else "{" + inner + "}"
         return str(value)
 
+    def elr_shown(self, s: State) -> str:
+        """The ELR as an explanation names it: with the feature off, kip966's
+        controller ignores the fields it still holds."""
+        shown = "{" + ",".join(map(str, members(s.elr))) + "}"
+        return shown if self.elr_in_force(s) == s.elr else f"{shown} (ignored: eligible.leader.replicas.version is 0)"
+
     def explain(self, invariant: str, s: State) -> str:
         d = describe(s)
-        if invariant == "NoAckedLoss":
-            electable = s.isr | s.elr | (bit(s.leader) if s.leader != NO_LEADER else 0)
+        if invariant in ("NoAckedLoss", "NoAckedLossUnderElr"):
+            electable = s.isr | self.elr_in_force(s) | (bit(s.leader) if s.leader != NO_LEADER else 0)
             lost = [r for r in members(s.acked) if not any(logs.records(s.log[b]) & bit(r) for b in members(electable))]
             holders = {r: [b for b in range(len(s.log)) if logs.records(s.log[b]) & bit(r)] for r in lost}
             return (
                 "acked record(s) "
                 + ", ".join(f"r{r}" for r in lost)
                 + f" are on no replica the controller may elect cleanly (leader {s.leader}, "
-                f"ISR {d['isr']}, ELR {d['elr']}); still held by "
+                f"ISR {d['isr']}, ELR {self.elr_shown(s)}); still held by "
                 + "; ".join(f"r{r}: brokers {h or 'none'}" for r, h in holders.items())
             )
-        if invariant == "ConsistentRead":
+        if invariant in ("ConsistentRead", "ConsistentReadUnderElr"):
             return (
                 f"leader {s.leader} does not hold what consumers may already have read "
                 f"({self.format_value('exposed', d['exposed'])}): its log is "
                 f"{self.format_value('exposed', d['log'][s.leader])}"
             )
-        if invariant == "ElrHasDataToHwm":
-            bad = [b for b in members(s.elr & ~lost_unregistered(s)) if not logs.is_prefix(s.exposed, s.log[b])]
+        if invariant in ("ElrHasDataToHwm", "ElrHasDataToHwmUnderElr"):
+            bad = [
+                b
+                for b in members(self.elr_in_force(s) & ~lost_unregistered(s))
+                if not logs.is_prefix(s.exposed, s.log[b])
+            ]
             return (
                 f"ELR member(s) {bad} lack data below the high watermark ({self.format_value('exposed', d['exposed'])})"
             )

@@ -38,11 +38,14 @@ from .metadata import Metadata
 from .operators import Operators
 from .presentation import KafkaPresentation
 from .story import KafkaStory
+from .versions import Versions
 from .types import (
     ALWAYS,
     NO_EPOCH,
+    NEW,
     NO_LEADER,
     NO_PROPOSAL,
+    OLD,
     ORDERED,
     PROPAGATED,
     REASSIGNING,
@@ -50,6 +53,8 @@ from .types import (
     RUNNING,
     STAGED,
     SWITCHING,
+    VERSION_NAMES,
+    VERSIONED,
     State,
     class_size,
     describe,
@@ -59,7 +64,7 @@ from .types import (
 from .types import layout as declared_layout
 
 
-class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, KafkaPresentation, Spec):
+class Kip966(Controller, Broker, Metadata, Operators, Versions, Properties, KafkaStory, KafkaPresentation, Spec):
     """The full KIP-966 design: ELR, LastKnownELR/LastKnownLeader, the HWM
     rule, clean-shutdown detection and the unclean recovery manager."""
 
@@ -86,6 +91,12 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
     max_admin_elections: int
     max_reassignments: int
     max_unclean_switches: int
+    max_version_changes: int
+    max_software_changes: int
+    # whether the variant has eligible.leader.replicas.version (legacy predates it), and
+    # whether the controller refuses a version a broker's software does not support
+    has_versions = True
+    upgrade_needs_software = True
     # whether the replica list's order can change (kafka-4 with reassignments: `listed_last`)
     orders_replicas = False
 
@@ -106,8 +117,32 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
             "max_admin_elections",
             "max_reassignments",
             "max_unclean_switches",
+            "max_version_changes",
+            "max_software_changes",
         ):
             setattr(self, bound, config[bound])
+        software = config["software"]
+        self.start_software = tuple(
+            VERSION_NAMES.index(software if isinstance(software, str) else software[b]) for b in range(n)
+        )
+        self.start_metadata_version = VERSION_NAMES.index(config["metadata_version"])
+        changing = (OLD, NEW)
+        # the values each version variable takes (VARIABLES: the kernel's packing)
+        self.version_range = {
+            "metadata_version": changing if self.max_version_changes else (self.start_metadata_version,) * 2,
+            "elr_version": changing if self.max_version_changes else (config["elr_version"],) * 2,
+            "software": changing
+            if self.max_software_changes
+            else (min(self.start_software), max(self.start_software)),
+        }
+        # shown in traces where a version is not the newest or can change
+        self.versioned = bool(
+            self.max_version_changes
+            or self.max_software_changes
+            or self.start_metadata_version != NEW
+            or not config["elr_version"]
+            or OLD in self.start_software
+        )
         self.acks_modes = tuple(ACKS_NAMES.index(a) for a in sorted(config["acks"]))
         self.fence_cuts_data_plane = config["fence_cuts_data_plane"]
         self.propagated = config["metadata"] == "propagated"
@@ -127,8 +162,9 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
             *((SWITCHING,) if self.max_unclean_switches else ()),
             *((STAGED,) if self.staged_shutdown else ()),
             *((ORDERED,) if self.orders_replicas else ()),
+            *((VERSIONED,) if self.versioned else ()),
         )
-        self._checked = config["invariants"] if config["invariants"] is not None else list(self.invariants)
+        self._checked = config["invariants"] if config["invariants"] is not None else self.default_invariants()
 
     # ---- engine interface ---------------------------------------------------
     def init_states(self) -> list[State]:
@@ -152,6 +188,9 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
                 adding=0,
                 removing=0,
                 listed_last=0,
+                metadata_version=self.start_metadata_version,
+                elr_version=self.config["elr_version"],
+                software=self.start_software,
                 status=(RUNNING,) * n,
                 clean_shutdown_epoch=(NO_EPOCH,) * n,
                 log=(logs.EMPTY,) * n,
@@ -169,6 +208,7 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
                 exposed=logs.EMPTY,
                 produced=0,
                 unclean_shutdowns=0,
+                crashed_without_elr=0,
                 clean_shutdowns=0,
                 fences=0,
                 isr_shrinks=0,
@@ -176,9 +216,24 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
                 admin_elections=0,
                 unclean_switches=0,
                 reassignments=0,
+                version_changes=0,
+                software_changes=0,
                 below_min_isr_reassigned=0,
             )
         ]
+
+    # NoAckedLoss, ConsistentRead and ElrHasDataToHwm unless legacy's exposure happened
+    UNDER_ELR = ("NoAckedLossUnderElr", "ConsistentReadUnderElr", "ElrHasDataToHwmUnderElr")
+
+    def default_invariants(self) -> list[str]:
+        """All the variant's invariants, the UNDER_ELR ones where the ELR feature
+        can be off, in place of those they qualify (whose first violation
+        there is legacy's "last replica standing"); elsewhere the two agree,
+        and the plain ones are checked."""
+        if self.version_range["elr_version"][0] == 1:
+            return [n for n in self.invariants if n not in self.UNDER_ELR]
+        qualified = [n.removesuffix("UnderElr") for n in self.UNDER_ELR]
+        return [n for n in self.invariants if n not in qualified]
 
     def layout(self) -> list[Field]:
         """Value ranges for the kernel's packing, as VARIABLES declare them."""
@@ -204,16 +259,14 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
         "BalancedRecoveryWaitsForLastKnownElr",
     )
 
-    # reassignment's actions, invariants, goals and property
-    REASSIGNMENT_NAMES = (
-        "ReassignPartition",
-        "CompleteReassignment",
-        "CancelReassignment",
-        "ElrWithinReplicas",
-        "ReassignmentKeepsMinIsr",
-        "AddingReplicaJoinsIsr",
-        "ReassignmentMovesLeader",
-        "ReassignmentEnds",
+    # the operator's steps on versions (Versions, versions.py)
+    VERSION_STEPS = (
+        "UpgradeMetadataVersion",
+        "DowngradeMetadataVersion",
+        "UpgradeElrVersion",
+        "DowngradeElrVersion",
+        "UpgradeSoftware",
+        "DowngradeSoftware",
     )
 
     # actions whose first guard is `counter >= config[bound]`, the counter
@@ -228,6 +281,12 @@ class Kip966(Controller, Broker, Metadata, Operators, Properties, KafkaStory, Ka
         "AdminElectLeaders": "max_admin_elections",
         "ReassignPartition": "max_reassignments",
         "AlterUncleanLeaderElection": "max_unclean_switches",
+        "UpgradeMetadataVersion": "max_version_changes",
+        "DowngradeMetadataVersion": "max_version_changes",
+        "UpgradeElrVersion": "max_version_changes",
+        "DowngradeElrVersion": "max_version_changes",
+        "UpgradeSoftware": "max_software_changes",
+        "DowngradeSoftware": "max_software_changes",
     }
 
     def never_enabled(self) -> frozenset[str]:

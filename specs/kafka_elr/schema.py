@@ -62,6 +62,37 @@ def schema() -> list[Key]:
             "brokers beyond the partition's replicas, which a reassignment may move it to "
             f"(brokers + spare_brokers <= {MAX_BROKERS})",
         ),
+        Key(
+            "max_version_changes",
+            0,
+            int_at_least(0),
+            bound,
+            "operator upgrades and downgrades of metadata.version and eligible.leader.replicas.version",
+        ),
+        Key("max_software_changes", 0, int_at_least(0), bound, "brokers' software upgrades and downgrades"),
+        Key(
+            "metadata_version",
+            "new",
+            one_of("old", "new"),
+            "old | new",
+            "metadata.version at the start: before KIP-966's (old) or from it on (new; Kafka 4.0-IV1)",
+        ),
+        Key(
+            "elr_version",
+            1,
+            lambda v: v in (0, 1) and not isinstance(v, bool),
+            "0 or 1",
+            "eligible.leader.replicas.version at the start (1: the ELR is on; needs metadata_version = new)",
+        ),
+        Key(
+            "software",
+            "new",
+            lambda v: v in ("old", "new")
+            or isinstance(v, list) and 0 < len(v) <= MAX_BROKERS and all(x in ("old", "new") for x in v),
+            '"old", "new", or a list of them, one a broker',
+            "the brokers' software at the start: before KIP-966's broker changes (old: no HWM min ISR rule, "
+            "no clean-shutdown epoch in the registration) or with them (new)",
+        ),
         Key("variant", "kip966", one_of(*VARIANTS), " | ".join(VARIANTS), "protocol variant"),
         Key("unclean_leader_election", False, is_bool, "true or false", "unclean.leader.election.enable"),
         Key(

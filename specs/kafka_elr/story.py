@@ -111,6 +111,13 @@ def phrase(action: str, args: dict[str, Any], a: dict[str, Any], b: dict[str, An
         )
     if action == "AlterMinIsr":
         return f"min.insync.replicas becomes {args['min_isr']} (ELR {_set(b['elr'])})"
+    if action in ("UpgradeMetadataVersion", "DowngradeMetadataVersion"):
+        return f"the operator sets the {b['metadata_version']} metadata.version"
+    if action in ("UpgradeElrVersion", "DowngradeElrVersion"):
+        kept = f", ELR {_set(b['elr'])} as the partition last recorded it" if b["elr_version"] else ""
+        return f"the operator sets eligible.leader.replicas.version to {b['elr_version']}{kept}"
+    if action in ("UpgradeSoftware", "DowngradeSoftware"):
+        return f"stopped broker {who} gets the {b['software'][who]} software"
     return action
 
 

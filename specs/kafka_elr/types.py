@@ -29,6 +29,10 @@ RECOVERED, RECOVERING = 0, 1
 RUNNING, OFFLINE_CLEAN, OFFLINE_DIRTY = 0, 1, 2
 STATUS_NAMES = ("RUNNING", "OFFLINE_CLEAN", "OFFLINE_DIRTY")
 RECOVERY_NAMES = ("RECOVERED", "RECOVERING")
+# a metadata version or a broker's software: before KIP-966's (OLD) or from it on (NEW);
+# docs/model.md "Upgrades and downgrades" maps them to Kafka's releases
+OLD, NEW = 0, 1
+VERSION_NAMES = ("old", "new")
 
 
 # ---- the state variables, each declared once ----------------------------------------
@@ -47,6 +51,7 @@ ALWAYS, PROPAGATED, REASSIGNING, NEVER = "always", "propagated", "reassigning", 
 SWITCHING = "switching"  # shown where unclean.leader.election.enable may change (max_unclean_switches > 0)
 STAGED = "staged"  # shown where a controlled shutdown is a state (controlled_shutdown = "staged")
 ORDERED = "ordered"  # shown where the replica list's order can change (kafka-4 with reassignments)
+VERSIONED = "versioned"  # shown where versions are not the newest or can change (docs/model.md "Upgrades")
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,12 @@ def _last_broker(c) -> int:
 
 def _bound(key: str) -> Callable[[Any], int]:
     return lambda c: c.config[key]
+
+
+def _versions(name: str) -> tuple[Callable[[Any], int], Callable[[Any], int]]:
+    """The range of a version variable (the spec instance's `version_range`:
+    its values at the start, and both where the config lets it change)."""
+    return (lambda c: c.version_range[name][0]), (lambda c: c.version_range[name][1])
 
 
 def _max_epoch(c) -> int:
@@ -186,6 +197,34 @@ VARIABLES = (
         _when("orders_replicas", _sets),
         "replicas Kafka's replica list names after the others",
         shown=ORDERED,
+    ),
+    # the cluster's versions (KIP-966 "Compatibility, Deprecation, and Migration Plan"):
+    # the finalized metadata version and eligible.leader.replicas.version, and
+    # each broker's software; constant at their start unless the config lets
+    # operators change them
+    Var(
+        "metadata_version",
+        NAMED,
+        *_versions("metadata_version"),
+        "the finalized metadata.version: before KIP-966's (old) or from it on (new)",
+        names=VERSION_NAMES,
+        shown=VERSIONED,
+    ),
+    Var(
+        "elr_version",
+        NUMBER,
+        *_versions("elr_version"),
+        "eligible.leader.replicas.version >= 1: the controller keeps the ELR",
+        shown=VERSIONED,
+    ),
+    Var(
+        "software",
+        NAMED,
+        *_versions("software"),
+        "each broker's software: before KIP-966's broker changes (old) or with them (new)",
+        per_broker=True,
+        names=VERSION_NAMES,
+        shown=VERSIONED,
     ),
     # brokers
     Var("status", NAMED, _zero, lambda c: OFFLINE_DIRTY, "each broker's process", per_broker=True, names=STATUS_NAMES),
@@ -273,6 +312,14 @@ VARIABLES = (
         "brokers that crashed dirty and have not re-registered",
         derived=lambda s: lost_unregistered(s),
     ),
+    Var(
+        "crashed_without_elr",
+        FLAG,
+        _zero,
+        lambda c: 1 if c.version_range["elr_version"][0] == 0 and c.max_unclean_shutdowns else 0,
+        "an unclean shutdown happened while the ELR feature was off",
+        shown=VERSIONED,
+    ),
     Var("clean_shutdowns", NUMBER, _zero, _bound("max_clean_shutdowns"), "clean shutdowns so far"),
     Var("fences", NUMBER, _zero, _bound("max_fences"), "fencings of a running broker so far"),
     Var("isr_shrinks", NUMBER, _zero, _bound("max_isr_shrinks"), "ISR shrinks proposed so far"),
@@ -287,6 +334,22 @@ VARIABLES = (
         shown=SWITCHING,
     ),
     Var("reassignments", NUMBER, _zero, _bound("max_reassignments"), "reassignments started so far", shown=REASSIGNING),
+    Var(
+        "version_changes",
+        NUMBER,
+        _zero,
+        _bound("max_version_changes"),
+        "operator changes of metadata.version and eligible.leader.replicas.version so far",
+        shown=VERSIONED,
+    ),
+    Var(
+        "software_changes",
+        NUMBER,
+        _zero,
+        _bound("max_software_changes"),
+        "brokers' software upgrades and downgrades so far",
+        shown=VERSIONED,
+    ),
     Var(
         "below_min_isr_reassigned",
         FLAG,
@@ -408,7 +471,9 @@ def shown_value(v: Var, x: int) -> Any:
     return x
 
 
-def describe(s: State, shown: tuple[str, ...] = (ALWAYS, PROPAGATED, REASSIGNING, SWITCHING, STAGED, ORDERED)) -> dict:
+def describe(
+    s: State, shown: tuple[str, ...] = (ALWAYS, PROPAGATED, REASSIGNING, SWITCHING, STAGED, ORDERED, VERSIONED)
+) -> dict:
     """MODEL.md's named variables, JSON-friendly (those whose `shown` is in `shown`)."""
     named = {}
     for v in VARIABLES:
@@ -543,13 +608,15 @@ def view(s: State, b: int) -> tuple[int, ...]:
         s.seen_min_isr[b],
         s.adding >> b & 1,
         s.removing >> b & 1,
+        s.software[b],
     )
 
 
 # the bits each of view()'s values takes in view_key (63 in all): epochs below
-# 1024, min ISR below 64 (an HWM is at most max_records, 7) (far beyond what a check reaches; past
-# them two views could share a key, which costs reduction, never soundness)
-VIEW_BITS = (1, 2, 10, 10, 3, 1, 1, 1, 1, 1, 1, 10, 1, 1, 1, 6, 4, 6, 1, 1)
+# 512 (CleanShutdownFile and registration) or 1024 (the proposal's), min ISR below 64 (an HWM is at
+# most max_records, 7) (far beyond what a check reaches; past them two views could share a key, which
+# costs reduction, never soundness)
+VIEW_BITS = (1, 2, 9, 9, 3, 1, 1, 1, 1, 1, 1, 10, 1, 1, 1, 6, 4, 6, 1, 1, 1)
 
 
 def view_key(s: State, b: int) -> int:

@@ -8,7 +8,7 @@ from . import rules
 from .arguments import PREFERRED, UNCLEAN
 from .kafka4 import Kafka4
 from .protocol import Kip966
-from .types import NO_LEADER, State, bit, size
+from .types import NEW, NO_LEADER, State, bit, size
 
 
 class Legacy(Kip966):
@@ -28,11 +28,18 @@ class Legacy(Kip966):
             "ElectableAtLeastMinIsr",
             *Kip966.RECOVERY_MANAGER,
             "ElrMemberElected",
+            *Kip966.VERSION_STEPS,
+            *Kip966.UNDER_ELR,
         }
     )
 
-    def change_isr(self, s: State, proposal: int) -> State:
-        return self.recorded(s, s._replace(isr=proposal if proposal else s.isr))
+    has_versions = False  # no eligible.leader.replicas.version to turn on
+
+    def elr_enabled(self, s: State) -> bool:
+        """Never: the ISR never empties, and elections take an ISR member or,
+        with unclean.leader.election.enable, any unfenced replica
+        (`candidates_without_elr`), as KIP-966's controller with the feature off."""
+        return False
 
     def hwm_may_advance(self, s: State, ld: int) -> bool:
         return True
@@ -42,14 +49,6 @@ class Legacy(Kip966):
 
     def may_end_reassignment(self, s: State, isr: int) -> bool:
         return isr != 0  # before KIP-966 4a/4b: any non-empty ISR
-
-    def candidates(self, s: State) -> tuple[int, bool]:
-        """An unfenced ISR member; else, with unclean.leader.election.enable,
-        any unfenced replica (RECOVERING)."""
-        clean = rules.clean_candidates(s.isr, 0, s.fenced)
-        if clean or not s.unclean_election:
-            return clean, False
-        return s.replicas & ~s.fenced, True
 
 
 class ElrOnly(Kip966):
@@ -64,6 +63,8 @@ class ElrOnly(Kip966):
     omit = frozenset({"UncleanRecovery", *Kip966.RECOVERY_MANAGER})
 
     def candidates(self, s: State) -> tuple[int, bool]:
+        if not self.elr_enabled(s):
+            return self.candidates_without_elr(s)
         clean = rules.clean_candidates(s.isr, s.elr, s.fenced)
         if clean or s.isr:
             return clean, False
@@ -146,6 +147,60 @@ class NoUncleanDetection(Kip966):
         return True
 
 
+class ElrKeptOnDowngrade(Kip966):
+    """Mutant of the migration plan: after eligible.leader.replicas.version
+    goes to 0, the partition's changes (and a metadata version downgrade)
+    keep the ELR fields instead of removing them ("all the ELR related fields
+    will be removed on the next partition change"); the controller still
+    ignores them until the feature is on again."""
+
+    variant = "elr-kept-on-downgrade"
+
+    def written_without_elr(self, t: State) -> State:
+        return t
+
+    def metadata_downgraded(self, s: State) -> State:
+        return s
+
+
+class ElrPopulatedOnUpgrade(Kip966):
+    """Mutant of the migration plan: when the feature goes on, the controller
+    loads a partition whose ISR is below min ISR with every other replica in
+    the ELR (as if each had left the ISR while it was too small), instead of
+    an empty ELR ("it will populate the ELR as empty if the
+    PartitionChangeRecord uses an old version")."""
+
+    variant = "elr-populated-on-upgrade"
+
+    def elr_upgraded(self, s: State) -> State:
+        if size(s.isr) >= self.eff_min_isr(s):
+            return s
+        return s._replace(elr=s.replicas & ~s.isr)
+
+
+class DetectionBeforeMetadataVersion(Kip966):
+    """Mutant of the migration plan: the controller trusts a registration's
+    clean-shutdown epoch before the new metadata version, where KIP-966
+    says "the controller will treat all the registrations with unclean
+    shutdowns"."""
+
+    variant = "detection-before-metadata-version"
+
+    def registration_is_clean(self, s: State, b: int) -> bool:
+        return s.software[b] == NEW and rules.registration_is_clean(s.clean_shutdown_epoch[b], s.broker_epoch[b])
+
+
+class ElrBeforeSoftware(Kip966):
+    """Mutant of the migration plan: the operator finalizes the new metadata
+    version and turns the ELR on while brokers still run the old software
+    (no HWM min ISR rule, no clean-shutdown epoch), and old brokers keep
+    registering: the order KIP-966 rules out ("So it is not enabled during
+    the rolling upgrade"), which Kafka's controller enforces."""
+
+    variant = "elr-before-software"
+    upgrade_needs_software = False
+
+
 VARIANTS: dict[str, type[Kip966]] = {
     cls.variant: cls
     for cls in (
@@ -158,5 +213,9 @@ VARIANTS: dict[str, type[Kip966]] = {
         BalancedFixedResponses,
         NoUncleanDetection,
         ReassignmentIgnoresMinIsr,
+        ElrKeptOnDowngrade,
+        ElrPopulatedOnUpgrade,
+        DetectionBeforeMetadataVersion,
+        ElrBeforeSoftware,
     )
 }

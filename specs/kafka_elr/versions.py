@@ -1,0 +1,137 @@
+"""Upgrades and downgrades (KIP-966 "Compatibility, Deprecation, and
+Migration Plan"): the operator changes the finalized metadata version and
+eligible.leader.replicas.version while the cluster runs, and moves brokers
+between software versions one stopped broker at a time. What the versions
+change is read where the rule is: the controller keeps the ELR only while
+the feature is on (controller.py), a broker applies the HWM rule and sends
+its clean-shutdown epoch only on the new software (broker.py).
+docs/model.md "Upgrades and downgrades" gives the sources.
+"""
+
+from __future__ import annotations
+
+from modelcheck.ops import replace_at
+from modelcheck.spec import action
+
+from .arguments import BROKER
+from .types import NEW, NO_LEADER, OLD, RUNNING, State
+
+
+class Versions:
+    """The versions' rules and the operator's steps (mixed into Kip966, protocol.py)."""
+
+    # ---- what the versions enable --------------------------------------------------------
+    def elr_enabled(self, s: State) -> bool:
+        """eligible.leader.replicas.version >= 1 (FeatureControlManager.isElrFeatureEnabled):
+        the controller records the ELR and lets the ISR empty."""
+        return s.elr_version == 1
+
+    def elr_in_force(self, s: State) -> int:
+        """The ELR the controller elects from: KIP-966's controller ignores the
+        fields while the feature is off ("The controller will also ignore the
+        ELR fields")."""
+        return s.elr if self.elr_enabled(s) else 0
+
+    def without_elr_fields(self, t: State) -> State:
+        """`t` written as a PartitionChangeRecord while the feature is off:
+        "all the ELR related fields will be removed on the next partition
+        change" (ELR, LastKnownELR and LastKnownLeader)."""
+        return t._replace(elr=0, last_known_elr=0, last_known_leader=NO_LEADER)
+
+    def every_broker_runs(self, s: State, software: int) -> bool:
+        for b in range(self.n):
+            if s.software[b] != software:
+                return False
+        return True
+
+    def supported_by_brokers(self, s: State) -> bool:
+        """Every registered broker supports the new versions: FeatureControlManager
+        refuses a finalized level that one does not (reasonNotSupported); KIP-966:
+        the feature "is not enabled during the rolling upgrade" (a variant
+        that lets the operator skip it sets `upgrade_needs_software` False)."""
+        return not self.upgrade_needs_software or self.every_broker_runs(s, NEW)
+
+    def may_change_versions(self, s: State) -> bool:
+        return s.version_changes < self.max_version_changes
+
+    def versions_changed(self, s: State) -> State:
+        return s._replace(version_changes=s.version_changes + 1)
+
+    # ---- the operator: kafka-features.sh upgrade / downgrade -----------------------------
+    @action("UpgradeMetadataVersion")
+    def upgrade_metadata_version(self, s: State) -> State | None:
+        """The operator finalizes the new metadata version once every broker
+        runs the new software (the rolling upgrade comes first)."""
+        if not self.may_change_versions(s) or s.metadata_version == NEW or not self.supported_by_brokers(s):
+            return None
+        return self.versions_changed(s)._replace(metadata_version=NEW)
+
+    @action("DowngradeMetadataVersion")
+    def downgrade_metadata_version(self, s: State) -> State | None:
+        """The operator goes back to the old metadata version, the ELR feature
+        off first (it depends on the version). KIP-966: "a metadata delta will
+        be generated to capture the current status": written at the old
+        version, it has no ELR fields."""
+        if not self.may_change_versions(s) or s.metadata_version == OLD or self.elr_enabled(s):
+            return None
+        return self.metadata_downgraded(self.versions_changed(s)._replace(metadata_version=OLD))
+
+    def metadata_downgraded(self, s: State) -> State:
+        """The partition once the metadata version is old: its ELR fields gone."""
+        return self.without_elr_fields(s)
+
+    @action("UpgradeElrVersion")
+    def upgrade_elr_version(self, s: State) -> State | None:
+        """eligible.leader.replicas.version goes to 1 (needs the new metadata
+        version). No partition record is written: KIP-966 loads a partition
+        whose record predates it with an empty ELR, and records the real one
+        on its next change."""
+        if (
+            not self.may_change_versions(s)
+            or self.elr_enabled(s)
+            or s.metadata_version != NEW
+            or not self.supported_by_brokers(s)
+        ):
+            return None
+        return self.elr_upgraded(self.versions_changed(s)._replace(elr_version=1))
+
+    def elr_upgraded(self, s: State) -> State:
+        """The partition as the controller loads it with the feature on: as
+        its last record has it (a record written while the feature was off
+        has no ELR fields: empty)."""
+        return s
+
+    @action("DowngradeElrVersion")
+    def downgrade_elr_version(self, s: State) -> State | None:
+        """eligible.leader.replicas.version goes to 0. No partition record: the
+        controller ignores the ELR fields from now on, and the next change of
+        the partition removes them."""
+        if not self.may_change_versions(s) or not self.elr_enabled(s):
+            return None
+        return self.versions_changed(s)._replace(elr_version=0)
+
+    # ---- the operator: a rolling upgrade or downgrade of the brokers' software -----------
+    @action("UpgradeSoftware", broker=BROKER)
+    def upgrade_software(self, s: State, b: int) -> State | None:
+        """A stopped broker gets the new software (it runs it from its next
+        StartBroker): a rolling upgrade is CleanShutdown, UpgradeSoftware,
+        StartBroker for one broker after another."""
+        if s.software_changes >= self.max_software_changes or s.status[b] == RUNNING or s.software[b] == NEW:
+            return None
+        return s._replace(software=replace_at(s.software, b, NEW), software_changes=s.software_changes + 1)
+
+    @action("DowngradeSoftware", broker=BROKER)
+    def downgrade_software(self, s: State, b: int) -> State | None:
+        """A stopped broker goes back to the old software, once the metadata
+        version is old (KIP-966: "After the MV version is downgraded ... the
+        user can start the software downgrade"; an old broker cannot register
+        with a finalized version it does not support)."""
+        if (
+            s.software_changes >= self.max_software_changes
+            or s.status[b] == RUNNING
+            or s.software[b] == OLD
+            or self.upgrade_needs_software
+            and s.metadata_version != OLD
+        ):
+            return None
+        return s._replace(software=replace_at(s.software, b, OLD), software_changes=s.software_changes + 1)
