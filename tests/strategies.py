@@ -10,7 +10,11 @@ from specs.kafka_elr import VARIANTS
 
 def small(variant: str) -> st.SearchStrategy[dict]:
     """The keys drawn for `variant`, each from the values it accepts
-    (controlled_shutdown = "staged" is kafka-4's only)."""
+    (controlled_shutdown = "staged" is kafka-4's only; legacy has no ELR
+    feature to start off or change)."""
+    versions = (
+        {"elr_version": st.integers(0, 1), "max_version_changes": st.integers(0, 1)} if variant != "legacy" else {}
+    )
     return st.fixed_dictionaries(
         {
             "variant": st.just(variant),
@@ -27,6 +31,7 @@ def small(variant: str) -> st.SearchStrategy[dict]:
             "unclean_recovery_strategy": st.sampled_from(["none", "balanced", "aggressive"]),
             "controlled_shutdown": st.sampled_from(["atomic", "staged"] if variant == "kafka-4" else ["atomic"]),
             "acks": st.sampled_from([["1"], ["all"], ["1", "all"]]),
+            **versions,
         }
     )
 

@@ -32,6 +32,7 @@ PER_BROKER = {
     "pending_epochs",
     "seen_epoch",
     "seen_min_isr",
+    "software",
 }
 PER_BROKER_ID = {"seen_leader"}
 PER_BROKER_SET = {"seen_isr"}
@@ -55,6 +56,11 @@ NO_BROKER = {
     "unclean_switches",
     "reassignments",
     "below_min_isr_reassigned",
+    "metadata_version",
+    "elr_version",
+    "version_changes",
+    "software_changes",
+    "crashed_without_elr",
 }
 KINDS = (BROKER_ID, BROKER_SET, PER_BROKER, PER_BROKER_ID, PER_BROKER_SET, OPTIONAL_SET, NO_BROKER)
 

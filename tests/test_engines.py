@@ -37,6 +37,18 @@ CONFIGS = [
         "invariants": ["ElrHasDataToHwm"],
     },  # KAFKA-16540, 6 steps
     {"min_isr": 5, "max_records": 0, "invariants": ["ElectableAtLeastMinIsr"]},  # holds: min(5, N)
+    # a rolling upgrade from old software, then the feature on and off (issue 41)
+    {
+        "max_records": 1,
+        "max_fences": 0,
+        "software": ["new", "old", "new"],
+        "metadata_version": "old",
+        "elr_version": 0,
+        "max_software_changes": 1,
+        "max_clean_shutdowns": 1,
+        "max_version_changes": 3,
+    },
+    {"variant": "kafka-4", "max_records": 1, "max_version_changes": 2, "invariants": ["NoAckedLossUnderElr"]},
     # the Balanced unclean recovery runs (min ISR unclean shutdowns), judged on its choice
     {
         "max_records": 1,
@@ -160,6 +172,21 @@ def test_the_symmetric_form_identifies_exactly_the_renamed_states():
             9175,
         ),
         ({"max_records": 1, "max_fences": 0}, 8302),
+        # brokers on different software, the feature turned on and off
+        (
+            {
+                "max_records": 0,
+                "max_fences": 0,
+                "max_clean_shutdowns": 1,
+                "software": ["old", "new", "new"],
+                "metadata_version": "old",
+                "elr_version": 0,
+                "max_software_changes": 1,
+                "max_version_changes": 3,
+                "variant": "elr-before-software",  # the ELR on with old software too
+            },
+            73532,
+        ),
     ],
 )
 @pytest.mark.slow

@@ -34,7 +34,7 @@ from modelcheck.tlc import (
     run_tlc,
 )
 from specs.kafka_elr import load, logs
-from specs.kafka_elr.types import NO_PROPOSAL, RECOVERY_NAMES, STATUS_NAMES, VARIABLES, members
+from specs.kafka_elr.types import NO_PROPOSAL, RECOVERY_NAMES, STATUS_NAMES, VARIABLES, VERSION_NAMES, members
 
 
 def entries(log: int) -> tuple:
@@ -64,7 +64,24 @@ CONSTANT_OF = {
     "metadata": "Metadata",
     "spare_brokers": "Spare",
     "max_reassignments": "MaxReassignments",
+    "max_version_changes": "MaxVersionChanges",
+    "max_software_changes": "MaxSoftwareChanges",
+    "metadata_version": "StartMetadataVersion",
+    "elr_version": "StartElrVersion",
+    "software": "StartOldSoftware",
 }
+
+
+def old_software(resolved: dict) -> frozenset:
+    """`software` (one name for every broker, or a list of one a broker) as
+    StartOldSoftware, the set of brokers that start on the old software
+    (TLC 2.15's .cfg takes no tuples)."""
+    software, n = resolved["software"], resolved["brokers"] + resolved["spare_brokers"]
+    return frozenset(b for b in range(n) if (software if isinstance(software, str) else software[b]) == "old")
+
+
+# the value a TLA+ constant has for its key's resolved config value, where the encodings differ
+CONSTANT_VALUE = {"acks": lambda r: sorted(r["acks"]), "software": old_software}
 
 # seconds, not minutes, each (kip966_default takes minutes: docs/tla.md)
 # kip966_propagated is compared state by state (SAME_STATES, TLC's verdict
@@ -81,6 +98,9 @@ HOLDS = [
     "kip966_reassign",
     "kip966_unclean_switch",
     "legacy_unclean_switch",
+    "kip966_elr_switch",
+    "kip966_rolling_upgrade",
+    "reassignment_elr_switch",
 ]
 VIOLATED = [
     "legacy_default",
@@ -88,6 +108,8 @@ VIOLATED = [
     "kip966_propagated_min_isr",
     "legacy_reassign",
     "reassignment_ignores_min_isr",
+    "kip966_elr_switch_loss",
+    "kip966_rolling_upgrade_violated",
 ]
 SAME_STATES = [
     "kip966_tiny",
@@ -96,6 +118,9 @@ SAME_STATES = [
     "kip966_propagated",
     "kip966_reassign",
     "kip966_unclean_switch",
+    "kip966_elr_switch",
+    "kip966_rolling_upgrade",
+    "reassignment_elr_switch",
 ]
 
 
@@ -144,7 +169,8 @@ def assert_constants_are_the_config(name: str, constants: dict, resolved: dict) 
     """Each TLA+ constant of CONSTANT_OF is the resolved config's value of its key."""
     for key, const in CONSTANT_OF.items():
         got = sorted(constants[const]) if key == "acks" else constants[const]
-        assert got == resolved[key], f"{name}.cfg: {const} = {got!r}, config {key} = {resolved[key]!r}"
+        want = CONSTANT_VALUE[key](resolved) if key in CONSTANT_VALUE else resolved[key]
+        assert got == want, f"{name}.cfg: {const} = {got!r}, config {key} = {resolved[key]!r}"
 
 
 ALL_CFGS = sorted(p.stem for p in TLA_DIR.glob("*.cfg"))
@@ -245,6 +271,9 @@ def py_state(s) -> tuple:
         frozenset(members(s.adding)),
         frozenset(members(s.removing)),
         frozenset(members(s.listed_last)),
+        VERSION_NAMES[s.metadata_version],
+        s.elr_version,
+        fn(tuple(VERSION_NAMES[x] for x in s.software)),
         fn(tuple(STATUS_NAMES[x] for x in s.status)),
         fn(s.clean_shutdown_epoch),
         fn(tuple(map(entries, s.log))),
@@ -261,6 +290,7 @@ def py_state(s) -> tuple:
         entries(s.exposed),
         s.produced,
         s.unclean_shutdowns,
+        bool(s.crashed_without_elr),
         s.clean_shutdowns,
         s.fences,
         s.isr_shrinks,
@@ -268,6 +298,8 @@ def py_state(s) -> tuple:
         s.admin_elections,
         s.unclean_switches,
         s.reassignments,
+        s.version_changes,
+        s.software_changes,
         bool(s.below_min_isr_reassigned),
     )
 
@@ -302,6 +334,9 @@ def tla_state(d: dict) -> tuple:
         d["adding"],
         d["removing"],
         d["listed_last"],
+        d["metadata_version"],
+        d["elr_version"],
+        fn(d["software"]),
         fn(d["status"]),
         fn(d["clean_shutdown_epoch"]),
         fn(d["log"]),
@@ -318,6 +353,7 @@ def tla_state(d: dict) -> tuple:
         d["exposed"],
         d["produced"],
         d["unclean_shutdowns"],
+        d["crashed_without_elr"],
         d["clean_shutdowns"],
         d["fences"],
         d["isr_shrinks"],
@@ -325,6 +361,8 @@ def tla_state(d: dict) -> tuple:
         d["admin_elections"],
         d["unclean_switches"],
         d["reassignments"],
+        d["version_changes"],
+        d["software_changes"],
         d["below_min_isr_reassigned"],
     )
 

@@ -70,7 +70,7 @@ def _check_versions(config: dict[str, Any], cls: type[Kip966]) -> None:
     software = config["software"]
     if isinstance(software, list) and len(software) != n:
         raise ConfigError(
-            f"config key 'software': {len(software)} entries for {n} brokers (allowed: \"old\", \"new\", or a list "
+            f'config key \'software\': {len(software)} entries for {n} brokers (allowed: "old", "new", or a list '
             f"of them, one for each of the {n} brokers)"
         )
     if not cls.has_versions:
@@ -82,7 +82,7 @@ def _check_versions(config: dict[str, Any], cls: type[Kip966]) -> None:
             )
     if config["elr_version"] and config["metadata_version"] != "new":
         raise ConfigError(
-            'config key \'elr_version\': 1 with metadata_version = "old" (allowed: 0; ELRV_1 depends on the new '
+            "config key 'elr_version': 1 with metadata_version = \"old\" (allowed: 0; ELRV_1 depends on the new "
             "metadata.version, Kafka's 4.0-IV1)"
         )
     old = software == "old" or isinstance(software, list) and "old" in software

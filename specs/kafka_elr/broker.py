@@ -254,6 +254,11 @@ class Broker:
         handled as a fence (clean_registration)."""
         if not contains(s.fenced, b) or self.running(s, b):
             return None
+        return self.started(s, b)
+
+    def started(self, s: State, b: int) -> State:
+        """Stopped broker `b` runs again and registers (StartBroker, and a
+        start on other software: UpgradeSoftware, DowngradeSoftware)."""
         t = s._replace(
             status=replace_at(s.status, b, RUNNING),
             broker_epoch=replace_at(s.broker_epoch, b, s.broker_epoch[b] + 1),

@@ -176,6 +176,8 @@ class Operators:
                 last_known_leader=NO_LEADER if lkl != NO_LEADER and contains(dropped, lkl) else lkl,
             ),
         )
+        if not self.elr_enabled(t):  # a record written with the feature off: no ELR fields
+            t = self.written_without_elr(t)
         if moved:
             return self.reelect(t, leader)
         return self.no_proposal(t)

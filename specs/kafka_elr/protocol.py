@@ -38,11 +38,10 @@ from .metadata import Metadata
 from .operators import Operators
 from .presentation import KafkaPresentation
 from .story import KafkaStory
-from .versions import Versions
 from .types import (
     ALWAYS,
-    NO_EPOCH,
     NEW,
+    NO_EPOCH,
     NO_LEADER,
     NO_PROPOSAL,
     OLD,
@@ -62,6 +61,7 @@ from .types import (
     symmetric_representative,
 )
 from .types import layout as declared_layout
+from .versions import Versions
 
 
 class Kip966(Controller, Broker, Metadata, Operators, Versions, Properties, KafkaStory, KafkaPresentation, Spec):
@@ -131,9 +131,7 @@ class Kip966(Controller, Broker, Metadata, Operators, Versions, Properties, Kafk
         self.version_range = {
             "metadata_version": changing if self.max_version_changes else (self.start_metadata_version,) * 2,
             "elr_version": changing if self.max_version_changes else (config["elr_version"],) * 2,
-            "software": changing
-            if self.max_software_changes
-            else (min(self.start_software), max(self.start_software)),
+            "software": changing if self.max_software_changes else (min(self.start_software), max(self.start_software)),
         }
         # shown in traces where a version is not the newest or can change
         self.versioned = bool(

@@ -87,8 +87,12 @@ def schema() -> list[Key]:
         Key(
             "software",
             "new",
-            lambda v: v in ("old", "new")
-            or isinstance(v, list) and 0 < len(v) <= MAX_BROKERS and all(x in ("old", "new") for x in v),
+            lambda v: (
+                v in ("old", "new")
+                or isinstance(v, list)
+                and 0 < len(v) <= MAX_BROKERS
+                and all(x in ("old", "new") for x in v)
+            ),
             '"old", "new", or a list of them, one a broker',
             "the brokers' software at the start: before KIP-966's broker changes (old: no HWM min ISR rule, "
             "no clean-shutdown epoch in the registration) or with them (new)",

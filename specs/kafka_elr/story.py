@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from modelcheck.ops import replace_at
 from modelcheck.result import Step
 
 from .types import describe
@@ -117,7 +118,11 @@ def phrase(action: str, args: dict[str, Any], a: dict[str, Any], b: dict[str, An
         kept = f", ELR {_set(b['elr'])} as the partition last recorded it" if b["elr_version"] else ""
         return f"the operator sets eligible.leader.replicas.version to {b['elr_version']}{kept}"
     if action in ("UpgradeSoftware", "DowngradeSoftware"):
-        return f"stopped broker {who} gets the {b['software'][who]} software"
+        return (
+            f"broker {who} restarts on the {b['software'][who]} software and registers "
+            + ("cleanly" if facts["clean"] else "uncleanly")
+            + f" (ISR {_set(b['isr'])}, ELR {_set(b['elr'])}){elected}"
+        )
     return action
 
 
@@ -137,6 +142,10 @@ class KafkaStory:
         who = args.get("broker")
         if action == "StartBroker":
             return {"clean": self.registration_is_clean(s, who)}
+        if action in ("UpgradeSoftware", "DowngradeSoftware"):  # a start on the other software
+            b = cast(int, who)
+            on = s._replace(software=replace_at(s.software, b, 1 if action == "UpgradeSoftware" else 0))
+            return {"clean": self.registration_is_clean(on, b)}
         if action == "CommitAlterPartition":
             return {"accepted": self.alter_partition_valid(s)}
         if action == "Fetch":

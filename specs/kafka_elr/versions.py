@@ -111,27 +111,38 @@ class Versions:
         return self.versions_changed(s)._replace(elr_version=0)
 
     # ---- the operator: a rolling upgrade or downgrade of the brokers' software -----------
+    # A broker's software is the one it registered with: the controller checks a
+    # version against the registrations (a stopped broker's registration stays),
+    # so the new software counts from the broker's start on it.
+    def may_restart_on(self, s: State, b: int, software: int) -> bool:
+        """`b` is stopped and registered fenced, runs the other software, and
+        the config allows one more change."""
+        return (
+            s.software_changes < self.max_software_changes
+            and s.status[b] != RUNNING
+            and s.fenced >> b & 1 == 1
+            and s.software[b] != software
+        )
+
+    def on_software(self, s: State, b: int, software: int) -> State:
+        return s._replace(software=replace_at(s.software, b, software), software_changes=s.software_changes + 1)
+
     @action("UpgradeSoftware", broker=BROKER)
     def upgrade_software(self, s: State, b: int) -> State | None:
-        """A stopped broker gets the new software (it runs it from its next
-        StartBroker): a rolling upgrade is CleanShutdown, UpgradeSoftware,
-        StartBroker for one broker after another."""
-        if s.software_changes >= self.max_software_changes or s.status[b] == RUNNING or s.software[b] == NEW:
+        """A stopped broker starts on the new software and registers (as
+        StartBroker: its CleanShutdownFile is as the old software left it): a
+        rolling upgrade is CleanShutdown, UpgradeSoftware, UnfenceBroker for
+        one broker after another."""
+        if not self.may_restart_on(s, b, NEW):
             return None
-        return s._replace(software=replace_at(s.software, b, NEW), software_changes=s.software_changes + 1)
+        return self.started(self.on_software(s, b, NEW), b)
 
     @action("DowngradeSoftware", broker=BROKER)
     def downgrade_software(self, s: State, b: int) -> State | None:
-        """A stopped broker goes back to the old software, once the metadata
+        """A stopped broker starts on the old software, once the metadata
         version is old (KIP-966: "After the MV version is downgraded ... the
         user can start the software downgrade"; an old broker cannot register
         with a finalized version it does not support)."""
-        if (
-            s.software_changes >= self.max_software_changes
-            or s.status[b] == RUNNING
-            or s.software[b] == OLD
-            or self.upgrade_needs_software
-            and s.metadata_version != OLD
-        ):
+        if not self.may_restart_on(s, b, OLD) or self.upgrade_needs_software and s.metadata_version != OLD:
             return None
-        return s._replace(software=replace_at(s.software, b, OLD), software_changes=s.software_changes + 1)
+        return self.started(self.on_software(s, b, OLD), b)

@@ -11,6 +11,12 @@
 (* is a sequence of <<leader_epoch, record_id>> pairs, and pending_isr is  *)
 (* either NoProposal or the function b |-> broker epoch of the proposal.   *)
 (*                                                                         *)
+(* The cluster's versions (KIP-966's upgrade and downgrade plan,         *)
+(* specs/kafka_elr/versions.py) are variables too: the finalized          *)
+(* metadata.version, eligible.leader.replicas.version (the ELR feature)   *)
+(* and each broker's software, which operators change within             *)
+(* MaxVersionChanges and MaxSoftwareChanges.                               *)
+(*                                                                         *)
 (* Style: every Python helper `f(s, ...) -> State` is an operator on a     *)
 (* record `s` holding all variables, and every action `A` is              *)
 (* `\E t \in ANext(St) : Go(t)` where ANext(s) is the set of successors    *)
@@ -33,6 +39,11 @@ CONSTANTS
     MaxAdminElections,
     MaxUncleanSwitches,       \* AlterUncleanLeaderElection steps
     MaxReassignments,
+    MaxVersionChanges,        \* operator changes of metadata.version and eligible.leader.replicas.version
+    MaxSoftwareChanges,       \* brokers' software upgrades and downgrades
+    StartMetadataVersion,     \* metadata.version at the start: "old" (before KIP-966's) or "new"
+    StartElrVersion,          \* eligible.leader.replicas.version at the start: 0 or 1 (the ELR on)
+    StartOldSoftware,         \* the brokers that run the "old" software at the start (the others "new")
     Variant,                  \* "kip966", "legacy" or "reassignment-ignores-min-isr"
     UncleanLeaderElection,    \* BOOLEAN: its initial value (AlterUncleanLeaderElection changes it)
     UncleanRecoveryStrategy,  \* "none", "balanced" or "aggressive"
@@ -51,6 +62,17 @@ ASSUME FenceCutsDataPlane \in BOOLEAN
 ASSUME Metadata \in {"atomic", "propagated"}
 ASSUME UncleanRecoveryStrategy \in {"none", "balanced", "aggressive"}
 ASSUME Acks /= {} /\ Acks \subseteq {"1", "all"}
+ASSUME MaxVersionChanges \in Nat /\ MaxSoftwareChanges \in Nat
+ASSUME StartMetadataVersion \in {"old", "new"} /\ StartElrVersion \in {0, 1}
+ASSUME StartOldSoftware \subseteq 0 .. (N + Spare - 1)
+\* the starting versions are a cluster Kafka can be in (load's _check_versions):
+\* ELR needs the new metadata version, which needs every broker on the new software
+ASSUME StartElrVersion = 1 => StartMetadataVersion = "new"
+ASSUME StartMetadataVersion = "new" => StartOldSoftware = {}
+\* legacy has no eligible.leader.replicas.version: the version keys keep their defaults
+ASSUME Variant = "legacy" =>
+    /\ MaxVersionChanges = 0 /\ MaxSoftwareChanges = 0
+    /\ StartMetadataVersion = "new" /\ StartElrVersion = 1 /\ StartOldSoftware = {}
 
 \* every broker of the cluster (the domain of the per-broker functions);
 \* the partition's replica set is the variable `replicas`, N of them
@@ -75,25 +97,34 @@ VARIABLES
     replicas, adding, removing,
     \* kafka-4's replicas listed last in the replica list: always {} here
     listed_last,
+    \* the cluster's versions: metadata.version ("old"/"new"),
+    \* eligible.leader.replicas.version (0/1), each broker's software ("old"/"new")
+    metadata_version, elr_version, software,
     \* brokers
     status, clean_shutdown_epoch, log, hwm, pending_isr, pending_stale,
     \* each broker's view (Metadata = "propagated"; constant under "atomic")
     pending_from, seen_leader, seen_epoch, seen_isr, seen_min_isr,
     \* ghosts and bound counters (part of the state's identity, as in Python)
     acked, acks_all, exposed,
-    produced, unclean_shutdowns, clean_shutdowns, fences, isr_shrinks,
+    produced, unclean_shutdowns,
+    \* an unclean shutdown happened while the ELR feature was off
+    crashed_without_elr,
+    clean_shutdowns, fences, isr_shrinks,
     min_isr_changes, admin_elections, unclean_switches,
-    \* reassignments made; a completion or cancellation left the ISR under min ISR
-    reassignments, below_min_isr_reassigned
+    \* reassignments made; version and software changes made; a completion
+    \* or cancellation left the ISR under min ISR
+    reassignments, version_changes, software_changes, below_min_isr_reassigned
 
 vars == <<leader, leader_epoch, isr, elr, last_known_elr, last_known_leader,
           leader_recovery, fenced, in_controlled_shutdown, broker_epoch, min_isr, unclean_election,
           replicas, adding, removing, listed_last,
+          metadata_version, elr_version, software,
           status, clean_shutdown_epoch, log, hwm, pending_isr, pending_stale,
           pending_from, seen_leader, seen_epoch, seen_isr, seen_min_isr,
           acked, acks_all, exposed,
-          produced, unclean_shutdowns, clean_shutdowns, fences, isr_shrinks,
-          min_isr_changes, admin_elections, unclean_switches, reassignments, below_min_isr_reassigned>>
+          produced, unclean_shutdowns, crashed_without_elr, clean_shutdowns, fences, isr_shrinks,
+          min_isr_changes, admin_elections, unclean_switches, reassignments,
+          version_changes, software_changes, below_min_isr_reassigned>>
 
 \* The current state as one record: what the Python operators take as `s`.
 St == [leader |-> leader, leader_epoch |-> leader_epoch, isr |-> isr, elr |-> elr,
@@ -102,16 +133,19 @@ St == [leader |-> leader, leader_epoch |-> leader_epoch, isr |-> isr, elr |-> el
        in_controlled_shutdown |-> in_controlled_shutdown,
        broker_epoch |-> broker_epoch, min_isr |-> min_isr, unclean_election |-> unclean_election,
        replicas |-> replicas, adding |-> adding, removing |-> removing, listed_last |-> listed_last,
+       metadata_version |-> metadata_version, elr_version |-> elr_version, software |-> software,
        status |-> status, clean_shutdown_epoch |-> clean_shutdown_epoch,
        log |-> log, hwm |-> hwm, pending_isr |-> pending_isr, pending_stale |-> pending_stale,
        pending_from |-> pending_from, seen_leader |-> seen_leader, seen_epoch |-> seen_epoch,
        seen_isr |-> seen_isr, seen_min_isr |-> seen_min_isr,
        acked |-> acked, acks_all |-> acks_all, exposed |-> exposed,
        produced |-> produced, unclean_shutdowns |-> unclean_shutdowns,
+       crashed_without_elr |-> crashed_without_elr,
        clean_shutdowns |-> clean_shutdowns, fences |-> fences,
        isr_shrinks |-> isr_shrinks, min_isr_changes |-> min_isr_changes,
        admin_elections |-> admin_elections, unclean_switches |-> unclean_switches,
        reassignments |-> reassignments,
+       version_changes |-> version_changes, software_changes |-> software_changes,
        below_min_isr_reassigned |-> below_min_isr_reassigned]
 
 \* Make record t the next state.
@@ -132,6 +166,9 @@ Go(t) ==
     /\ adding' = t.adding
     /\ removing' = t.removing
     /\ listed_last' = t.listed_last
+    /\ metadata_version' = t.metadata_version
+    /\ elr_version' = t.elr_version
+    /\ software' = t.software
     /\ status' = t.status
     /\ clean_shutdown_epoch' = t.clean_shutdown_epoch
     /\ log' = t.log
@@ -148,6 +185,7 @@ Go(t) ==
     /\ exposed' = t.exposed
     /\ produced' = t.produced
     /\ unclean_shutdowns' = t.unclean_shutdowns
+    /\ crashed_without_elr' = t.crashed_without_elr
     /\ clean_shutdowns' = t.clean_shutdowns
     /\ fences' = t.fences
     /\ isr_shrinks' = t.isr_shrinks
@@ -155,6 +193,8 @@ Go(t) ==
     /\ admin_elections' = t.admin_elections
     /\ unclean_switches' = t.unclean_switches
     /\ reassignments' = t.reassignments
+    /\ version_changes' = t.version_changes
+    /\ software_changes' = t.software_changes
     /\ below_min_isr_reassigned' = t.below_min_isr_reassigned
 
 -----------------------------------------------------------------------------
@@ -247,36 +287,81 @@ Forgotten(s, b) ==
     ELSE [s EXCEPT !.seen_leader[b] = NoLeader, !.seen_epoch[b] = 0, !.seen_isr[b] = {}, !.seen_min_isr[b] = 0]
 
 -----------------------------------------------------------------------------
-(* Policy hooks: IF Legacy THEN class Legacy's ELSE class Kip966's *)
+(* What the versions enable (versions.py) *)
+
+\* eligible.leader.replicas.version >= 1: the controller records the ELR and
+\* lets the ISR empty.  Never in legacy (class Legacy's elr_enabled), which
+\* has no such feature: its ISR never empties and its elections are
+\* ElectionsWithoutElr, as KIP-966's controller with the feature off.
+ElrEnabled(s) == ~Legacy /\ s.elr_version = 1
+
+\* the ELR the controller elects from: none while the feature is off
+ElrInForce(s) == IF ElrEnabled(s) THEN s.elr ELSE {}
+
+\* t written as a PartitionChangeRecord while the feature is off: "all the
+\* ELR related fields will be removed on the next partition change"
+WithoutElrFields(t) == [t EXCEPT !.elr = {}, !.last_known_elr = {}, !.last_known_leader = NoLeader]
+
+\* every registered broker supports the new versions (upgrade_needs_software
+\* is true in every mirrored variant)
+SupportedByBrokers(s) == \A b \in Brokers : s.software[b] = "new"
+
+MayChangeVersions(s) == s.version_changes < MaxVersionChanges
+
+VersionsChanged(s) == [s EXCEPT !.version_changes = s.version_changes + 1]
+
+-----------------------------------------------------------------------------
+(* Policy hooks: IF Legacy THEN class Legacy's ELSE class Kip966's; *)
+(* IF ~ElrEnabled(s) where Kip966's own rule reads the ELR feature     *)
+
+\* `t`'s partition differs from `s`'s: a PartitionChangeRecord is written
+PartitionChanged(s, t) ==
+    <<t.leader, t.leader_epoch, t.isr, t.elr, t.last_known_elr, t.last_known_leader, t.leader_recovery,
+      t.replicas, t.adding, t.removing>>
+    /= <<s.leader, s.leader_epoch, s.isr, s.elr, s.last_known_elr, s.last_known_leader, s.leader_recovery,
+         s.replicas, s.adding, s.removing>>
+
+\* A partition change written while the feature is off: its ELR fields removed
+WrittenWithoutElr(t) == WithoutElrFields(t)
 
 \* A PartitionChangeRecord t applied to s: if it changed the partition, an
-\* AlterPartition in flight was made at an older partition epoch (stale).
+\* AlterPartition in flight was made at an older partition epoch (stale);
+\* written while the ELR feature is off, the record has no ELR fields.
 Recorded(s, t) ==
-    IF \/ t.pending_isr = NoProposal
-       \/ <<t.leader, t.leader_epoch, t.isr, t.elr, t.last_known_elr, t.last_known_leader, t.leader_recovery,
-            t.replicas, t.adding, t.removing>>
-          = <<s.leader, s.leader_epoch, s.isr, s.elr, s.last_known_elr, s.last_known_leader, s.leader_recovery,
-              s.replicas, s.adding, s.removing>>
-    THEN t
-    ELSE [t EXCEPT !.pending_stale = TRUE]
+    IF ~PartitionChanged(s, t) THEN t
+    ELSE LET u == IF ElrEnabled(t) THEN t ELSE WrittenWithoutElr(t)
+         IN  IF u.pending_isr = NoProposal THEN u ELSE [u EXCEPT !.pending_stale = TRUE]
 
+\* with the feature off (always in legacy) the ISR never empties
 ChangeIsr(s, proposed) ==
-    IF Legacy
+    IF ~ElrEnabled(s)
     THEN Recorded(s, [s EXCEPT !.isr = IF proposed = {} THEN s.isr ELSE proposed])
     ELSE LET u == UpdateElr(s.isr, s.elr, proposed, EffMinIsr(s))
          IN  Recorded(s, [s EXCEPT !.isr = u.isr, !.elr = u.elr,
                                    !.last_known_elr = IF u.clean THEN {} ELSE s.last_known_elr])
 
-HwmMayAdvance(s, ld) == Legacy \/ Size(IsrSeenBy(s, ld)) >= MinIsrSeenBy(s, ld)
+\* the HWM min ISR rule is the new software's
+HwmMayAdvance(s, ld) ==
+    Legacy \/ s.software[ld] = "old" \/ Size(IsrSeenBy(s, ld)) >= MinIsrSeenBy(s, ld)
 
 HwmQuorum(s, ld) == IsrSeenBy(s, ld) \cup ProposedBy(s, ld)
 
+\* KIP-966's detection: from the new metadata version on, for a broker on
+\* the new software (the old one sends no epoch)
 RegistrationIsClean(s, b) ==
-    Legacy \/ RegistrationIsCleanRule(s.clean_shutdown_epoch[b], s.broker_epoch[b])
+    \/ Legacy
+    \/ /\ s.metadata_version = "new"
+       /\ s.software[b] = "new"
+       /\ RegistrationIsCleanRule(s.clean_shutdown_epoch[b], s.broker_epoch[b])
 
+\* a clean registration is handled as a fence of the (already fenced) broker
+CleanRegistration(s, b) == s
+
+\* with the feature off the ELR is ignored: handled as a fence
 UncleanRegistration(s, b) ==
-    Recorded(s, [s EXCEPT !.isr = s.isr \ {b}, !.elr = s.elr \ {b},
-                          !.last_known_elr = s.last_known_elr \cup (s.elr \cap {b})])
+    IF ~ElrEnabled(s) THEN CleanRegistration(s, b)
+    ELSE Recorded(s, [s EXCEPT !.isr = s.isr \ {b}, !.elr = s.elr \ {b},
+                               !.last_known_elr = s.last_known_elr \cup (s.elr \cap {b})])
 
 MinIsrChanged(s) ==
     IF EffMinIsr(s) <= Size(s.isr) THEN Recorded(s, [s EXCEPT !.elr = {}, !.last_known_elr = {}]) ELSE s
@@ -285,12 +370,14 @@ MinIsrChanged(s) ==
 (* Shared effects *)
 
 \* An unclean election sets RECOVERING; other changes carry it (KIP-704).
+\* Written while the ELR feature is off, the record has no ELR fields.
 SetLeader(s, ld, unclean) ==
     IF ld = s.leader THEN s
-    ELSE [s EXCEPT !.leader = ld, !.leader_epoch = s.leader_epoch + 1,
-                   !.pending_isr = NoProposal, !.pending_stale = FALSE, !.pending_from = NoLeader,
-                   !.leader_recovery = IF unclean THEN "RECOVERING" ELSE s.leader_recovery,
-                   !.last_known_leader = IF ld /= NoLeader THEN NoLeader ELSE s.last_known_leader]
+    ELSE LET t == [s EXCEPT !.leader = ld, !.leader_epoch = s.leader_epoch + 1,
+                            !.pending_isr = NoProposal, !.pending_stale = FALSE, !.pending_from = NoLeader,
+                            !.leader_recovery = IF unclean THEN "RECOVERING" ELSE s.leader_recovery,
+                            !.last_known_leader = IF ld /= NoLeader THEN NoLeader ELSE s.last_known_leader]
+         IN  IF ElrEnabled(t) THEN t ELSE WrittenWithoutElr(t)
 
 Elect(s, c, unclean) ==
     LET t == IF unclean THEN [s EXCEPT !.isr = {c}, !.elr = {}]
@@ -298,21 +385,28 @@ Elect(s, c, unclean) ==
              ELSE s
     IN  SetLeader(t, c, unclean)
 
-\* The states of the elections the controller makes on its own.
+\* Before KIP-966 (the feature off; always in legacy): an unfenced ISR
+\* member; else, with unclean.leader.election.enable, any unfenced replica
+\* (unclean).
+ElectionsWithoutElr(s) ==
+    LET clean == CleanCandidates(s.isr, {}, s.fenced)
+    IN  IF clean /= {} THEN {Elect(s, c, FALSE) : c \in clean}
+        ELSE IF ~s.unclean_election THEN {}
+        ELSE {Elect(s, c, TRUE) : c \in {b \in s.replicas : Unfenced(s, b)}}
+
+\* The states of the elections the controller makes on its own (Python's
+\* candidates + reelect): ISR members, then unfenced ELR members.
 Elections(s) ==
-    IF Legacy
-    THEN LET clean == CleanCandidates(s.isr, {}, s.fenced)
-         IN  IF clean /= {} THEN {Elect(s, c, FALSE) : c \in clean}
-             ELSE IF ~s.unclean_election THEN {}
-             ELSE {Elect(s, c, TRUE) : c \in {b \in s.replicas : Unfenced(s, b)}}
+    IF ~ElrEnabled(s) THEN ElectionsWithoutElr(s)
     ELSE {Elect(s, c, FALSE) : c \in CleanCandidates(s.isr, s.elr, s.fenced)}
 
 BalancedWinners(s, answered) ==
     IF ~(s.last_known_elr \subseteq answered) THEN {}
     ELSE {w \in answered : \A m \in s.last_known_elr : RankGeq(s.log[w], s.log[m])}
 
+\* none while the ELR feature is off (always in legacy)
 RecoveryWinners(s, strategy) ==
-    IF \/ Legacy \/ s.leader /= NoLeader \/ strategy = "none"
+    IF \/ s.leader /= NoLeader \/ strategy = "none" \/ ~ElrEnabled(s)
        \/ CleanCandidates(s.isr, s.elr, s.fenced) /= {}
        \/ s.isr /= {} \/ (s.elr /= {} /\ strategy /= "aggressive")
     THEN {}
@@ -449,23 +543,28 @@ UnfenceBrokerNextOf(s, b) ==
 
 UnfenceBrokerNext(s) == UNION {UnfenceBrokerNextOf(s, b) : b \in Brokers}
 
+\* (the ghost crashed_without_elr notes a crash with the ELR off; legacy,
+\* which never has the ELR, leaves it alone)
 UncleanShutdownNext(s) ==
     IF s.unclean_shutdowns >= MaxUncleanShutdowns THEN {}
     ELSE UNION {{[Forgotten(s, b) EXCEPT !.status[b] = "OFFLINE_DIRTY",
                            !.log[b] = Prefix(s.log[b], keep),
                            !.hwm[b] = Min(s.hwm[b], keep),
                            !.clean_shutdown_epoch[b] = NoEpoch,
-                           !.unclean_shutdowns = s.unclean_shutdowns + 1]
+                           !.unclean_shutdowns = s.unclean_shutdowns + 1,
+                           !.crashed_without_elr = IF ~Legacy /\ ~ElrEnabled(s) THEN TRUE
+                                                   ELSE s.crashed_without_elr]
                  : keep \in 0 .. Len(s.log[b])}
                 : b \in {x \in Brokers : Running(s, x)}}
 
 \* An orderly stop: the log is flushed and the CleanShutdownFile holds the
 \* broker's epoch (Kafka's LogManager.shutdown(brokerEpoch)), whatever became
 \* of the controlled shutdown; clean shutdowns, controlled or not, share
-\* MaxCleanShutdowns.
+\* MaxCleanShutdowns.  Old software writes no epoch.
 StoppedCleanly(s, b) ==
     [Forgotten(s, b) EXCEPT !.status[b] = "OFFLINE_CLEAN",
-                            !.clean_shutdown_epoch[b] = s.broker_epoch[b],
+                            !.clean_shutdown_epoch[b] = IF s.software[b] = "new" THEN s.broker_epoch[b]
+                                                        ELSE NoEpoch,
                             !.clean_shutdowns = s.clean_shutdowns + 1]
 
 \* a controlled shutdown the controller answers (a fenced broker is let go
@@ -480,13 +579,17 @@ StopBrokerNext(s) ==
     IF s.clean_shutdowns >= MaxCleanShutdowns THEN {}
     ELSE {StoppedCleanly(s, b) : b \in {x \in Brokers : Running(s, x)}}
 
+\* Stopped broker b runs again and registers (StartBroker, and a start on
+\* other software: UpgradeSoftware, DowngradeSoftware).
+Started(s, b) ==
+    LET t == [s EXCEPT !.status[b] = "RUNNING",
+                       !.broker_epoch[b] = s.broker_epoch[b] + 1,
+                       !.clean_shutdown_epoch[b] = NoEpoch]
+        u == IF RegistrationIsClean(s, b) THEN CleanRegistration(t, b) ELSE UncleanRegistration(t, b)
+    IN  IF Propagated THEN Delivered(u, b, TRUE) ELSE u
+
 StartBrokerNextOf(s, b) ==
-    IF Running(s, b) \/ Unfenced(s, b) THEN {}
-    ELSE LET t == [s EXCEPT !.status[b] = "RUNNING",
-                            !.broker_epoch[b] = s.broker_epoch[b] + 1,
-                            !.clean_shutdown_epoch[b] = NoEpoch]
-             u == IF RegistrationIsClean(s, b) THEN t ELSE UncleanRegistration(t, b)
-         IN  {IF Propagated THEN Delivered(u, b, TRUE) ELSE u}
+    IF Running(s, b) \/ Unfenced(s, b) THEN {} ELSE {Started(s, b)}
 
 StartBrokerNext(s) == UNION {StartBrokerNextOf(s, b) : b \in Brokers}
 
@@ -515,7 +618,7 @@ AdminChoices(s, kind) ==
          THEN {Elect(s, Preferred, FALSE)} ELSE {}
     ELSE IF s.leader /= NoLeader THEN {}
     ELSE IF kind = "UNCLEAN"
-    THEN LET clean == CleanCandidates(s.isr, s.elr, s.fenced)
+    THEN LET clean == CleanCandidates(s.isr, ElrInForce(s), s.fenced)
              live == {b \in s.replicas : Unfenced(s, b)}
          IN  IF clean /= {} THEN {Elect(s, SetMin(clean), FALSE)}
              ELSE IF live /= {} THEN {Elect(s, SetMin(live), TRUE)}
@@ -523,7 +626,7 @@ AdminChoices(s, kind) ==
     ELSE IF kind = "LONGEST_LOG_AGGRESSIVE" THEN RecoveryChoices(s, "aggressive")
     ELSE IF kind = "LONGEST_LOG_BALANCED" THEN RecoveryChoices(s, "balanced")
     ELSE \* DESIGNATION: any unfenced replica
-         {Elect(s, d, d \notin (s.isr \cup s.elr)) : d \in {b \in s.replicas : Unfenced(s, b)}}
+         {Elect(s, d, d \notin (s.isr \cup ElrInForce(s))) : d \in {b \in s.replicas : Unfenced(s, b)}}
 
 AdminElectLeadersNext(s) ==
     IF s.admin_elections >= MaxAdminElections THEN {}
@@ -569,13 +672,15 @@ Reassigned(s, dropped) ==
     LET moved == s.leader /= NoLeader /\ s.leader \in dropped
         final == s.replicas \ dropped
         u == ChangeIsr([s EXCEPT !.replicas = final, !.adding = {}, !.removing = {}], s.isr \ dropped)
-        t == [u EXCEPT !.elr = u.elr \cap final, !.last_known_elr = u.last_known_elr \cap final,
+        t0 == [u EXCEPT !.elr = u.elr \cap final, !.last_known_elr = u.last_known_elr \cap final,
                        !.log = [b \in Brokers |-> IF b \in dropped THEN <<>> ELSE s.log[b]],
                        !.hwm = [b \in Brokers |-> IF b \in dropped THEN 0 ELSE s.hwm[b]],
                        !.last_known_leader = IF s.last_known_leader \in dropped THEN NoLeader
                                              ELSE s.last_known_leader,
                        !.below_min_isr_reassigned = IF Size(u.isr) < FinalMinIsr(s) THEN TRUE
                                                     ELSE s.below_min_isr_reassigned]
+        \* a record written with the feature off: no ELR fields
+        t == IF ElrEnabled(t0) THEN t0 ELSE WrittenWithoutElr(t0)
         choices == Elections(t)
     IN  IF ~moved
         THEN {[t EXCEPT !.pending_isr = NoProposal, !.pending_stale = FALSE, !.pending_from = NoLeader]}
@@ -594,6 +699,68 @@ CompleteReassignmentNext(s) ==
 CancelReassignmentNext(s) ==
     IF s.adding \cup s.removing = {} \/ ~MayEndReassignment(s, s.isr \ s.adding) THEN {}
     ELSE Reassigned(s, s.adding)
+
+-----------------------------------------------------------------------------
+(* Upgrades and downgrades (versions.py; KIP-966 "Compatibility,           *)
+(* Deprecation, and Migration Plan").  Legacy has none (Legacy.omit).      *)
+
+\* The operator finalizes the new metadata version once every broker runs
+\* the new software.
+UpgradeMetadataVersionNext(s) ==
+    IF \/ Legacy \/ ~MayChangeVersions(s) \/ s.metadata_version = "new" \/ ~SupportedByBrokers(s) THEN {}
+    ELSE {[VersionsChanged(s) EXCEPT !.metadata_version = "new"]}
+
+\* The partition once the metadata version is old: its ELR fields gone.
+MetadataDowngraded(s) == WithoutElrFields(s)
+
+\* The operator goes back to the old metadata version, the ELR feature off first.
+DowngradeMetadataVersionNext(s) ==
+    IF \/ Legacy \/ ~MayChangeVersions(s) \/ s.metadata_version = "old" \/ ElrEnabled(s) THEN {}
+    ELSE {MetadataDowngraded([VersionsChanged(s) EXCEPT !.metadata_version = "old"])}
+
+\* The partition as the controller loads it with the feature on: as its last
+\* record has it (no record is written).
+ElrUpgraded(s) == s
+
+\* eligible.leader.replicas.version goes to 1 (needs the new metadata version).
+UpgradeElrVersionNext(s) ==
+    IF \/ Legacy \/ ~MayChangeVersions(s) \/ ElrEnabled(s) \/ s.metadata_version /= "new"
+       \/ ~SupportedByBrokers(s)
+    THEN {}
+    ELSE {ElrUpgraded([VersionsChanged(s) EXCEPT !.elr_version = 1])}
+
+\* eligible.leader.replicas.version goes to 0: no partition record (the
+\* controller ignores the ELR fields, the next change removes them).
+DowngradeElrVersionNext(s) ==
+    IF Legacy \/ ~MayChangeVersions(s) \/ ~ElrEnabled(s) THEN {}
+    ELSE {[VersionsChanged(s) EXCEPT !.elr_version = 0]}
+
+\* A broker's software is the one it registered with, so the other software
+\* counts from the broker's start on it: b is stopped and registered
+\* fenced, runs the other software, and the config allows one more change.
+MayRestartOn(s, b, sw) ==
+    /\ s.software_changes < MaxSoftwareChanges
+    /\ ~Running(s, b)
+    /\ b \in s.fenced
+    /\ s.software[b] /= sw
+
+OnSoftware(s, b, sw) == [s EXCEPT !.software[b] = sw, !.software_changes = s.software_changes + 1]
+
+\* A stopped broker starts on the new software and registers (as
+\* StartBroker: its CleanShutdownFile is as the old software left it).
+UpgradeSoftwareNextOf(s, b) ==
+    IF Legacy \/ ~MayRestartOn(s, b, "new") THEN {}
+    ELSE {Started(OnSoftware(s, b, "new"), b)}
+
+UpgradeSoftwareNext(s) == UNION {UpgradeSoftwareNextOf(s, b) : b \in Brokers}
+
+\* A stopped broker starts on the old software, once the metadata version
+\* is old (upgrade_needs_software is true in every mirrored variant).
+DowngradeSoftwareNextOf(s, b) ==
+    IF Legacy \/ ~MayRestartOn(s, b, "old") \/ s.metadata_version /= "old" THEN {}
+    ELSE {Started(OnSoftware(s, b, "old"), b)}
+
+DowngradeSoftwareNext(s) == UNION {DowngradeSoftwareNextOf(s, b) : b \in Brokers}
 
 -----------------------------------------------------------------------------
 (* The specification *)
@@ -615,6 +782,9 @@ Init ==
     /\ adding = {}
     /\ removing = {}
     /\ listed_last = {}
+    /\ metadata_version = StartMetadataVersion
+    /\ elr_version = StartElrVersion
+    /\ software = [b \in Brokers |-> IF b \in StartOldSoftware THEN "old" ELSE "new"]
     /\ status = [b \in Brokers |-> "RUNNING"]
     /\ clean_shutdown_epoch = [b \in Brokers |-> NoEpoch]
     /\ log = [b \in Brokers |-> <<>>]
@@ -631,6 +801,7 @@ Init ==
     /\ exposed = <<>>
     /\ produced = 0
     /\ unclean_shutdowns = 0
+    /\ crashed_without_elr = FALSE
     /\ clean_shutdowns = 0
     /\ fences = 0
     /\ isr_shrinks = 0
@@ -638,6 +809,8 @@ Init ==
     /\ admin_elections = 0
     /\ unclean_switches = 0
     /\ reassignments = 0
+    /\ version_changes = 0
+    /\ software_changes = 0
     /\ below_min_isr_reassigned = FALSE
 
 Produce == \E t \in ProduceNext(St) : Go(t)
@@ -662,6 +835,12 @@ MetadataUpdate == \E t \in MetadataUpdateNext(St) : Go(t)
 ReassignPartition == \E t \in ReassignPartitionNext(St) : Go(t)
 CompleteReassignment == \E t \in CompleteReassignmentNext(St) : Go(t)
 CancelReassignment == \E t \in CancelReassignmentNext(St) : Go(t)
+UpgradeMetadataVersion == \E t \in UpgradeMetadataVersionNext(St) : Go(t)
+DowngradeMetadataVersion == \E t \in DowngradeMetadataVersionNext(St) : Go(t)
+UpgradeElrVersion == \E t \in UpgradeElrVersionNext(St) : Go(t)
+DowngradeElrVersion == \E t \in DowngradeElrVersionNext(St) : Go(t)
+UpgradeSoftware == \E t \in UpgradeSoftwareNext(St) : Go(t)
+DowngradeSoftware == \E t \in DowngradeSoftwareNext(St) : Go(t)
 
 \* the per-broker actions (Python: the instances with argument broker = b),
 \* for the per-broker fairness of the temporal properties
@@ -681,6 +860,9 @@ Next ==
     \/ CommitAlterPartition
     \/ CompleteReassignment
     \/ CompleteRecovery
+    \/ DowngradeElrVersion
+    \/ DowngradeMetadataVersion
+    \/ DowngradeSoftware
     \/ ElectLeader
     \/ ExpandIsr
     \/ FenceBroker
@@ -694,6 +876,9 @@ Next ==
     \/ UncleanRecovery
     \/ UncleanShutdown
     \/ UnfenceBroker
+    \/ UpgradeElrVersion
+    \/ UpgradeMetadataVersion
+    \/ UpgradeSoftware
 
 Spec == Init /\ [][Next]_vars
 
@@ -721,12 +906,17 @@ TypeOK ==
     /\ adding \cap removing = {}
     /\ Size(replicas \ adding) = N /\ Size(replicas \ removing) = N
     /\ reassignments \in Nat /\ below_min_isr_reassigned \in BOOLEAN
+    \* the versions
+    /\ metadata_version \in {"old", "new"} /\ elr_version \in {0, 1}
+    /\ DOMAIN software = Brokers /\ \A b \in Brokers : software[b] \in {"old", "new"}
+    /\ crashed_without_elr \in BOOLEAN /\ version_changes \in Nat /\ software_changes \in Nat
 
-ElrDisjointIsr == isr \cap elr = {}
+\* (the ELR the controller elects from: none while the feature is off)
+ElrDisjointIsr == isr \cap ElrInForce(St) = {}
 
-ElrOnlyUnderMinIsr == elr = {} \/ Size(isr) < EffMinIsr(St)
+ElrOnlyUnderMinIsr == ElrInForce(St) = {} \/ Size(isr) < EffMinIsr(St)
 
-ElrHasDataToHwm == \A b \in elr \ LostUnregistered(St) : IsPrefix(exposed, log[b])
+ElrHasDataToHwm == \A b \in ElrInForce(St) \ LostUnregistered(St) : IsPrefix(exposed, log[b])
 
 ElrWithinReplicas == elr \cup last_known_elr \subseteq replicas
 
@@ -736,7 +926,9 @@ LeaderInIsr == leader = NoLeader \/ leader \in isr
 
 LeaderUnfenced == leader = NoLeader \/ leader \notin fenced
 
+\* (a claim of the ELR: none while the feature is off)
 ElectableAtLeastMinIsr ==
+    \/ ~ElrEnabled(St)
     \/ unclean_shutdowns - Size(LostUnregistered(St)) > 0
     \/ Size(isr \cup elr) >= EffMinIsr(St)
 
@@ -761,11 +953,19 @@ NoneNeverElectsUnclean ==
     StrategyIn(St) /= "none" \/ leader_recovery = "RECOVERED" \/ admin_elections > 0 \/ unclean_switches > 0
 
 NoAckedLoss ==
-    LET holders == isr \cup elr \cup (IF leader /= NoLeader THEN {leader} ELSE {})
+    LET holders == isr \cup ElrInForce(St) \cup (IF leader /= NoLeader THEN {leader} ELSE {})
     IN  acked \subseteq UNION {Records(log[b]) : b \in holders}
 
 ConsistentRead ==
     leader = NoLeader \/ ~Running(St, leader) \/ IsPrefix(exposed, log[leader])
+
+\* The same, for a cluster that turns the ELR on or off at run time: only
+\* for runs whose crashes all happened with the ELR on.
+NoAckedLossUnderElr == crashed_without_elr \/ NoAckedLoss
+
+ConsistentReadUnderElr == crashed_without_elr \/ ConsistentRead
+
+ElrHasDataToHwmUnderElr == crashed_without_elr \/ ElrHasDataToHwm
 
 -----------------------------------------------------------------------------
 (* Temporal properties (invariants.py, the @leads_to methods of Kip966)    *)
