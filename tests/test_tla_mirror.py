@@ -69,6 +69,7 @@ CONSTANT_OF = {
     "metadata_version": "StartMetadataVersion",
     "elr_version": "StartElrVersion",
     "software": "StartOldSoftware",
+    "elr_switch_when": "ElrSwitchWhen",
 }
 
 
@@ -101,6 +102,7 @@ HOLDS = [
     "kip966_elr_switch",
     "kip966_rolling_upgrade",
     "reassignment_elr_switch",
+    "kip966_elr_switch_guarded",
 ]
 VIOLATED = [
     "legacy_default",
@@ -121,6 +123,7 @@ SAME_STATES = [
     "kip966_elr_switch",
     "kip966_rolling_upgrade",
     "reassignment_elr_switch",
+    "kip966_elr_switch_guarded",
 ]
 
 

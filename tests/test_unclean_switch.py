@@ -7,27 +7,16 @@ and the conformance cases of the dynamic switch show them)."""
 from __future__ import annotations
 
 import pytest
+from symmetry_classes import reachable
 
 from specs.kafka_elr import load
-
-
-def reachable(spec) -> list:
-    seen = {spec.encode(s): s for s in spec.init_states()}
-    todo = list(seen.values())
-    while todo:
-        s = todo.pop()
-        for _name, _args, t in spec.successors(s):
-            if spec.encode(t) not in seen:
-                seen[spec.encode(t)] = t
-                todo.append(t)
-    return list(seen.values())
 
 
 @pytest.mark.parametrize("variant", ["kip966", "legacy", "kip966-elr-only", "kafka-4"])
 def test_the_switch_changes_the_switch_only_and_elects_nobody_in_the_same_step(variant):
     spec = load({"variant": variant, "brokers": 2, "max_records": 0, "max_unclean_switches": 2})
     switched = 0
-    for s in reachable(spec):
+    for s in reachable(spec).values():
         for name, args, t in spec.successors(s):
             if name == "AlterUncleanLeaderElection":
                 assert t == s._replace(unclean_election=args["enable"], unclean_switches=s.unclean_switches + 1)

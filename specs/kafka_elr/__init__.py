@@ -57,7 +57,14 @@ def load(given: dict[str, Any]) -> Kip966:
     return cls(config)
 
 
-VERSION_KEYS = ("max_version_changes", "max_software_changes", "metadata_version", "elr_version", "software")
+VERSION_KEYS = (
+    "max_version_changes",
+    "max_software_changes",
+    "metadata_version",
+    "elr_version",
+    "software",
+    "elr_switch_when",
+)
 
 
 def _check_versions(config: dict[str, Any], cls: type[Kip966]) -> None:

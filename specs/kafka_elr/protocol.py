@@ -93,6 +93,7 @@ class Kip966(Controller, Broker, Metadata, Operators, Versions, Properties, Kafk
     max_unclean_switches: int
     max_version_changes: int
     max_software_changes: int
+    switch_at_min_isr: bool  # elr_switch_when = "at-min-isr"
     # whether the variant has eligible.leader.replicas.version (legacy predates it), and
     # whether the controller refuses a version a broker's software does not support
     has_versions = True
@@ -121,6 +122,7 @@ class Kip966(Controller, Broker, Metadata, Operators, Versions, Properties, Kafk
             "max_software_changes",
         ):
             setattr(self, bound, config[bound])
+        self.switch_at_min_isr = config["elr_switch_when"] == "at-min-isr"
         software = config["software"]
         self.start_software = tuple(
             VERSION_NAMES.index(software if isinstance(software, str) else software[b]) for b in range(n)

@@ -71,6 +71,14 @@ def schema() -> list[Key]:
         ),
         Key("max_software_changes", 0, int_at_least(0), bound, "brokers' software upgrades and downgrades"),
         Key(
+            "elr_switch_when",
+            "any",
+            one_of("any", "at-min-isr"),
+            "any | at-min-isr",
+            "when the operator turns the ELR on or off: at any time, or only while the partition's ISR has min "
+            "ISR members (kafka-topics.sh --describe --under-min-isr-partitions lists none)",
+        ),
+        Key(
             "metadata_version",
             "new",
             one_of("old", "new"),

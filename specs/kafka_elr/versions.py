@@ -14,7 +14,7 @@ from modelcheck.ops import replace_at
 from modelcheck.spec import action
 
 from .arguments import BROKER
-from .types import NEW, NO_LEADER, OLD, RUNNING, State
+from .types import NEW, NO_LEADER, OLD, RUNNING, State, size
 
 
 class Versions:
@@ -50,6 +50,13 @@ class Versions:
         the feature "is not enabled during the rolling upgrade" (a variant
         that lets the operator skip it sets `upgrade_needs_software` False)."""
         return not self.upgrade_needs_software or self.every_broker_runs(s, NEW)
+
+    def operator_may_switch(self, s: State) -> bool:
+        """elr_switch_when = "at-min-isr": the operator turns the ELR on or off
+        only while the ISR has min ISR members, as
+        `kafka-topics.sh --describe --under-min-isr-partitions` lists none
+        (then the ELR is empty, and an empty one is the right one)."""
+        return not self.switch_at_min_isr or size(s.isr) >= self.eff_min_isr(s)
 
     def may_change_versions(self, s: State) -> bool:
         return s.version_changes < self.max_version_changes
@@ -91,6 +98,7 @@ class Versions:
             or self.elr_enabled(s)
             or s.metadata_version != NEW
             or not self.supported_by_brokers(s)
+            or not self.operator_may_switch(s)
         ):
             return None
         return self.elr_upgraded(self.versions_changed(s)._replace(elr_version=1))
@@ -106,7 +114,7 @@ class Versions:
         """eligible.leader.replicas.version goes to 0. No partition record: the
         controller ignores the ELR fields from now on, and the next change of
         the partition removes them."""
-        if not self.may_change_versions(s) or not self.elr_enabled(s):
+        if not self.may_change_versions(s) or not self.elr_enabled(s) or not self.operator_may_switch(s):
             return None
         return self.versions_changed(s)._replace(elr_version=0)
 

@@ -44,6 +44,7 @@ CONSTANTS
     StartMetadataVersion,     \* metadata.version at the start: "old" (before KIP-966's) or "new"
     StartElrVersion,          \* eligible.leader.replicas.version at the start: 0 or 1 (the ELR on)
     StartOldSoftware,         \* the brokers that run the "old" software at the start (the others "new")
+    ElrSwitchWhen,            \* "any", or "at-min-isr": the ELR turned on or off only with min ISR in the ISR
     Variant,                  \* "kip966", "legacy" or "reassignment-ignores-min-isr"
     UncleanLeaderElection,    \* BOOLEAN: its initial value (AlterUncleanLeaderElection changes it)
     UncleanRecoveryStrategy,  \* "none", "balanced" or "aggressive"
@@ -64,6 +65,7 @@ ASSUME UncleanRecoveryStrategy \in {"none", "balanced", "aggressive"}
 ASSUME Acks /= {} /\ Acks \subseteq {"1", "all"}
 ASSUME MaxVersionChanges \in Nat /\ MaxSoftwareChanges \in Nat
 ASSUME StartMetadataVersion \in {"old", "new"} /\ StartElrVersion \in {0, 1}
+ASSUME ElrSwitchWhen \in {"any", "at-min-isr"}
 ASSUME StartOldSoftware \subseteq 0 .. (N + Spare - 1)
 \* the starting versions are a cluster Kafka can be in (load's _check_versions):
 \* ELR needs the new metadata version, which needs every broker on the new software
@@ -72,7 +74,7 @@ ASSUME StartMetadataVersion = "new" => StartOldSoftware = {}
 \* legacy has no eligible.leader.replicas.version: the version keys keep their defaults
 ASSUME Variant = "legacy" =>
     /\ MaxVersionChanges = 0 /\ MaxSoftwareChanges = 0
-    /\ StartMetadataVersion = "new" /\ StartElrVersion = 1 /\ StartOldSoftware = {}
+    /\ StartMetadataVersion = "new" /\ StartElrVersion = 1 /\ StartOldSoftware = {} /\ ElrSwitchWhen = "any"
 
 \* every broker of the cluster (the domain of the per-broker functions);
 \* the partition's replica set is the variable `replicas`, N of them
@@ -723,16 +725,20 @@ DowngradeMetadataVersionNext(s) ==
 ElrUpgraded(s) == s
 
 \* eligible.leader.replicas.version goes to 1 (needs the new metadata version).
+\* elr_switch_when = "at-min-isr": the operator turns the ELR on or off only
+\* while the ISR has min ISR members (no partition is under min ISR)
+OperatorMaySwitch(s) == ElrSwitchWhen = "any" \/ Size(s.isr) >= EffMinIsr(s)
+
 UpgradeElrVersionNext(s) ==
     IF \/ Legacy \/ ~MayChangeVersions(s) \/ ElrEnabled(s) \/ s.metadata_version /= "new"
-       \/ ~SupportedByBrokers(s)
+       \/ ~SupportedByBrokers(s) \/ ~OperatorMaySwitch(s)
     THEN {}
     ELSE {ElrUpgraded([VersionsChanged(s) EXCEPT !.elr_version = 1])}
 
 \* eligible.leader.replicas.version goes to 0: no partition record (the
 \* controller ignores the ELR fields, the next change removes them).
 DowngradeElrVersionNext(s) ==
-    IF Legacy \/ ~MayChangeVersions(s) \/ ~ElrEnabled(s) THEN {}
+    IF Legacy \/ ~MayChangeVersions(s) \/ ~ElrEnabled(s) \/ ~OperatorMaySwitch(s) THEN {}
     ELSE {[VersionsChanged(s) EXCEPT !.elr_version = 0]}
 
 \* A broker's software is the one it registered with, so the other software
