@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_unclean_switch import reachable
+from symmetry_classes import reachable
 
 from modelcheck.config import ConfigError
 from specs.kafka_elr import load
@@ -25,7 +25,7 @@ def test_a_broker_in_controlled_shutdown_never_leads_nor_joins_the_isr():
             "controlled_shutdown": "staged",
         }
     )
-    states = reachable(spec)
+    states = list(reachable(spec).values())
     shutting = [s for s in states if s.in_controlled_shutdown & ~s.fenced]
     assert len(shutting) > 50
     for s in shutting:

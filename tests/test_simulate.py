@@ -75,23 +75,19 @@ def test_a_swarm_walk_keeps_about_half_the_actions_at_its_own_weights():
     labels = spec.coverage_labels
     fetch, fence, produce = (labels.index(a) for a in ("Fetch", "FenceBroker", "Produce"))
     plain = plan(spec, 1, 1, 0, {}, "swarm")
-    kept = [[labels[i] for i, w in enumerate(swarm_weights(Stream(0, walk), plain)) if w > 0] for walk in (0, 4, 5)]
+    kept = [swarm_kept(spec, plain, walk) for walk in (0, 4, 5)]
+    # only actions this config can enable are drawn (16 of 32 here are not)
     assert kept[0] == [
-        "AdvanceHwm",
-        "AlterMinIsr",
-        "AlterUncleanLeaderElection",
-        "CancelReassignment",
-        "CleanShutdown",
+        "CommitAlterPartition",
         "CompleteRecovery",
-        "DowngradeElrVersion",
+        "ElectLeader",
         "ExpandIsr",
-        "ReassignPartition",
+        "FenceBroker",
         "ShrinkIsr",
-        "StopBroker",
-        "UncleanShutdown",
-        "UnfenceBroker",
-        "UpgradeMetadataVersion",
+        "StartBroker",
     ]
+    dormant = spec.never_enabled()
+    assert len(dormant) == 16 and not any(a in dormant for walk in range(50) for a in swarm_kept(spec, plain, walk))
     assert "Fetch" not in kept[0] and "Fetch" in kept[1] and kept[1] != kept[2]  # each walk its own mix
     assert all(0 < w < 1 for w in swarm_weights(Stream(0, 0), plain) if w > 0)
     # --weight multiplies a walk's own weight; 0 leaves the action out of every walk
@@ -103,6 +99,10 @@ def test_a_swarm_walk_keeps_about_half_the_actions_at_its_own_weights():
     # never none: with every other action weighted 0, every walk keeps Produce
     only = plan(spec, 1, 1, 0, {name: 0 for name in spec.actions if name != "Produce"}, "swarm")
     assert all(swarm_weights(Stream(0, walk), only)[produce] > 0 for walk in range(200))
+
+
+def swarm_kept(spec, p, walk: int) -> list[str]:
+    return [spec.coverage_labels[i] for i, w in enumerate(swarm_weights(Stream(0, walk), p)) if w > 0]
 
 
 def test_a_swarm_step_takes_a_kept_action_else_any():
@@ -187,10 +187,10 @@ def test_swarm_walks_are_the_same_every_run():
     assert summary(first) == summary(simulate(spec, p, kernel=kernel)) == summary(simulate(spec, p, kernel=kernel))
     assert (first.invariant, first.walks, first.states_visited, first.distinct_seen, first.shrink["walk"]) == (
         "NoAckedLoss",
-        21,
-        538,
-        497,
-        20,
+        13,
+        352,
+        331,
+        12,
     )
 
 
@@ -203,16 +203,18 @@ def test_swarm_is_the_default_pick():
     [
         (
             0,
-            346,
+            1874,
             [
+                "FenceBroker",
+                "UnfenceBroker",
+                "ExpandIsr",
+                "CommitAlterPartition",
+                "ShrinkIsr",
+                "CommitAlterPartition",
                 "Produce",
                 "Fetch",
                 "Fetch",
-                "Fetch",
-                "Fetch",
                 "AdvanceHwm",
-                "ShrinkIsr",
-                "CommitAlterPartition",
                 "UncleanShutdown",
                 "UncleanShutdown",
                 "UncleanShutdown",
@@ -220,14 +222,17 @@ def test_swarm_is_the_default_pick():
         ),
         (
             7,
-            1598,
+            302,
             [
                 "Produce",
                 "Fetch",
-                "ShrinkIsr",
-                "CommitAlterPartition",
+                "Fetch",
+                "Fetch",
                 "Fetch",
                 "AdvanceHwm",
+                "ShrinkIsr",
+                "CommitAlterPartition",
+                "FenceBroker",
                 "UncleanShutdown",
                 "UncleanShutdown",
                 "UncleanShutdown",

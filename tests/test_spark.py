@@ -425,7 +425,7 @@ def test_without_a_kernel_the_spark_engine_refuses_instead_of_running_on_one_thr
     )
 
 
-@pytest.mark.parametrize("by, expected", [("action", (95, 2506, 6)), ("swarm", (252, 6932, 7))])
+@pytest.mark.parametrize("by, expected", [("action", (95, 2506, 6)), ("swarm", (13, 352, 6))])
 @pytest.mark.slow
 def test_simulate_on_spark_gives_the_local_walks_exactly(by, expected):
     """Random walks (modelcheck simulate) spread over executors: the same

@@ -41,7 +41,9 @@ class Plan:
     label_weight: tuple[float, ...]  # coverage label -> its action's weight
     label_action: tuple[int, ...]  # coverage label -> its action's number
     by: str = PICKS[0]
-    actions: int = 0  # the spec's actions: a swarm walk draws a factor for each
+    # each of the spec's actions: does a swarm walk draw a factor for it (not
+    # for one the config never enables, so such actions leave the walks as they were)
+    drawn: tuple[bool, ...] = ()
 
     @property
     def uniform(self) -> bool:
@@ -71,7 +73,9 @@ def plan(
         for _label in spec.labels_of(name):
             label_weight.append(float(weights.get(name, 1.0)))
             label_action.append(number)
-    return Plan(walks, depth, seed, tuple(label_weight), tuple(label_action), by, len(spec.actions))
+    dormant = spec.never_enabled()
+    drawn = tuple(name not in dormant for name in spec.actions)
+    return Plan(walks, depth, seed, tuple(label_weight), tuple(label_action), by, drawn)
 
 
 # ---- the random numbers: one generator, in Python and compiled ----------------------
@@ -100,18 +104,22 @@ class Stream:
 
 
 def swarm_weights(rng: Stream, p: Plan) -> tuple[float, ...]:
-    """A swarm walk's label weights: for each action in the spec's order,
-    a draw that keeps it with probability SWARM_KEEP and a draw that is
-    its factor if kept (0 if not), drawn again, all of them, if no action
-    of weight above 0 was kept; each label's weight times its action's
-    factor. The compiled walk draws the same numbers in the same order."""
-    live = [False] * p.actions  # actions the user's weights leave takeable
+    """A swarm walk's label weights: for each action in the spec's order
+    that the config can enable, a draw that keeps it with probability
+    SWARM_KEEP and a draw that is its factor if kept (0 if not), drawn
+    again, all of them, if no action of weight above 0 was kept; each
+    label's weight times its action's factor. The compiled walk draws the
+    same numbers in the same order."""
+    actions = len(p.drawn)
+    live = [False] * actions  # actions the user's weights and the config leave takeable
     for label, a in enumerate(p.label_action):
-        live[a] = live[a] or p.label_weight[label] > 0
-    factor = [0.0] * p.actions
+        live[a] = live[a] or (p.label_weight[label] > 0 and p.drawn[a])
+    factor = [0.0] * actions
     while True:
         kept = False
-        for a in range(p.actions):
+        for a in range(actions):
+            if not p.drawn[a]:
+                continue
             u, v = rng.uniform(), rng.uniform()
             factor[a] = v if u < SWARM_KEEP else 0.0
             kept = kept or (factor[a] > 0 and live[a])
@@ -255,6 +263,7 @@ class KernelSteps:
         path = np.zeros(p.depth, np.int64)
         weight = np.array(p.label_weight or (0.0,), np.float64)
         action = np.array(p.label_action or (0,), np.int64)
+        drawn = np.array(p.drawn or (False,), np.bool_)
         seen = np.zeros((p.depth + 1, k.key_words), np.uint64)  # a walk's keys, copied out after it
         for w in range(first, last):  # one walk a call: a stop request is seen between walks
             if stop():
@@ -270,7 +279,7 @@ class KernelSteps:
                 p.by != "instance",
                 p.by == "swarm",
                 SWARM_KEEP,
-                p.actions,
+                drawn,
                 weight,
                 action,
                 *self.buffers,
@@ -351,10 +360,11 @@ def pick(u, n, labels, uniform, by_action, weight, action_of, swarm, base):
 
 
 @jit
-def swarm_weights(s, keep, actions, base, action_of):
+def swarm_weights(s, keep, drawn, base, action_of):
+    actions = len(drawn)
     live = np.zeros(actions, np.bool_)
     for label in range(len(base)):
-        if base[label] > 0:
+        if base[label] > 0 and drawn[action_of[label]]:
             live[action_of[label]] = True
     any_live = False
     for a in range(actions):
@@ -363,6 +373,8 @@ def swarm_weights(s, keep, actions, base, action_of):
     while True:
         kept = False
         for a in range(actions):
+            if not drawn[a]:
+                continue
             s, u = draw(s)
             s, v = draw(s)
             factor[a] = v if u < keep else 0.0
@@ -376,7 +388,7 @@ def swarm_weights(s, keep, actions, base, action_of):
 
 
 @jit
-def walk(P, C, inits, seed, w, depth, uniform, by_action, swarm, keep, actions, base, action_of,
+def walk(P, C, inits, seed, w, depth, uniform, by_action, swarm, keep, drawn, base, action_of,
          words, keys, parents, index, action, instance, reached, seen, coverage, path):
     \"\"\"One walk: (status, states visited, steps, violated invariant's place or -1, initial state).\"\"\"
     # typed int64, not Literal[int]: the kernel's machine code is cached for int64
@@ -387,7 +399,7 @@ def walk(P, C, inits, seed, w, depth, uniform, by_action, swarm, keep, actions, 
     init = int64(u * len(inits))
     weight = base
     if swarm:
-        s, weight = swarm_weights(s, keep, actions, base, action_of)
+        s, weight = swarm_weights(s, keep, drawn, base, action_of)
     row = np.empty((1, inits.shape[1]), np.uint64)
     row[0] = inits[init]
     bad = keys_of_rows(P, C, row, seen[0:1])
