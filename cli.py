@@ -437,6 +437,12 @@ def matrix(**options: Any) -> None:
 )
 @click.option("--max-memory", type=Size(), metavar="SIZE", help=CELL_MEMORY_HELP)
 @click.option(
+    "--strict-budgets",
+    is_flag=True,
+    help="Fail an entry that runs over its budget_s (default: a warning, since a busy machine "
+    "stretches wall-clock time and must not fail a right verdict).",
+)
+@click.option(
     "--against",
     metavar="REF",
     help="Compare each entry's variant with the same variant at git revision REF of specs/ "
@@ -453,7 +459,8 @@ def gate(junit: str | None, update_baseline: bool, repo: str | None, **options: 
 
     Each [[entry]] of GATE.toml has a name, a config table, `expect =
     "holds"` or `"violated: INVARIANT"`, and optionally `states = N` (the
-    pinned distinct-state count), `budget_s = S` (a time budget), and what
+    pinned distinct-state count), `budget_s = S` (a time budget in seconds:
+    over it is a warning, a failure with --strict-budgets), and what
     a holds must have exercised: `exercises = [ACTION, ...]` (actions that
     fired) and `goals = [GOAL, ...]` (reachability goals reached):
 
@@ -482,7 +489,7 @@ def gate(junit: str | None, update_baseline: bool, repo: str | None, **options: 
     modelcheck gate specs/gate.toml --against main    what does this branch allow that main did not?
 
     Exit status: 0 every entry passes, 1 one fails (verdict, count, a
-    vacuous holds, budget or refines), 2 bad gate file or an output that cannot be
+    vacuous holds, refines, or a budget with --strict-budgets), 2 bad gate file or an output that cannot be
     written (checked before the run; --update-baseline included), 4 an
     output whose write failed after the run (said after the table); Ctrl-C or
     SIGTERM stops every entry at once (130, 143), and --junit and

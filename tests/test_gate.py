@@ -90,6 +90,26 @@ def test_a_pinned_count_mismatch_names_both_numbers(tmp_path):
     assert failures["kip966"] == ["distinct states: pinned 7,700, got 8,302"]
 
 
+def test_a_budget_overrun_warns_and_fails_only_when_strict(tmp_path):
+    """A budget is wall-clock seconds: a busy machine stretches them, so an
+    overrun must not fail a right verdict unless --strict-budgets asks."""
+    text = GATE.replace("budget_s = 600", "budget_s = 0.001")
+    junit = tmp_path / "gate.xml"
+    _path, r = gate(tmp_path, text, "--json", "--junit", str(junit))
+    assert r.exit_code == 0, r.output
+    rows = {x["name"]: x for x in json.loads(r.stdout)}
+    late = rows["legacy"]
+    assert (late["status"], late["failures"]) == ("passed", [])
+    assert re.fullmatch(r"time: [0-9.]+ s, over the budget of 0.001 s", late["warnings"][0])
+    assert rows["kip966"]["warnings"] == []
+    assert "warning: time:" in ET.parse(junit).getroot().find("testcase[@name='legacy']/system-out").text
+    _path, r = gate(tmp_path, text, "--json", "--strict-budgets")
+    assert r.exit_code == 1
+    rows = {x["name"]: x for x in json.loads(r.stdout)}
+    assert rows["legacy"]["status"] == "failed" and rows["legacy"]["failures"][0].startswith("time: ")
+    assert rows["legacy"]["warnings"] == [] and rows["kip966"]["status"] == "passed"
+
+
 def test_update_baseline_rewrites_only_the_counts(tmp_path):
     text = GATE.replace("states = 8302", "states = 7700")
     path, r = gate(tmp_path, text, "--update-baseline")

@@ -88,11 +88,13 @@ def print_gate(outcomes: list[Any]) -> None:
             o.row.verdict if o.row else "",
             states,
             f"{o.row.elapsed_s:.1f}" if o.row else "",
-            "; ".join(o.failures),
+            "; ".join([*o.failures, *(f"warning: {w}" for w in o.warnings)]),
         )
     stdout_console().print(table)
     counts = {s: sum(o.status == s for o in outcomes) for s in ("passed", "failed", "skipped")}
+    late = sum(bool(o.warnings) for o in outcomes)
     stdout_console().print(
         f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
+        + (f" ({late} over their time budget: a warning, --strict-budgets fails them)" if late else "")
         + (": " + ", ".join(o.entry.cell.name for o in outcomes if o.status == "skipped") if counts["skipped"] else "")
     )
