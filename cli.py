@@ -509,6 +509,48 @@ def gate(junit: str | None, update_baseline: bool, repo: str | None, **options: 
     )
 
 
+@main.command()
+@click.argument("gate_file", metavar="GATE.toml")
+@click.option("--mutant", "only", multiple=True, metavar="NAME", help="Hunt only this mutant (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the score and each mutant's fate as JSON on stdout.")
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=os.cpu_count() or 1,
+    show_default="all cores",
+    help="Mutants hunted at a time, each in its own process.",
+)
+def mutate(gate_file: str, only: tuple[str, ...], as_json: bool, jobs: int) -> None:
+    """How strong the gate is: each of the protocol's mutants (a variant
+    that redefines one rule; specs/kafka_elr/bugs.py puts real Kafka bugs
+    back) takes its base variant's place in every GATE.toml entry that pins
+    "holds" for the base, in order, until one breaks. KILLED names the
+    entry, the invariant, the steps and the check that shows the trace;
+    a moved count alone is no kill. A survivor is EQUIVALENT on the gate's
+    configs (every count as pinned) or SURVIVED (other states, nothing
+    broken: a missing invariant or configuration).
+
+    \b
+    modelcheck mutate specs/gate.toml
+    modelcheck mutate specs/gate.toml --mutant leader-own-min-isr
+
+    The gate file may list the survivors it knows of:
+
+    \b
+    [mutation]
+    survivors = ["fenced-replica-joins-isr"]
+
+    Exit status: 0 every mutant is killed but the listed survivors, which
+    survive; 1 otherwise (a new survivor: the gate got weaker; a listed one
+    killed: take it off the list); 2 bad input; Ctrl-C or SIGTERM stop it
+    (130, 143).
+    """
+    from modelcheck.runs.mutate import mutate_command
+
+    mutate_command(kafka_elr.load, kafka_elr.MUTANTS, gate_file, only, jobs, as_json)
+
+
 def specs_at(repo: str, ref: str) -> Any:
     """kafka_elr.load_as with the loader of specs/ at revision `ref` of `repo`."""
     import functools

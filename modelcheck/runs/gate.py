@@ -96,7 +96,8 @@ class Outcome:
 def read_gate(path: str, loader: Loader, load_as: LoadAs | None = None) -> list[Entry]:
     """The entries of gate file `path`; an entry's `refines` is checked with
     `load_as` where given (the protocol's: the gate command gives it)."""
-    _raw, raw_entries = read_entries(path, loader, "entry", ENTRY_KEYS, set())
+    # [mutation]: what `modelcheck mutate` expects of the gate (runs/mutate.py)
+    _raw, raw_entries = read_entries(path, loader, "entry", ENTRY_KEYS, {"mutation"})
     entries = []
     for e in raw_entries:
         if "expect" not in e:

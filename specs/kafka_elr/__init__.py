@@ -11,16 +11,18 @@ from typing import Any
 
 from modelcheck.config import ConfigError, resolve
 
+from .bugs import BUGS
+from .catalog import ALL_VARIANTS, MUTANTS
 from .protocol import Kip966
 from .schema import MAX_BROKERS, schema
 from .variants import VARIANTS
 
-__all__ = ["load", "load_as", "schema", "VARIANTS", "Kip966"]
+__all__ = ["load", "load_as", "schema", "VARIANTS", "BUGS", "ALL_VARIANTS", "MUTANTS", "Kip966"]
 
 
 def load(given: dict[str, Any]) -> Kip966:
     config = resolve(schema(), given)
-    cls = VARIANTS[config["variant"]]
+    cls = ALL_VARIANTS[config["variant"]]
     if config["brokers"] + config["spare_brokers"] > MAX_BROKERS:
         raise ConfigError(
             f"config key 'spare_brokers': {config['spare_brokers']} with {config['brokers']} brokers "

@@ -187,10 +187,15 @@ class Controller:
         return (
             not s.pending_stale
             and contains(p, s.leader)
-            and not p & (s.fenced | s.in_controlled_shutdown)
+            and self.isr_eligible(s, p)
             and self.epochs_current(s)
             and not (self.reported_recovery(s) == RECOVERING and size(p) > 1)
         )
+
+    def isr_eligible(self, s: State, proposed: int) -> bool:
+        """KIP-841: no proposed member is fenced or in controlled shutdown
+        (else INELIGIBLE_REPLICA)."""
+        return not proposed & (s.fenced | s.in_controlled_shutdown)
 
     def epochs_current(self, s: State) -> bool:
         """Every proposed member is still registered with the epoch the leader saw."""

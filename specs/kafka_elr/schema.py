@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from modelcheck.config import Key, int_at_least, is_bool, one_of, subset_of
 
+from .catalog import ALL_VARIANTS
 from .logs import MAX_RECORDS
-from .variants import VARIANTS
 
 MAX_BROKERS = 8
 
@@ -105,7 +105,7 @@ def schema() -> list[Key]:
             "the brokers' software at the start: before KIP-966's broker changes (old: no HWM min ISR rule, "
             "no clean-shutdown epoch in the registration) or with them (new)",
         ),
-        Key("variant", "kip966", one_of(*VARIANTS), " | ".join(VARIANTS), "protocol variant"),
+        Key("variant", "kip966", one_of(*ALL_VARIANTS), " | ".join(ALL_VARIANTS), "protocol variant"),
         Key("unclean_leader_election", False, is_bool, "true or false", "unclean.leader.election.enable"),
         Key(
             "unclean_recovery_strategy",

@@ -72,10 +72,14 @@ class ElrOnly(Kip966):
             # "The unclean leader election will be randomly choosing an unfenced replica as it is today."
             return s.replicas & ~s.fenced, True
         lkl = s.last_known_leader
-        if not s.elr and lkl != NO_LEADER and self.unfenced(s, lkl):
+        if not s.elr and lkl != NO_LEADER and self.last_known_leader_electable(s, lkl):
             # "elect the LastKnownLeader once it is unfenced": outside ISR and ELR, so unclean (KIP-704)
             return bit(lkl), True
         return 0, False
+
+    def last_known_leader_electable(self, s: State, lkl: int) -> bool:
+        """KIP-966: the LastKnownLeader is elected "once it is unfenced"."""
+        return self.unfenced(s, lkl)
 
 
 class HwmIgnoresMinIsr(Kip966):

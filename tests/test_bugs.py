@@ -1,0 +1,135 @@
+"""The real-bug mutants (specs/kafka_elr/bugs.py) and `modelcheck mutate`
+(issue 42): each bug has a source; the gate entry that kills it breaks
+with the bug and holds without it (the kill is the bug's, not the
+config's); the gate's known survivors are mutants; and mutate tells a kill,
+an equivalent mutant and a survivor apart. Searches run interpreted: each
+is small, and no mutant's kernel is compiled for the suite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cli import main
+from modelcheck.engine import run
+from modelcheck.runs.gate import read_gate
+from modelcheck.runs.matrix import verdict_text
+from modelcheck.runs.mutate import known_survivors
+from specs.kafka_elr import ALL_VARIANTS, BUGS, MUTANTS, VARIANTS, load
+
+GATE_FILE = str(Path(__file__).resolve().parent.parent / "specs" / "gate.toml")
+GATE = {e.cell.name: e for e in read_gate(GATE_FILE, load)}
+MIN_ISR_CHANGE = "kip966, a min.insync.replicas change, no unclean shutdown"
+LIVE_ONLY = "kip966-elr-only, min ISR 1: the controller elects only live brokers"
+# bug -> the gate entry that kills it first, the invariant and the steps (`modelcheck mutate specs/gate.toml`)
+KILLS = {
+    "fenced-last-known-leader": (LIVE_ONLY, "LeaderUnfenced", 6),
+    "min-isr-change-keeps-elr": (MIN_ISR_CHANGE, "ElrOnlyUnderMinIsr", 3),
+    "leader-own-min-isr": (MIN_ISR_CHANGE, "ElrHasDataToHwm", 5),
+    "stale-broker-epoch-accepted": ("kip966", "ConsistentRead", 13),
+    "rebooted-follower-epoch-race": ("kip966", "ConsistentRead", 13),
+    "kafka-4-no-unclean-detection": ("kafka-4", "ElrHasDataToHwm", 7),
+}
+
+
+@pytest.fixture(autouse=True)
+def interpreted(monkeypatch):
+    monkeypatch.setenv("MODELCHECK_KERNEL", "interpreted")
+
+
+def test_every_bug_has_a_source_and_a_kill_or_is_a_known_survivor():
+    survivors = known_survivors(GATE_FILE)
+    assert set(survivors) <= set(MUTANTS) and survivors == ["fenced-replica-joins-isr"]
+    assert {cls.variant for cls in BUGS} == set(KILLS) | set(survivors)
+    for cls in BUGS:
+        assert cls.variant in ALL_VARIANTS and cls.variant not in VARIANTS
+        assert cls.source and cls.__doc__ and MUTANTS[cls.variant] == cls.__bases__[0].variant
+
+
+@pytest.mark.parametrize("bug", sorted(KILLS))
+@pytest.mark.slow
+def test_the_entry_that_kills_a_bug_breaks_with_it_and_holds_without_it(bug):
+    name, invariant, steps = KILLS[bug]
+    entry = GATE[name]
+    assert entry.cell.expect == "holds" and load(entry.cell.config).variant == MUTANTS[bug]
+    mutant = run(load({**entry.cell.config, "variant": bug}), engine="bfs")
+    assert (verdict_text(mutant.holds, mutant.invariant), len(mutant.trace) - 1) == (f"violated: {invariant}", steps)
+    correct = run(load(entry.cell.config), engine="bfs")
+    assert correct.holds and correct.distinct_states == entry.states
+
+
+SMALL = {"brokers": 2, "max_records": 1, "max_unclean_shutdowns": 0, "max_fences": 1}
+
+
+def small_gate(tmp_path, survivors: list[str]) -> str:
+    """Two kip966 entries at 2 brokers, their counts pinned as they are."""
+    change = {**SMALL, "max_min_isr_changes": 1, "invariants": ["ElrOnlyUnderMinIsr"]}
+    counts = [run(load(c), engine="bfs").distinct_states for c in (SMALL, change)]
+    text = f"""
+[defaults]
+variant = "kip966"
+
+[[entry]]
+name = "plain"
+config = {json.dumps(SMALL).replace('":', '" =')}
+expect = "holds"
+states = {counts[0]}
+
+[[entry]]
+name = "min ISR change"
+config = {json.dumps(change).replace('":', '" =')}
+expect = "holds"
+states = {counts[1]}
+
+[mutation]
+survivors = {json.dumps(survivors)}
+"""
+    path = tmp_path / "gate.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def mutate(*args: str):
+    return CliRunner().invoke(main, ["mutate", *args, "-j", "1"])
+
+
+@pytest.mark.slow
+def test_mutate_tells_a_kill_an_equivalent_mutant_and_a_survivor(tmp_path):
+    path = small_gate(tmp_path, ["detection-before-metadata-version", "fenced-replica-joins-isr"])
+    chosen = ["min-isr-change-keeps-elr", "detection-before-metadata-version", "fenced-replica-joins-isr"]
+    r = mutate(path, *(a for m in chosen for a in ("--mutant", m)), "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    got = {m["mutant"]: (m["status"], m["killed_by"], m["invariant"], m["entries_run"]) for m in out["mutants"]}
+    assert got == {
+        "min-isr-change-keeps-elr": ("killed", "min ISR change", "ElrOnlyUnderMinIsr", 2),
+        "detection-before-metadata-version": ("equivalent", None, None, 2),
+        "fenced-replica-joins-isr": ("survived", None, None, 2),
+    }
+    killed = next(m for m in out["mutants"] if m["status"] == "killed")
+    assert killed["command"] == (
+        "modelcheck check --set variant=min-isr-change-keeps-elr --set brokers=2 --set max_records=1 "
+        "--set max_unclean_shutdowns=0 --set max_fences=1 --set max_min_isr_changes=1 "
+        "--set 'invariants=[\"ElrOnlyUnderMinIsr\"]'"
+    )
+    assert out["score"] == {"killed": 1, "non_equivalent": 2, "mutants": 3}
+    # a survivor the gate file does not list fails the run; so does a listed mutant killed
+    path = small_gate(tmp_path, ["min-isr-change-keeps-elr"])
+    r = mutate(path, "--mutant", "min-isr-change-keeps-elr", "--mutant", "fenced-replica-joins-isr")
+    assert r.exit_code == 1
+    assert "unexpected: min-isr-change-keeps-elr was killed: remove it from [mutation] survivors" in r.stdout
+    assert "unexpected: fenced-replica-joins-isr survived (not listed in [mutation] survivors)" in r.stdout
+
+
+def test_mutate_refuses_an_unknown_mutant_in_one_line(tmp_path):
+    path = tmp_path / "g.toml"
+    entry = '[defaults]\n[[entry]]\nname = "a"\nconfig = {}\nexpect = "holds"\n'
+    path.write_text(entry + '[mutation]\nsurvivors = ["nope"]\n')
+    r = mutate(str(path))
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "mutant 'nope': no such mutant (allowed: " in r.stderr
+    path.write_text(entry + "[mutation]\nkeep = 1\n")
+    r = mutate(str(path))
+    assert r.exit_code == 2 and "[mutation] keep: no such key (allowed: survivors)" in r.stderr
