@@ -16,6 +16,7 @@ import math
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -373,18 +374,23 @@ def refines(**options: Any) -> None:
     refines_command(kafka_elr.load_as, **options)
 
 
+def jobs_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--jobs/-j: how many of `what` (e.g. "Cells checked") run at once, a process each."""
+    return click.option(
+        "--jobs",
+        "-j",
+        type=click.IntRange(min=1),
+        default=os.cpu_count() or 1,
+        show_default="all cores",
+        help=f"{what} at a time, each in its own process.",
+    )
+
+
 @main.command()
 @click.argument("matrix_file", required=False, metavar="[MATRIX.toml]")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object a cell, as a list, on stdout.")
 @click.option("--out", metavar="FILE.md", help="Write the verdicts as markdown (e.g. docs/verdicts.md).")
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(min=1),
-    default=os.cpu_count() or 1,
-    show_default="all cores",
-    help="Cells checked at a time, each in its own process.",
-)
+@jobs_option("Cells checked")
 @click.option("--only", multiple=True, metavar="NAME", help="Run only the named cell(s). Repeatable.")
 @click.option("--max-memory", type=Size(), metavar="SIZE", help=CELL_MEMORY_HELP)
 def matrix(**options: Any) -> None:
@@ -427,14 +433,7 @@ def matrix(**options: Any) -> None:
     help="Rewrite the pinned `states` counts in GATE.toml to what this run found, and show the changes.",
 )
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failing entry; the rest are reported skipped.")
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(min=1),
-    default=os.cpu_count() or 1,
-    show_default="all cores",
-    help="Entries checked at a time, each in its own process.",
-)
+@jobs_option("Entries checked")
 @click.option("--max-memory", type=Size(), metavar="SIZE", help=CELL_MEMORY_HELP)
 @click.option(
     "--strict-budgets",
@@ -513,14 +512,7 @@ def gate(junit: str | None, update_baseline: bool, repo: str | None, **options: 
 @click.argument("gate_file", metavar="GATE.toml")
 @click.option("--mutant", "only", multiple=True, metavar="NAME", help="Hunt only this mutant (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the score and each mutant's fate as JSON on stdout.")
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(min=1),
-    default=os.cpu_count() or 1,
-    show_default="all cores",
-    help="Mutants hunted at a time, each in its own process.",
-)
+@jobs_option("Mutants hunted")
 def mutate(gate_file: str, only: tuple[str, ...], as_json: bool, jobs: int) -> None:
     """How strong the gate is: each of the protocol's mutants (a variant
     that redefines one rule; specs/kafka_elr/bugs.py puts real Kafka bugs
