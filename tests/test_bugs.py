@@ -42,8 +42,9 @@ def interpreted(monkeypatch):
 
 def test_every_bug_has_a_source_and_a_kill_or_is_a_known_survivor():
     survivors = known_survivors(GATE_FILE)
-    assert set(survivors) <= set(MUTANTS) and survivors == ["fenced-replica-joins-isr"]
-    assert {cls.variant for cls in BUGS} == set(KILLS) | set(survivors)
+    bugs = {cls.variant for cls in BUGS}
+    assert set(survivors) <= set(MUTANTS) and bugs & set(survivors) == {"fenced-replica-joins-isr"}
+    assert bugs == set(KILLS) | (bugs & set(survivors))
     for cls in BUGS:
         assert cls.variant in ALL_VARIANTS and cls.variant not in VARIANTS
         assert cls.source and cls.__doc__ and MUTANTS[cls.variant] == cls.__bases__[0].variant
