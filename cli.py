@@ -535,7 +535,8 @@ def mutate(gate_file: str, only: tuple[str, ...], as_json: bool, jobs: int) -> N
 
     Exit status: 0 every mutant is killed but the listed survivors, which
     survive; 1 otherwise (a new survivor: the gate got weaker; a listed one
-    killed: take it off the list); 2 bad input; Ctrl-C or SIGTERM stop it
+    killed: take it off the list; a hunt stopped at the memory limit, or a
+    mutant whose base no entry pins holds for); 2 bad input; Ctrl-C or SIGTERM stop it
     (130, 143).
     """
     from modelcheck.runs.mutate import mutate_command

@@ -134,3 +134,12 @@ def test_mutate_refuses_an_unknown_mutant_in_one_line(tmp_path):
     path.write_text(entry + "[mutation]\nkeep = 1\n")
     r = mutate(str(path))
     assert r.exit_code == 2 and "[mutation] keep: no such key (allowed: survivors)" in r.stderr
+
+
+def test_a_mutant_whose_base_no_entry_checks_is_untested_and_fails_the_run(tmp_path):
+    path = tmp_path / "g.toml"
+    path.write_text('[defaults]\n[[entry]]\nname = "a"\nconfig = {}\nexpect = "holds"\n')
+    r = mutate(str(path), "--mutant", "kafka-4-no-unclean-detection", "--json")
+    assert r.exit_code == 1
+    (m,) = json.loads(r.stdout)["mutants"]
+    assert (m["status"], m["reason"], m["expected"]) == ("untested", "no entry pins holds for kafka-4", False)

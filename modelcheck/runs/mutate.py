@@ -54,6 +54,8 @@ class Verdict:
             return "killed"
         if self.errors:
             return "error"
+        if not self.ran:
+            return "untested"
         return "survived" if self.moved else "equivalent"
 
     def reason(self) -> str:
@@ -61,6 +63,8 @@ class Verdict:
             return f"{self.invariant} in {self.steps} steps, entry {self.killed_by!r}"
         if self.errors:
             return "; ".join(self.errors)
+        if not self.ran:
+            return f"no entry pins holds for {self.base}"
         if self.moved:
             return (
                 f"{self.moved} of {self.ran} entries reach other states and none fails: "
@@ -86,7 +90,7 @@ def hunt(loader: Loader, mutant: str, base: str, entries: list[Entry]) -> Verdic
     until one breaks."""
     v = Verdict(mutant, base)
     for entry in entries:
-        config = {VARIANT: mutant, **{k: v for k, v in entry.cell.config.items() if k != VARIANT}}
+        config = {VARIANT: mutant, **{k: value for k, value in entry.cell.config.items() if k != VARIANT}}
         row: Row = run_cell(loader, Cell(entry.cell.name, config, "holds", symmetry=entry.cell.symmetry))
         v.ran += 1
         if row.verdict.startswith("stopped"):
@@ -164,18 +168,28 @@ def mutate_command(
             console.print(f"{e.why}: {len(verdicts)} of {len(tasks)} mutants done", highlight=False, markup=False)
             sys.exit(exit_code(e))
     ordered = [verdicts[m] for m in chosen]
-    unexpected = [v for v in ordered if (v.status == "killed") == (v.mutant in survivors)]
-    report(ordered, survivors, unexpected, as_json)
+    unexpected = {v.mutant: why for v in ordered if (why := surprise(v, survivors))}
+    report(ordered, unexpected, as_json)
     sys.exit(EXIT_VIOLATED if unexpected else EXIT_HOLDS)
 
 
+def surprise(v: Verdict, survivors: list[str]) -> str:
+    """Why the gate file does not expect `v` ("" where it does): a kill of a
+    listed survivor, a survivor not listed, or a hunt that did not finish."""
+    if v.status in ("error", "untested"):
+        return f"{v.status}: {v.reason()}"
+    if v.status == "killed":
+        return "was killed: remove it from [mutation] survivors" if v.mutant in survivors else ""
+    return "" if v.mutant in survivors else f"{v.status} (not listed in [mutation] survivors)"
+
+
 def score(verdicts: list[Verdict]) -> tuple[int, int]:
-    """(killed, mutants the gate could tell apart from their base)."""
+    """(killed, mutants the gate could tell apart from their base: killed or survived)."""
     killed = sum(v.status == "killed" for v in verdicts)
-    return killed, sum(v.status != "equivalent" for v in verdicts)
+    return killed, killed + sum(v.status == "survived" for v in verdicts)
 
 
-def report(verdicts: list[Verdict], survivors: list[str], unexpected: list[Verdict], as_json: bool) -> None:
+def report(verdicts: list[Verdict], unexpected: dict[str, str], as_json: bool) -> None:
     killed, telling = score(verdicts)
     if as_json:
         click.echo(
@@ -194,7 +208,7 @@ def report(verdicts: list[Verdict], survivors: list[str], unexpected: list[Verdi
                             "counts_moved": v.moved,
                             "reason": v.reason(),
                             "command": v.command(),
-                            "expected": (v.status == "killed") != (v.mutant in survivors),
+                            "expected": v.mutant not in unexpected,
                         }
                         for v in verdicts
                     ],
@@ -208,11 +222,5 @@ def report(verdicts: list[Verdict], survivors: list[str], unexpected: list[Verdi
         if v.command():
             out.print(f"  {v.command()}", highlight=False, markup=False, soft_wrap=True)
     out.print(f"mutation score: {killed} killed of {telling} the gate can tell apart ({len(verdicts)} mutants)")
-    for v in unexpected:
-        out.print(
-            f"unexpected: {v.mutant} "
-            + ("was killed: remove it from [mutation] survivors" if v.status == "killed" else "survived")
-            + (" (not listed in [mutation] survivors)" if v.status != "killed" else ""),
-            highlight=False,
-            markup=False,
-        )
+    for mutant, why in unexpected.items():
+        out.print(f"unexpected: {mutant} {why}", highlight=False, markup=False)
