@@ -288,6 +288,13 @@ class Spec:
         costs the behaviour graph's edges and a search for fair cycles)."""
         return []
 
+    def kernel_family(self) -> Sequence[type[Spec]]:
+        """Classes whose rules are compiled into one kernel with this one's,
+        each instance running its own class's by a run-time switch: variants
+        that share a kernel compile once (the engine keeps those alike in
+        state, actions, invariants, goals and properties). Default: its own."""
+        return (type(self),)
+
     def layout(self) -> list[Field]:
         """The range of every field of `state_type`, in its order (what the
         kernel packs); a spec without one runs on the reference engine only."""

@@ -35,19 +35,18 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # The kernels the whole suite compiles (a variant's, for a number of
-# brokers), in two halves of about equal compile time: compiled here two at
-# a time, both cores busy, before the workers start and meet them.
+# brokers; a variant's mutants share it, Spec.kernel_family), in two halves
+# of about equal compile time: compiled here two at a time, both cores
+# busy, before the workers start and meet them.
 WARM = [
-    [("kip966", 3), ("kip966", 4), ("legacy", 3), ("kip966-elr-only", 3), ("hwm-ignores-min-isr", 3),
-     ("derived_specs.LeaderlessKip966", 3)],
-    [("kafka-4", 3), ("hwm-on-maximal-isr", 3), ("balanced-fixed-responses", 3), ("no-unclean-detection", 3),
-     ("kip966", 2), ("reassignment-ignores-min-isr", 3)],
+    [("kip966", 3), ("derived_specs.LeaderlessKip966", 3)],
+    [("kafka-4", 3), ("kip966", 4), ("kip966", 2)],
 ]  # fmt: skip
-# The fast tier's kernels, one process each (three compiles keep both cores
-# busy until all are done; it meets no other: bench/tiers.py lists what a
-# cold tier compiled, and a fast test of another variant, or of kafka-4 or
-# legacy for 2 brokers, costs a compile of about 30 s of one core).
-FAST_WARM = [[("kip966", 3)], [("kip966", 2)], [("legacy", 3)]]
+# The fast tier's kernels, one process each (legacy's and every mutant's
+# for 3 brokers are kip966's; it meets no other: bench/tiers.py lists what
+# a cold tier compiled, and a fast test of kafka-4, or of another broker
+# count, costs a compile of about 2.5 minutes of one core).
+FAST_WARM = [[("kip966", 3)], [("kip966", 2)]]
 # Each kernel is compiled under the cache's lock, taken before it is
 # announced (a line on stdout): a worker started after the announcement
 # that meets the kernel waits for it, never compiles it too.

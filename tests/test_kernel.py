@@ -17,9 +17,10 @@ from test_engine import Counters
 
 from modelcheck.engine import run
 from modelcheck.engine.batch import expand
-from modelcheck.engine.kernel import KernelError, KernelUnavailable, kernel_for
+from modelcheck.engine.kernel import Kernel, KernelError, KernelUnavailable, kernel_for
+from modelcheck.engine.kernel.compiled import kernel_family
 from modelcheck.ops import replace_at
-from modelcheck.spec import Field, action
+from modelcheck.spec import Field, Param, action
 from specs.kafka_elr import VARIANTS, Kip966, load
 from specs.kafka_elr.arguments import BROKER
 from specs.kafka_elr.types import NO_LEADER
@@ -382,3 +383,53 @@ def test_a_spec_file_edited_after_import_is_not_compiled(tmp_path, monkeypatch):
     spec = edited_spec.Edited(load({"max_records": 1}).config)
     with pytest.raises(KernelUnavailable, match=r"Edited.hwm_may_advance: its file has changed since it was imported"):
         kernel_for(spec)
+
+
+class Family(Counters):
+    """Counters whose variants below share its kernel (Spec.kernel_family)."""
+
+    def kernel_family(self):
+        return (Family, LongY, NoDouble, Triple)
+
+
+class LongY(Family):
+    """IncY redefined: one kernel, each instance running its own IncY."""
+
+    @action("IncY")
+    def inc_y(self, s):
+        return s._replace(y=s.y + 2) if s.y + 2 <= self.limit else None
+
+
+class NoDouble(Family):
+    """Double omitted: switched off by the instance's tables."""
+
+    omit = frozenset({"Double"})
+
+
+class Triple(Family):
+    """Double with another argument: a kernel of its own."""
+
+    @action("Double", times=Param(lambda spec: [3]))
+    def double(self, s, times):
+        return s._replace(x=times * s.x) if 0 < s.x and times * s.x <= self.limit else None
+
+
+def test_variants_alike_in_their_rules_share_one_kernel(tmp_path):
+    """The generated text is the cache's key: one text, one compile."""
+    sources = {cls.__name__: Kernel(cls(5), tmp_path).source for cls in (Family, LongY, NoDouble, Triple)}
+    assert sources["Family"] == sources["LongY"] == sources["NoDouble"] != sources["Triple"]
+    assert [c.__name__ for c in kernel_family(NoDouble(5))] == ["Family", "LongY", "NoDouble"]
+    assert [c.__name__ for c in kernel_family(Triple(5))] == ["Triple"]
+    assert "def choose__inc_y(self, s):" in sources["Family"]["spec"]
+
+
+@pytest.mark.parametrize("cls", [Family, LongY, NoDouble], ids=lambda c: c.__name__)
+@pytest.mark.slow
+def test_each_variant_of_a_shared_kernel_runs_its_own_rules(cls):
+    spec = cls(5)
+    reference = run(spec, engine="bfs")
+    fast = run(spec, engine="fast", workers=1)
+    assert fast.run_info["kernel"] == "compiled"
+    assert (fast.distinct_states, fast.coverage) == (reference.distinct_states, reference.coverage)
+    assert reference.distinct_states == {Family: 36, LongY: 18, NoDouble: 36}[cls]
+    assert ("Double" in reference.coverage) == (cls is not NoDouble)

@@ -49,6 +49,7 @@ class LeaderOwnMinIsr(Kip966):
 
     variant = "leader-own-min-isr"
     source = "KAFKA-16540, apache/kafka PR 17952 (Kafka 4.0.0)"
+    broker_min_isr = 0  # set by each instance; a class default lets the variants share a kernel
 
     def __init__(self, config: dict[str, Any]):
         super().__init__(config)

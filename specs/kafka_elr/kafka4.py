@@ -54,6 +54,8 @@ class Kafka4(Kip966):
         }
     )
 
+    orders_replicas = False  # set by each instance; a class default lets the variants share a kernel
+
     def __init__(self, config: dict) -> None:
         self.orders_replicas = config["max_reassignments"] > 0  # listed_last can change
         super().__init__(config)

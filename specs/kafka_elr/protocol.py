@@ -235,6 +235,13 @@ class Kip966(Controller, Broker, Metadata, Operators, Versions, Properties, Kafk
         qualified = [n.removesuffix("UnderElr") for n in self.UNDER_ELR]
         return [n for n in self.invariants if n not in qualified]
 
+    def kernel_family(self) -> tuple[type[Spec], ...]:
+        """Every variant and mutant (catalog.py): those alike in actions and
+        invariants share one compiled kernel a broker count."""
+        from .catalog import ALL_VARIANTS  # the catalog imports this module
+
+        return tuple(ALL_VARIANTS.values())
+
     def layout(self) -> list[Field]:
         """Value ranges for the kernel's packing, as VARIABLES declare them."""
         return declared_layout(self)

@@ -21,7 +21,7 @@ from ..batch import Candidates
 from .cache import cache_dir, load_module, module_name
 from .errors import KernelError, KernelUnavailable
 from .flatten import Flattener
-from .glue import KEY_FMIX, KEY_HASH, KEY_HASH128, KEY_MIX128, glue_source
+from .glue import KEY_FMIX, KEY_HASH, KEY_HASH128, KEY_MIX128, Rules, glue_source
 from .layout import plan_layout
 
 MAX_SUCCESSORS = 1 << 16  # a successor's index under its parent is a uint16
@@ -58,38 +58,45 @@ class Kernel:
             raise KernelError(
                 f"a state may have {most:,} successors, more than the {MAX_SUCCESSORS:,} a parent link numbers"
             )
-        # every action and invariant of the class, whatever this config checks or
-        # enables, so that the flattened module (and its cached machine code)
-        # serves every config of the variant; numba compiles only what is called
-        flat = Flattener(spec)
+        # every rule of every class that shares the kernel, whatever this config
+        # checks or enables, so that the flattened module (and its cached machine
+        # code) serves every config of each; numba compiles only what is called
+        family = kernel_family(spec)
+        rules = Rules.of(family)
+        flat = Flattener(spec, family)
         flat.run(
             [
                 (fn.__name__, None)
                 for fn in [
-                    *cls.actions.values(),
-                    *cls.invariants.values(),
-                    *cls.goals.values(),
-                    *cls.properties.values(),
+                    *rules.actions.values(),
+                    *rules.invariants.values(),
+                    *rules.goals.values(),
+                    *rules.properties.values(),
                 ]
             ]
             + [("representative", None), ("class_size", None)]
         )
-        self.params = tuple(getattr(spec, a) for a in flat.attrs)
+        self.params = tuple(flat.param(a) for a in flat.attrs)
         self.source = {"spec": flat.source()}
-        self.source["glue"] = glue_source(spec, flat, module_name("spec", self.source["spec"]))
-        domains = [d for a in cls.actions for d in spec.domains(a)]
+        self.source["glue"] = glue_source(spec, flat, rules, module_name("spec", self.source["spec"]))
+        # an action this class omits has no instance: its arguments range over nothing
+        domains = [
+            d for a in rules.actions for d in (spec.domains(a) if a in cls.actions else [[]] * len(rules.params[a]))
+        ]
         width = max([1, *map(len, domains)])
         dormant = spec.never_enabled()
-        invariants = list(cls.invariants)
+        invariants, goals, properties = list(rules.invariants), list(cls.goals), list(cls.properties)
         self.tables = (
             np.array([(s.word, s.shift, (1 << s.width) - 1, s.lo) for s in slots], dtype=np.int64),
             np.array([d + [0] * (width - len(d)) for d in domains] or [[0]], dtype=np.int64),
             np.array([len(d) for d in domains] or [0], dtype=np.int64),
-            np.array([a not in dormant for a in cls.actions], dtype=np.uint8),
+            np.array([a in cls.actions and a not in dormant for a in rules.actions], dtype=np.uint8),
             np.array([invariants.index(n) for n in spec.checked_invariants()], dtype=np.int64),
             np.array([self.words, mode, spec.symmetric], dtype=np.int64),
-            np.array([spec.first_label(a) for a in cls.actions] or [0], dtype=np.int64),
-            np.array([spec.instance_base[a] for a in cls.actions] or [0], dtype=np.int64),
+            np.array([spec.first_label(a) if a in cls.actions else 0 for a in rules.actions] or [0], dtype=np.int64),
+            np.array([spec.instance_base.get(a, 0) for a in rules.actions] or [0], dtype=np.int64),
+            np.array([goals.index(g) if g in goals else -1 for g in rules.goals] or [0], dtype=np.int64),
+            np.array([properties.index(p) if p in properties else -1 for p in rules.properties] or [0], np.int64),
         )
         self.cache_dir = cache_dir
         self.module = self._load()
@@ -184,6 +191,28 @@ class Kernel:
         )
         if self.property_count:
             self.labels(rows)
+
+
+def kernel_family(spec: Spec) -> list[type[Spec]]:
+    """The classes that share `spec`'s kernel: `spec.kernel_family()` (and
+    its own class) parted, in order, into groups whose classes have one
+    state type and agree on every rule they both have (Rules.signature);
+    the group of its class, the same for each of them."""
+    groups: list[tuple[list[type[Spec]], dict[str, dict[str, tuple]]]] = []
+    declared = list(spec.kernel_family())
+    for c in [*declared, *([] if type(spec) in declared else [type(spec)])]:
+        sig = Rules.signature(c)
+        for members, merged in groups:
+            if members[0].state_type is c.state_type and all(
+                merged[kind].get(name, value) == value for kind in sig for name, value in sig[kind].items()
+            ):
+                members.append(c)
+                for kind in sig:
+                    merged[kind].update(sig[kind])
+                break
+        else:
+            groups.append(([c], {kind: dict(v) for kind, v in sig.items()}))
+    return next(members for members, _ in groups if type(spec) in members)
 
 
 def kernel_for(
