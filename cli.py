@@ -386,6 +386,16 @@ def jobs_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]
     )
 
 
+def summary_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--summary: a markdown report appended to a file (a CI job's summary page)."""
+    return click.option(
+        "--summary",
+        metavar="FILE.md",
+        help=f"Append {what} as markdown to FILE.md, each finding with the command that shows its trace "
+        '(in GitHub Actions: --summary "$GITHUB_STEP_SUMMARY").',
+    )
+
+
 @main.command()
 @click.argument("matrix_file", required=False, metavar="[MATRIX.toml]")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object a cell, as a list, on stdout.")
@@ -452,6 +462,7 @@ def matrix(**options: Any) -> None:
     metavar="DIR",
     help="The git repository --against reads REF from (default: the checkout specs/ is imported from).",
 )
+@summary_option("the outcome (counts, and each entry that failed or warned)")
 def gate(junit: str | None, update_baseline: bool, repo: str | None, **options: Any) -> None:
     """Fail a protocol change that breaks an invariant or changes what the
     protocol can reach.
@@ -513,7 +524,8 @@ def gate(junit: str | None, update_baseline: bool, repo: str | None, **options: 
 @click.option("--mutant", "only", multiple=True, metavar="NAME", help="Hunt only this mutant (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the score and each mutant's fate as JSON on stdout.")
 @jobs_option("Mutants hunted")
-def mutate(gate_file: str, only: tuple[str, ...], as_json: bool, jobs: int) -> None:
+@summary_option("the mutation score and each mutant's fate")
+def mutate(gate_file: str, only: tuple[str, ...], as_json: bool, jobs: int, summary: str | None) -> None:
     """How strong the gate is: each of the protocol's mutants (a variant
     that redefines one rule; specs/kafka_elr/bugs.py puts real Kafka bugs
     back) takes its base variant's place in every GATE.toml entry that pins
@@ -541,7 +553,7 @@ def mutate(gate_file: str, only: tuple[str, ...], as_json: bool, jobs: int) -> N
     """
     from modelcheck.runs.mutate import mutate_command
 
-    mutate_command(kafka_elr.load, kafka_elr.MUTANTS, gate_file, only, jobs, as_json)
+    mutate_command(kafka_elr.load, kafka_elr.MUTANTS, gate_file, only, jobs, as_json, summary)
 
 
 def specs_at(repo: str, ref: str) -> Any:

@@ -196,3 +196,18 @@ def _fsync_dir(directory: str) -> None:
 def write_text(path: str, option: str, text: str) -> None:
     with writing(path, option) as f:
         f.write(text)
+
+
+def append_text(path: str, option: str, text: str) -> None:
+    """Add `text` at the end of `path` (made if missing): a report that
+    several steps write in turn, such as GitHub Actions' step summary.
+    One write of the whole text; an OSError becomes a ConfigError."""
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise ConfigError(f"{option} {path}: cannot write: {e.strerror or e}") from None

@@ -101,8 +101,10 @@ def mutate(*args: str):
 def test_mutate_tells_a_kill_an_equivalent_mutant_and_a_survivor(tmp_path):
     path = small_gate(tmp_path, ["detection-before-metadata-version", "fenced-replica-joins-isr"])
     chosen = ["min-isr-change-keeps-elr", "detection-before-metadata-version", "fenced-replica-joins-isr"]
-    r = mutate(path, *(a for m in chosen for a in ("--mutant", m)), "--json")
+    summary = tmp_path / "summary.md"
+    r = mutate(path, *(a for m in chosen for a in ("--mutant", m)), "--json", "--summary", str(summary))
     assert r.exit_code == 0, r.output
+    assert summary.read_text().splitlines()[0] == f"## modelcheck mutate `{path}`: 1 killed of 2 the gate can tell apart"
     out = json.loads(r.stdout)
     got = {m["mutant"]: (m["status"], m["killed_by"], m["invariant"], m["entries_run"]) for m in out["mutants"]}
     assert got == {

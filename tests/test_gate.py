@@ -83,6 +83,31 @@ def test_one_changed_expectation_fails_one_testcase_with_the_trace(tmp_path):
     assert saved["invariant"] == "NoAckedLoss" and len(saved["trace"]) == 8
 
 
+@pytest.mark.slow
+def test_the_summary_a_pull_request_reads_names_each_failure_and_its_trace_command(tmp_path):
+    """--summary appends markdown (GitHub's $GITHUB_STEP_SUMMARY is written by
+    every step in turn): the failing entry, why, and a check that shows it."""
+    summary = tmp_path / "summary.md"
+    summary.write_text("an earlier step's\n")
+    text = GATE.replace("states = 8302", "states = 7700")
+    path, r = gate(tmp_path, text, "--summary", str(summary))
+    assert r.exit_code == 1
+    lines = summary.read_text().splitlines()
+    assert lines[:5] == [
+        "an earlier step's",
+        f"## modelcheck gate `{path}`: **FAILED**",
+        "",
+        "2 passed, 1 failed, 0 skipped.",
+        "",
+    ]
+    command = "modelcheck check --set max_records=1 --set max_fences=0 --set variant=kip966"
+    assert lines[7:] == [
+        f"| kip966 | failed | holds | 8,302 (7,700) | distinct states: pinned 7,700, got 8,302 | `{command}` |",
+    ]
+    shown = CliRunner().invoke(main, ["check", *command.split()[2:], "--json"])
+    assert json.loads(shown.stdout)["distinct_states"] == 8302
+
+
 def test_a_pinned_count_mismatch_names_both_numbers(tmp_path):
     _path, r = gate(tmp_path, GATE.replace("states = 8302", "states = 7700"), "--json")
     assert r.exit_code == 1
@@ -400,3 +425,11 @@ def test_trace_dir_loses_the_trace_of_an_entry_that_now_passes(tmp_path):
     (traces / "other.json").write_text((traces / "legacy.json").read_text())
     _path, r = gate(tmp_path, f'[[entry]]\nname = "legacy"\n{TINY_ENTRY}', "--trace-dir", str(traces))
     assert r.exit_code == 0 and sorted(p.name for p in traces.iterdir()) == ["other.json"]
+
+
+def test_the_workflow_docs_ci_md_shows_is_the_one_the_project_runs():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, ".github", "workflows", "gate.yml")) as f:
+        workflow = f.read()
+    with open(os.path.join(root, "docs", "ci.md")) as f:
+        assert f"```yaml\n{workflow}```" in f.read()

@@ -16,7 +16,7 @@ from typing import NoReturn
 import click
 
 from ..config import ConfigError
-from ..output import make_dir, write_text
+from ..output import append_text, make_dir, write_text
 from ..views import tracefile
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT_FAILED = 0, 1, 2, 3, 4
@@ -47,6 +47,10 @@ class Outputs:
     def write(self, path: str, option: str, text: str) -> bool:
         """write_text (modelcheck/output.py); whether it was written."""
         return self._attempt(write_text, path, option, text)
+
+    def append(self, path: str, option: str, text: str) -> bool:
+        """append_text (modelcheck/output.py); whether it was written."""
+        return self._attempt(append_text, path, option, text)
 
     def make_dir(self, path: str, option: str) -> bool:
         return self._attempt(make_dir, path, option)

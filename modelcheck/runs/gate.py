@@ -39,6 +39,7 @@ from ..lifetime import Stopped, StopRequest, exit_code, stop_on_signals
 from ..output import check_dir, check_file
 from ..refinement import Image
 from ..views.refinement import failure_line, print_refinement, refinement_json
+from ..views.summary import against_markdown, gate_markdown
 from ..views.terminal import format_action, stderr_console, stdout_console
 from ..views.tracefile import TraceFile
 from ..views.verdicts import memory_json, print_gate
@@ -382,7 +383,14 @@ def summary_rows(outcomes: list[Outcome]) -> list[dict[str, Any]]:
 
 
 def against_command(
-    load: Loader, load_as: LoadAs, load_old: LoadAs, ref: str, entries: list[Entry], as_json: bool
+    load: Loader,
+    load_as: LoadAs,
+    load_old: LoadAs,
+    ref: str,
+    entries: list[Entry],
+    as_json: bool,
+    gate_file: str = "",
+    summary: str | None = None,
 ) -> NoReturn:
     """`modelcheck gate --against REF`: each entry's variant against the same
     variant at revision REF (identity mapping): the first new behaviour, a
@@ -433,7 +441,11 @@ def against_command(
                 print_refinement(i.impl, i.abstract, n, r, mapping_json(i.mapping))
         new = sum(not r.holds for *_x, r in reports)
         stdout_console().print(f"{len(reports) - new} entries without new behaviour, {new} with")
-    sys.exit(EXIT_VIOLATED if any(not r.holds for *_x, r in reports) else EXIT_HOLDS)
+    outputs = Outputs()
+    if summary:
+        lines = [(x.cell.name, r.holds, "" if r.holds else failure_line(n[1], r)) for x, n, _i, r in reports]
+        outputs.append(summary, "--summary", against_markdown(gate_file, ref, lines))
+    outputs.exit(EXIT_VIOLATED if any(not r.holds for *_x, r in reports) else EXIT_HOLDS)
 
 
 def gate_command(
@@ -450,12 +462,16 @@ def gate_command(
     load_as: LoadAs | None = None,
     against: str | None = None,
     load_at: Callable[[str], LoadAs] | None = None,
+    summary: str | None = None,
 ) -> NoReturn:
     """`modelcheck gate`: the entries of `gate_file` run `jobs` at a time
-    and judged, reported (JUnit XML, trace files, a table or JSON) and,
-    with `update`, their counts re-pinned; exits 0 if every entry passes."""
+    and judged, reported (JUnit XML, trace files, a table or JSON, and a
+    markdown `summary` appended to a file) and, with `update`, their
+    counts re-pinned; exits 0 if every entry passes."""
     try:
         entries = read_gate(gate_file, load, load_as)
+        if summary:
+            check_file(summary, "--summary")
         if against is not None:
             given = [
                 o
@@ -476,7 +492,7 @@ def gate_command(
         fail(str(e))
     if against is not None:
         assert load_as is not None, "--against is given with the protocol's loaders"
-        against_command(load, load_as, load_old, against, entries, as_json)
+        against_command(load, load_as, load_old, against, entries, as_json, gate_file, summary)
     try:
         jobs = min(jobs, len(entries))  # the processes, and the shares of memory, of the entries
         limit = cell_memory(max_memory, jobs)
@@ -548,6 +564,8 @@ def gate_command(
                     soft_wrap=True,
                 )
         console.print(f"{gate_file}: {len(changes)} pinned count(s) updated", highlight=False, soft_wrap=True)
+    if summary:
+        outputs.append(summary, "--summary", gate_markdown(gate_file, outcomes, stopped.why if stopped else None))
     if as_json:
         click.echo(json.dumps(summary_rows(outcomes)))
     else:

@@ -15,8 +15,6 @@ fails the run, so the score is held where it is and raised on purpose."""
 from __future__ import annotations
 
 import json
-import re
-import shlex
 import sys
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, wait
@@ -27,8 +25,10 @@ import click
 
 from ..config import ConfigError, read_file
 from ..lifetime import Stopped, StopRequest, end_pool, exit_code, stop_on_signals, worker_pool
+from ..output import check_file
+from ..views.summary import check_command, mutate_markdown
 from ..views.terminal import stderr_console, stdout_console
-from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail
+from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
 from .gate import VARIANT, Entry, read_gate, variant_and_rest
 from .matrix import Cell, Loader, Row, run_cell
 
@@ -74,15 +74,7 @@ class Verdict:
 
     def command(self) -> str:
         """The check that shows the killing trace."""
-        sets = " ".join(f"--set {shlex.quote(f'{k}={toml_value(v)}')}" for k, v in self.config.items())
-        return f"modelcheck check {sets}" if self.killed_by is not None else ""
-
-
-def toml_value(v: Any) -> str:
-    """A config value as --set reads it (TOML; a bare word is a string)."""
-    if isinstance(v, str) and re.fullmatch(r"[A-Za-z0-9_.-]+", v):
-        return v
-    return json.dumps(v, separators=(",", ":"))
+        return check_command(self.config) if self.killed_by is not None else ""
 
 
 def hunt(loader: Loader, mutant: str, base: str, entries: list[Entry]) -> Verdict:
@@ -138,17 +130,26 @@ def known_survivors(path: str) -> list[str]:
 
 
 def mutate_command(
-    load: Loader, mutants: dict[str, str], gate_file: str, only: tuple[str, ...], jobs: int, as_json: bool
+    load: Loader,
+    mutants: dict[str, str],
+    gate_file: str,
+    only: tuple[str, ...],
+    jobs: int,
+    as_json: bool,
+    summary: str | None = None,
 ) -> NoReturn:
     """`modelcheck mutate GATE.toml`: every mutant (`mutants`: name -> base
     variant) hunted on the gate's entries; exit 0 when the kills and
-    survivors are those the gate file expects, else 1."""
+    survivors are those the gate file expects, else 1. With `summary`, the
+    score and each fate are appended to that file as markdown."""
     try:
         entries = read_gate(gate_file, load)
         survivors = known_survivors(gate_file)
         for name in [*only, *survivors]:
             if name not in mutants:
                 raise ConfigError(f"mutant {name!r}: no such mutant (allowed: {', '.join(mutants)})")
+        if summary:
+            check_file(summary, "--summary")
     except ConfigError as e:
         fail(str(e))
     chosen = [m for m in mutants if not only or m in only]
@@ -170,7 +171,10 @@ def mutate_command(
     ordered = [verdicts[m] for m in chosen]
     unexpected = {v.mutant: why for v in ordered if (why := surprise(v, survivors))}
     report(ordered, unexpected, as_json)
-    sys.exit(EXIT_VIOLATED if unexpected else EXIT_HOLDS)
+    outputs = Outputs()
+    if summary:
+        outputs.append(summary, "--summary", mutate_markdown(gate_file, ordered, unexpected))
+    outputs.exit(EXIT_VIOLATED if unexpected else EXIT_HOLDS)
 
 
 def surprise(v: Verdict, survivors: list[str]) -> str:
