@@ -104,7 +104,8 @@ def test_mutate_tells_a_kill_an_equivalent_mutant_and_a_survivor(tmp_path):
     summary = tmp_path / "summary.md"
     r = mutate(path, *(a for m in chosen for a in ("--mutant", m)), "--json", "--summary", str(summary))
     assert r.exit_code == 0, r.output
-    assert summary.read_text().splitlines()[0] == f"## modelcheck mutate `{path}`: 1 killed of 2 the gate can tell apart"
+    heading = f"## modelcheck mutate `{path}`: 1 killed of 2 the gate can tell apart"
+    assert summary.read_text().splitlines()[0] == heading
     out = json.loads(r.stdout)
     got = {m["mutant"]: (m["status"], m["killed_by"], m["invariant"], m["entries_run"]) for m in out["mutants"]}
     assert got == {

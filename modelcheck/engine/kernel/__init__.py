@@ -17,9 +17,14 @@ them, and compiled; nothing of the protocol is written twice:
   words as the spec's `layout` declares, enumerates every action over its
   domains in the interpreted spec's order, and keys each successor.
 
+Variants share a kernel: the classes a spec names in `kernel_family` that
+agree on their rules are flattened into one module, a method they define
+differently called through a chooser that runs the instance's own (by a
+number in `self`), a rule a class omits switched off by its tables.
+
 The flattened spec is written to a file under the cache directory named by
-its hash (one a variant), the glue to another (one a variant and broker
-count: the rest of a config, bounds and domains, is run-time tables), and
+its hash (one a family of variants), the glue to another (one a family and
+broker count: the rest of a config, bounds and domains, is run-time tables), and
 numba caches their machine code beside them, so a second run loads instead
 of compiling. `kernel_for` raises KernelUnavailable, with the reason,
 where numba is missing or the spec cannot be compiled (the caller then

@@ -74,7 +74,8 @@ class Kernel:
                     *rules.properties.values(),
                 ]
             ]
-            + [("representative", None), ("class_size", None)]
+            + [("representative", None), ("class_size", None)],
+            called=[fn.__name__ for g, fn in rules.goals.items() if len(rules.actions_of(g)) > 1],
         )
         self.params = tuple(flat.param(a) for a in flat.attrs)
         self.source = {"spec": flat.source()}

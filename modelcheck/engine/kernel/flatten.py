@@ -59,6 +59,7 @@ class Flattener:
         self.state = spec.state_type
         self.done: dict[str, str] = {}  # mangled name -> source
         self.inline: set[str] = set()  # compiled into each caller (see _inlined)
+        self.called: set[str] = set()  # never inlined (see run)
         self.todo: list[tuple[str, Callable, bool]] = []
         self.attrs: list[str] = []  # self attributes, in tuple order
         self.choices: dict[str, tuple[list[str], list[int], Callable]] = {}  # see `method`
@@ -127,15 +128,22 @@ class Flattener:
         return self.replacers[fields]
 
     # the walk -------------------------------------------------------------------
-    def run(self, roots: Sequence[tuple[str, Callable | None]]) -> None:
+    def run(self, roots: Sequence[tuple[str, Callable | None]], called: Sequence[str] = ()) -> None:
         """Flatten `roots`, (a method's name, None) or (name, a module-level
-        function), and everything they call."""
+        function), and everything they call. A root is inlined into its one
+        call site, but the methods named in `called`, whose call sites are
+        many (a goal is checked after each step of each of its actions), are
+        compiled once and called: inlined, each copy costs its compile."""
         for name, fn in roots:
             mangled = self.method(name, f"{self.cls.__name__}.{name}") if fn is None else self.function(fn)
             self.inline.update(self.choices[name][0] if mangled == f"choose__{name}" else [mangled])
+        for name in called:
+            mangled = self.method(name, f"{self.cls.__name__}.{name}")
+            self.called.update(self.choices[name][0] if mangled == f"choose__{name}" else [mangled])
         while self.todo:
             mangled, fn, is_method = self.todo.pop(0)
             self.done[mangled] = self._rewrite(mangled, fn, is_method)
+        self.inline -= self.called
 
     def _rewrite(self, mangled: str, fn: Callable, is_method: bool) -> str:
         where = f"{fn.__module__}.{fn.__qualname__}"

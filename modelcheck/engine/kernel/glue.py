@@ -73,6 +73,10 @@ class Rules:
             each("property_form"),
         )
 
+    def actions_of(self, goal: str) -> list[str]:
+        """The actions whose steps goal `goal` is checked on."""
+        return [a for a in self.actions if not self.goal_actions[goal] or a in self.goal_actions[goal]]
+
     def goals_of(self, action: str) -> list[tuple[str, Callable]]:
         return [(g, f) for g, f in self.goals.items() if not self.goal_actions[g] or action in self.goal_actions[g]]
 
