@@ -17,7 +17,7 @@ from test_engine import Counters
 
 from modelcheck.engine import run
 from modelcheck.engine.batch import expand
-from modelcheck.engine.kernel import Kernel, KernelError, KernelUnavailable, kernel_for
+from modelcheck.engine.kernel import Kernel, KernelError, KernelUnavailable, compiling_ahead, kernel_for
 from modelcheck.engine.kernel.compiled import kernel_family
 from modelcheck.ops import replace_at
 from modelcheck.spec import Field, Param, action
@@ -433,3 +433,20 @@ def test_each_variant_of_a_shared_kernel_runs_its_own_rules(cls):
     assert (fast.distinct_states, fast.coverage) == (reference.distinct_states, reference.coverage)
     assert reference.distinct_states == {Family: 36, LongY: 18, NoDouble: 36}[cls]
     assert ("Double" in reference.coverage) == (cls is not NoDouble)
+
+
+@pytest.mark.slow
+def test_a_run_of_many_checks_compiles_their_kernels_ahead_and_waits_for_them(tmp_path, monkeypatch):
+    """compiling_ahead (the gate's): one compile a kernel, started at once;
+    the block's checks wait for it rather than race it interpreted; after
+    the block the environment is as it was and no compile is left running."""
+    monkeypatch.setenv("MODELCHECK_CACHE", str(tmp_path))
+    monkeypatch.delenv("MODELCHECK_KERNEL", raising=False)
+    with compiling_ahead([Counters(5), Counters(4), LongY(5), NoDouble(5)]) as started:
+        assert started == 2  # Counters' (for both limits), and the one LongY and NoDouble share
+        assert os.environ["MODELCHECK_KERNEL"] == "compiled"
+        result = run(Counters(5), engine="fast")
+        assert result.run_info["kernel"] == "compiled" and result.distinct_states == 36
+    assert "MODELCHECK_KERNEL" not in os.environ
+    with compiling_ahead([Counters(3)]) as started:
+        assert started == 0  # in the cache now

@@ -33,6 +33,7 @@ from rich.text import Text
 
 from ..config import ConfigError, read_text
 from ..engine.control import Control
+from ..engine.kernel import compiling_ahead
 from ..engine.refine import RefinementResult
 from ..engine.refine import check as refine
 from ..lifetime import Stopped, StopRequest, exit_code, stop_on_signals
@@ -517,7 +518,8 @@ def gate_command(
             markup=False,
         )
 
-    with stop_on_signals() as request, request.polling():
+    # every kernel the entries need compiles from the start, side by side
+    with compiling_ahead(load(e.cell.config) for e in entries), stop_on_signals() as request, request.polling():
         outcomes, stopped = run_gate(load, entries, jobs, fail_fast, done, request, limit, load_as, strict_budgets)
     if stopped:  # the reports of what ran; no baseline from a partial run
         console.print(

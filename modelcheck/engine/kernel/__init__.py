@@ -40,7 +40,16 @@ modelcheck.engine.kernel` is compile_elsewhere's child, __main__.py).
 """
 
 from .cache import cache_dir
-from .compiled import Kernel, compile_elsewhere, kernel_for
+from .compiled import Kernel, compile_ahead, compile_elsewhere, compiling_ahead, kernel_for
 from .errors import KernelError, KernelUnavailable
 
-__all__ = ["Kernel", "KernelError", "KernelUnavailable", "cache_dir", "compile_elsewhere", "kernel_for"]
+__all__ = [
+    "Kernel",
+    "KernelError",
+    "KernelUnavailable",
+    "cache_dir",
+    "compile_ahead",
+    "compile_elsewhere",
+    "compiling_ahead",
+    "kernel_for",
+]

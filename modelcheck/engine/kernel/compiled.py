@@ -10,7 +10,7 @@ import pickle
 import subprocess
 import sys
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import product
 from pathlib import Path
@@ -269,6 +269,60 @@ def compile_elsewhere(spec: Spec) -> subprocess.Popen:
     child.stdin.write(pickle.dumps(sys.path) + pickle.dumps(spec))  # the path first: the spec's class may need it
     child.stdin.close()
     return child
+
+
+def compile_ahead(specs: Iterable[Spec]) -> list[subprocess.Popen]:
+    """Start compiling, each in a child (compile_elsewhere), the kernels of
+    `specs` the cache lacks, one a kernel: a run of many checks then
+    compiles them side by side from its start, not one after another as
+    its checks meet them. None where there is no kernel to be had."""
+    if os.environ.get("MODELCHECK_KERNEL") == "interpreted":
+        return []
+    try:
+        from numba.core.errors import NumbaError
+    except Exception:  # no numba: the checks say so themselves
+        return []
+    seen: set[tuple] = set()
+    children = []
+    for spec in specs:
+        key = (tuple(kernel_family(spec)), spec.n)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            kernel = Kernel(spec, cache_dir())
+        except (KernelError, NumbaError, OSError):  # the check will say why
+            continue
+        if not kernel.compiled():
+            children.append(compile_elsewhere(spec))
+    return children
+
+
+@contextmanager
+def compiling_ahead(specs: Iterable[Spec]) -> Iterator[int]:
+    """compile_ahead for the checks of the block (it gets how many compiles
+    started), which then wait for their kernel (MODELCHECK_KERNEL=compiled)
+    instead of racing it interpreted: the cores go to the compiles, not to
+    searches the kernel does in a fraction of the time. A compile still
+    running when the block ends is stopped."""
+    children = compile_ahead(specs)
+    before = os.environ.get("MODELCHECK_KERNEL")
+    if children:
+        os.environ["MODELCHECK_KERNEL"] = "compiled"
+    try:
+        yield len(children)
+    finally:
+        if children:
+            if before is None:
+                del os.environ["MODELCHECK_KERNEL"]
+            else:
+                os.environ["MODELCHECK_KERNEL"] = before
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+            child.wait()
+            if child.stderr:
+                child.stderr.close()
 
 
 def compile_here() -> None:
