@@ -7,6 +7,7 @@ executors. pyspark is imported here only when a context is asked for."""
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
@@ -201,6 +202,7 @@ def spark_context(
     if note:
         memory = ", ".join(f"{k}={conf.get(k)}" for k in MEMORY_KEYS if conf.get(k))
         note(f"starting Spark ({master or 'the master spark-submit gives'}; {memory or 'memory: Spark defaults'}) ...")
+    _quiet_py4j()
     handler = signal.getsignal(signal.SIGINT)  # SparkContext puts its own, which raises KeyboardInterrupt
     patience = float((settings or {}).get(REGISTRATION, REGISTRATION_SECONDS))
     silent = threading.Event()  # set when the master did not register the application in time
@@ -361,6 +363,25 @@ def _remove_checkpoints(sc: Any) -> None:
 
 
 _jvm_log: list[BinaryIO] = []  # the log of this process's Spark JVM, once started: a file with no name
+
+
+class _NotPy4j(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "py4j" not in Path(record.pathname).parts
+
+
+def _quiet_py4j() -> None:
+    """py4j reports a lost connection to the JVM (which a stop ends) with
+    `logging.exception` on the root logger; with no handler there, logging
+    gives it one that prints the traceback on stderr, after the stop's
+    one line. The root logger gets that handler now, minus py4j's records
+    (a process that configured logging keeps its own)."""
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter(logging.BASIC_FORMAT))
+        handler.addFilter(_NotPy4j())
+        root.addHandler(handler)
 
 
 def _quiet_gateway(conf: Any) -> Any:
