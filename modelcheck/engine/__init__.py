@@ -162,7 +162,7 @@ def _race(
     reference engine's result, None) if it finishes first, else (None, the
     kernel, loaded from the cache the child filled)."""
     from .bfs import check as reference
-    from .kernel import compile_elsewhere, kernel_for
+    from .kernel import compile_elsewhere, end_compile, kernel_for
 
     note(
         f"compiling the kernel of {type(spec).__name__} for {spec.n} processes (once: later runs load it); "
@@ -189,10 +189,7 @@ def _race(
         note("the kernel is compiled: the compiled search starts")
         return None, kernel_for(spec, fingerprint_bits=fingerprint_bits)
     finally:
-        if child.poll() is None:
-            child.kill()
-        child.wait()
-        errors.close()
+        end_compile(child)
     result.run_info["kernel"] = (
         f"interpreted: {failed[0]}" if failed else "interpreted (done before the kernel compiled)"
     )

@@ -40,7 +40,7 @@ modelcheck.engine.kernel` is compile_elsewhere's child, __main__.py).
 """
 
 from .cache import cache_dir
-from .compiled import Kernel, compile_ahead, compile_elsewhere, compiling_ahead, kernel_for
+from .compiled import Kernel, compile_ahead, compile_elsewhere, compiling_ahead, end_compile, kernel_for
 from .errors import KernelError, KernelUnavailable
 
 __all__ = [
@@ -51,5 +51,6 @@ __all__ = [
     "compile_ahead",
     "compile_elsewhere",
     "compiling_ahead",
+    "end_compile",
     "kernel_for",
 ]

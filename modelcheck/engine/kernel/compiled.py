@@ -318,11 +318,16 @@ def compiling_ahead(specs: Iterable[Spec]) -> Iterator[int]:
             else:
                 os.environ["MODELCHECK_KERNEL"] = before
         for child in children:
-            if child.poll() is None:
-                child.kill()
-            child.wait()
-            if child.stderr:
-                child.stderr.close()
+            end_compile(child)
+
+
+def end_compile(child: subprocess.Popen) -> None:
+    """Stop a compile_elsewhere child if it still runs, and reap it."""
+    if child.poll() is None:
+        child.kill()
+    child.wait()
+    if child.stderr:
+        child.stderr.close()
 
 
 def compile_here() -> None:
