@@ -19,12 +19,14 @@ from modelcheck.runs.gate import read_gate
 from modelcheck.runs.matrix import verdict_text
 from modelcheck.runs.mutate import known_survivors
 from specs.kafka_elr import ALL_VARIANTS, BUGS, MUTANTS, VARIANTS, load
+from specs.kafka_elr.types import NO_LEADER
 
 GATE_FILE = str(Path(__file__).resolve().parent.parent / "specs" / "gate.toml")
 GATE = {e.cell.name: e for e in read_gate(GATE_FILE, load)}
 MIN_ISR_CHANGE = "kip966, a min.insync.replicas change, no unclean shutdown"
 LIVE_ONLY = "kip966-elr-only, min ISR 1: the controller elects only live brokers"
-# bug -> the gate entry that kills it first, the invariant and the steps (`modelcheck mutate specs/gate.toml`)
+# bug -> the gate entry that kills it first, the invariant (or property: the steps are the
+# lasso's) and the steps (`modelcheck mutate specs/gate.toml`)
 KILLS = {
     "fenced-last-known-leader": (LIVE_ONLY, "LeaderUnfenced", 6),
     "min-isr-change-keeps-elr": (MIN_ISR_CHANGE, "ElrOnlyUnderMinIsr", 3),
@@ -32,6 +34,7 @@ KILLS = {
     "stale-broker-epoch-accepted": ("kip966", "ConsistentRead", 13),
     "rebooted-follower-epoch-race": ("kip966", "ConsistentRead", 13),
     "kafka-4-no-unclean-detection": ("kafka-4", "ElrHasDataToHwm", 7),
+    "fenced-replica-joins-isr": ("kip966", "IsrMembersEligible", 5),
 }
 
 
@@ -40,11 +43,11 @@ def interpreted(monkeypatch):
     monkeypatch.setenv("MODELCHECK_KERNEL", "interpreted")
 
 
-def test_every_bug_has_a_source_and_a_kill_or_is_a_known_survivor():
+def test_every_bug_has_a_source_and_is_killed():
     survivors = known_survivors(GATE_FILE)
     bugs = {cls.variant for cls in BUGS}
-    assert set(survivors) <= set(MUTANTS) and bugs & set(survivors) == {"fenced-replica-joins-isr"}
-    assert bugs == set(KILLS) | (bugs & set(survivors))
+    assert set(survivors) <= set(MUTANTS) and not bugs & set(survivors)
+    assert bugs == set(KILLS)
     for cls in BUGS:
         assert cls.variant in ALL_VARIANTS and cls.variant not in VARIANTS
         assert cls.source and cls.__doc__ and MUTANTS[cls.variant] == cls.__bases__[0].variant
@@ -60,6 +63,33 @@ def test_the_entry_that_kills_a_bug_breaks_with_it_and_holds_without_it(bug):
     assert (verdict_text(mutant.holds, mutant.invariant), len(mutant.trace) - 1) == (f"violated: {invariant}", steps)
     correct = run(load(entry.cell.config), engine="bfs")
     assert correct.holds and correct.distinct_states == entry.states
+
+
+def test_isr_members_eligible_lets_the_elr_off_keep_its_last_member():
+    """KIP-841's invariant allows one fenced ISR member: the last one an ISR
+    keeps while it cannot empty (the ELR off), with no leader; kip966 with
+    the ELR empties the ISR instead."""
+    states = {}
+    for variant in ("legacy", "kip966"):
+        spec = load({"variant": variant, "brokers": 2, "max_records": 1, "max_fences": 2})
+        s = spec.fence_broker(spec.init_states()[0], 1, NO_LEADER)
+        s = spec.fence_broker(s, 0, NO_LEADER)  # the leader, the last ISR member
+        states[variant] = (s.isr, s.elr, s.leader, spec.isr_members_eligible(s))
+        if variant == "legacy":
+            assert not spec.isr_members_eligible(s._replace(leader=0))  # not while it leads
+    assert states == {"legacy": (0b01, 0, NO_LEADER, True), "kip966": (0, 0b11, NO_LEADER, True)}
+
+
+@pytest.mark.slow
+def test_isr_members_eligible_holds_for_legacy_and_kafka_4_breaks_it_only_electing_a_fenced_leader():
+    legacy = run(load({"variant": "legacy", "max_records": 1, "invariants": ["IsrMembersEligible"]}), engine="bfs")
+    assert (legacy.holds, legacy.distinct_states) == (True, 88631)
+    # KAFKA-19522: the same state, and steps, as the gate's entry that LeaderUnfenced breaks
+    config = {"variant": "kafka-4", "max_records": 1, "max_unclean_shutdowns": 2, "invariants": ["IsrMembersEligible"]}
+    kafka4 = run(load(config), engine="bfs")
+    last = kafka4.trace[-1].state
+    assert (verdict_text(kafka4.holds, kafka4.invariant), len(kafka4.trace) - 1) == ("violated: IsrMembersEligible", 7)
+    assert last.isr == 1 << last.leader and last.fenced >> last.leader & 1
 
 
 SMALL = {"brokers": 2, "max_records": 1, "max_unclean_shutdowns": 0, "max_fences": 1}
@@ -99,8 +129,8 @@ def mutate(*args: str):
 
 @pytest.mark.slow
 def test_mutate_tells_a_kill_an_equivalent_mutant_and_a_survivor(tmp_path):
-    path = small_gate(tmp_path, ["detection-before-metadata-version", "fenced-replica-joins-isr"])
-    chosen = ["min-isr-change-keeps-elr", "detection-before-metadata-version", "fenced-replica-joins-isr"]
+    path = small_gate(tmp_path, ["detection-before-metadata-version", "leader-own-min-isr"])
+    chosen = ["min-isr-change-keeps-elr", "detection-before-metadata-version", "leader-own-min-isr"]
     summary = tmp_path / "summary.md"
     r = mutate(path, *(a for m in chosen for a in ("--mutant", m)), "--json", "--summary", str(summary))
     assert r.exit_code == 0, r.output
@@ -111,7 +141,8 @@ def test_mutate_tells_a_kill_an_equivalent_mutant_and_a_survivor(tmp_path):
     assert got == {
         "min-isr-change-keeps-elr": ("killed", "min ISR change", "ElrOnlyUnderMinIsr", 2),
         "detection-before-metadata-version": ("equivalent", None, None, 2),
-        "fenced-replica-joins-isr": ("survived", None, None, 2),
+        # ElrOnlyUnderMinIsr alone: the leader's own min ISR only moves the HWM (754 states of 835)
+        "leader-own-min-isr": ("survived", None, None, 2),
     }
     killed = next(m for m in out["mutants"] if m["status"] == "killed")
     assert killed["command"] == (
@@ -122,10 +153,10 @@ def test_mutate_tells_a_kill_an_equivalent_mutant_and_a_survivor(tmp_path):
     assert out["score"] == {"killed": 1, "non_equivalent": 2, "mutants": 3}
     # a survivor the gate file does not list fails the run; so does a listed mutant killed
     path = small_gate(tmp_path, ["min-isr-change-keeps-elr"])
-    r = mutate(path, "--mutant", "min-isr-change-keeps-elr", "--mutant", "fenced-replica-joins-isr")
+    r = mutate(path, "--mutant", "min-isr-change-keeps-elr", "--mutant", "leader-own-min-isr")
     assert r.exit_code == 1
     assert "unexpected: min-isr-change-keeps-elr was killed: remove it from [mutation] survivors" in r.stdout
-    assert "unexpected: fenced-replica-joins-isr survived (not listed in [mutation] survivors)" in r.stdout
+    assert "unexpected: leader-own-min-isr survived (not listed in [mutation] survivors)" in r.stdout
 
 
 def test_mutate_refuses_an_unknown_mutant_in_one_line(tmp_path):

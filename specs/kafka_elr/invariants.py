@@ -128,6 +128,15 @@ class Properties:
         live broker."""
         return s.leader == NO_LEADER or self.unfenced(s, s.leader)
 
+    @invariant("IsrMembersEligible")
+    def isr_members_eligible(self, s: State) -> bool:
+        """KIP-841: no fenced or shutting-down replica is in the ISR (the
+        controller takes it out, and refuses an AlterPartition that brings it
+        back: INELIGIBLE_REPLICA), but for the last member an ISR keeps when
+        it cannot empty (the ELR off), which leaves the partition leaderless."""
+        bad = s.isr & (s.fenced | s.in_controlled_shutdown)
+        return not bad or (s.leader == NO_LEADER and s.isr == bad and size(bad) == 1)
+
     @invariant("ElectableAtLeastMinIsr")
     def electable_at_least_min_isr(self, s: State) -> bool:
         """KIP-966: "ELR + ISR size will not be dropped below the min ISR

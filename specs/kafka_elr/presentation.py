@@ -116,6 +116,8 @@ class KafkaPresentation:
             "LeaderUnfenced": f"leader {s.leader} is fenced (fenced: {d['fenced']}): the controller elected a broker "
             f"it had not unfenced",
             "LeaderInIsr": f"leader {s.leader} is not in the ISR {d['isr']}",
+            "IsrMembersEligible": f"ISR {d['isr']} holds fenced or shutting-down broker(s) "
+            f"{members(s.isr & (s.fenced | s.in_controlled_shutdown))} (leader {s.leader})",
             "ElrDisjointIsr": f"broker(s) {members(s.isr & s.elr)} are in both ISR {d['isr']} and ELR {d['elr']}",
             "ElrOnlyUnderMinIsr": f"ELR {d['elr']} is not empty while the ISR {d['isr']} has min ISR "
             f"({self.eff_min_isr(s)}) members",

@@ -932,6 +932,13 @@ LeaderInIsr == leader = NoLeader \/ leader \in isr
 
 LeaderUnfenced == leader = NoLeader \/ leader \notin fenced
 
+\* KIP-841: no fenced or shutting-down replica in the ISR, but the last
+\* member an ISR keeps when it cannot empty (the ELR off), leaderless
+IsrMembersEligible ==
+    LET bad == isr \cap (fenced \cup in_controlled_shutdown)
+    IN  \/ bad = {}
+        \/ leader = NoLeader /\ isr = bad /\ Size(bad) = 1
+
 \* (a claim of the ELR: none while the feature is off)
 ElectableAtLeastMinIsr ==
     \/ ~ElrEnabled(St)
