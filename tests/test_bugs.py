@@ -25,6 +25,7 @@ GATE_FILE = str(Path(__file__).resolve().parent.parent / "specs" / "gate.toml")
 GATE = {e.cell.name: e for e in read_gate(GATE_FILE, load)}
 MIN_ISR_CHANGE = "kip966, a min.insync.replicas change, no unclean shutdown"
 LIVE_ONLY = "kip966-elr-only, min ISR 1: the controller elects only live brokers"
+UNCLEAN_ELECTS = "kafka-4, unclean.leader.election.enable, 2 brokers, min ISR 1: a leaderless partition gets a leader"
 # bug -> the gate entry that kills it first, the invariant (or property: the steps are the
 # lasso's) and the steps (`modelcheck mutate specs/gate.toml`)
 KILLS = {
@@ -35,6 +36,7 @@ KILLS = {
     "rebooted-follower-epoch-race": ("kip966", "ConsistentRead", 13),
     "kafka-4-no-unclean-detection": ("kafka-4", "ElrHasDataToHwm", 7),
     "fenced-replica-joins-isr": ("kip966", "IsrMembersEligible", 5),
+    "unclean-config-ignored": (UNCLEAN_ELECTS, "LeaderlessGetsLeader", 4),
 }
 
 

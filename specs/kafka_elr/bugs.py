@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .kafka4 import Kafka4
+from .kafka4 import ELECTION_ONLINE, ELECTION_PREFERRED, Kafka4
 from .protocol import Kip966
 from .types import State, contains
 from .variants import ElrOnly
@@ -115,6 +115,30 @@ class RebootedFollowerEpochRace(Kip966):
         return True
 
 
+class UncleanConfigIgnored(Kafka4):
+    """KAFKA-12670: the KRaft controller ignored unclean.leader.election.enable
+    (ConfigurationControlManager's uncleanLeaderElectionEnabledForTopic
+    returned false, "TODO: support configuring unclean leader election"):
+    broker and ISR changes elected ONLINE only, and no periodic task elected
+    a leaderless partition uncleanly, so it stayed leaderless until the last
+    ISR member came back; only an ElectLeaders request could elect. The
+    fix, apache/kafka PR 16866, reads the topic's config at every change
+    and adds maybeElectUncleanLeaders."""
+
+    variant = "unclean-config-ignored"
+    source = "KAFKA-12670, apache/kafka PR 16866 (Kafka 3.9.0)"
+
+    def online_election(self, s: State) -> int:
+        return ELECTION_ONLINE
+
+    def elect_leader(self, s: State, leader: int) -> State | None:
+        if s.leader != self.preferred(s.replicas, s.listed_last):
+            t = self.build(s, s.isr, ELECTION_PREFERRED, 0)
+            if t != s and t.leader == leader:
+                return t
+        return None  # no maybeElectUncleanLeaders
+
+
 BUGS: tuple[type[Kip966], ...] = (
     FencedLastKnownLeader,
     MinIsrChangeKeepsElr,
@@ -123,4 +147,5 @@ BUGS: tuple[type[Kip966], ...] = (
     FencedReplicaJoinsIsr,
     Kafka4NoUncleanDetection,
     RebootedFollowerEpochRace,
+    UncleanConfigIgnored,
 )
