@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import logs
 from .kafka4 import ELECTION_ONLINE, ELECTION_PREFERRED, Kafka4
 from .protocol import Kip966
-from .types import State, contains
+from .types import State, bit, contains
 from .variants import ElrOnly
 
 
@@ -139,6 +140,31 @@ class UncleanConfigIgnored(Kafka4):
         return None  # no maybeElectUncleanLeaders
 
 
+class HwmWaitsForIneligible(Kip966):
+    """KAFKA-15021: the leader's HWM counted every caught-up replica
+    (Partition.maybeIncrementLeaderHW: `isCaughtUp || maximalIsr.contains`),
+    one that had left the ISR to shut down and stopped fetching included, so
+    the HWM stalled and acks=all produces timed out until
+    replica.lag.time.max.ms (for ever here: no clock). apache/kafka PR 13765
+    counts a caught-up replica only if it may join the ISR. Caught up here:
+    its log is a prefix of the leader's and reaches the leader's HWM."""
+
+    variant = "hwm-waits-for-ineligible"
+    source = "KAFKA-15021, apache/kafka PR 13765 (Kafka 3.6.0)"
+
+    def hwm_quorum(self, s: State, ld: int) -> int:
+        lead, caught = s.log[ld], 0
+        for b in range(self.n):
+            if (
+                b != ld
+                and contains(s.replicas, b)
+                and logs.length(s.log[b]) >= s.hwm[ld]
+                and logs.is_prefix(s.log[b], lead)
+            ):
+                caught |= bit(b)  # fenced, shutting down or stopped: each counts
+        return self.isr_seen_by(s, ld) | self.proposed_by(s, ld) | caught
+
+
 BUGS: tuple[type[Kip966], ...] = (
     FencedLastKnownLeader,
     MinIsrChangeKeepsElr,
@@ -148,4 +174,5 @@ BUGS: tuple[type[Kip966], ...] = (
     Kafka4NoUncleanDetection,
     RebootedFollowerEpochRace,
     UncleanConfigIgnored,
+    HwmWaitsForIneligible,
 )

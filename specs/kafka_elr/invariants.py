@@ -367,6 +367,15 @@ class Properties:
         stuck = ld != NO_LEADER and size(s.isr) >= self.eff_min_isr(s) and s.hwm[ld] < logs.length(s.log[ld])
         return stuck, not stuck
 
+    @leads_to("HwmAdvancesAtMinIsrWithoutRestarts", *CONTROLLER, *REPLICATION)
+    def hwm_advances_at_min_isr_without_restarts(self, s: State) -> tuple[bool, bool]:
+        """HwmAdvancesAtMinIsr, even if a broker that stopped never comes
+        back: only the committed ISR (and a proposal in flight) bounds the
+        HWM, and a stopped member is fenced out of it, so a replica that
+        cannot fetch cannot hold the HWM for ever (KAFKA-15021: the leader
+        waited for a caught-up replica shutting down)."""
+        return self.hwm_advances_at_min_isr(s)
+
     @leads_to("ReassignmentEnds", *CONTROLLER, *REPLICATION, *RESTARTS, *REASSIGNMENT)
     def reassignment_ends(self, s: State) -> tuple[bool, bool]:
         """A reassignment is eventually completed or cancelled: the adding

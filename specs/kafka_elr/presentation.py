@@ -142,7 +142,7 @@ class KafkaPresentation:
                 f"the reassignment (adding {d['adding']}, removing {d['removing']}) never ends: ISR {d['isr']}, "
                 f"leader {s.leader}, fenced {d['fenced']}, not running {down}"
             )
-        if invariant == "HwmAdvancesAtMinIsr":
+        if invariant in ("HwmAdvancesAtMinIsr", "HwmAdvancesAtMinIsrWithoutRestarts"):
             return (
                 f"leader {s.leader}'s HWM stays at {d['hwm'][s.leader]} below its log end "
                 f"{len(d['log'][s.leader])} for ever with ISR {d['isr']} at min ISR {d['min_isr']}"

@@ -1040,6 +1040,8 @@ ControllerSpec == Spec /\ ControllerFairness
 RestartsSpec == Spec /\ ControllerFairness /\ RestartFairness
 ReplicationSpec == Spec /\ ControllerFairness /\ ReplicationFairness /\ RestartFairness
 ReassignmentSpec == Spec /\ ControllerFairness /\ ReplicationFairness /\ RestartFairness /\ ReassignmentFairness
+\* (no RESTARTS: a broker that stopped may never come back)
+ReplicationWithoutRestartsSpec == Spec /\ ControllerFairness /\ ReplicationFairness
 
 \* under ControllerSpec
 LeaderlessGetsLeader == (leader = NoLeader) ~> (leader /= NoLeader)
@@ -1061,6 +1063,10 @@ HwmStuck ==
     /\ Size(isr) >= EffMinIsr(St)
     /\ hwm[leader] < Len(log[leader])
 HwmAdvancesAtMinIsr == HwmStuck ~> ~HwmStuck
+
+\* under ReplicationWithoutRestartsSpec: the same, even if a broker that
+\* stopped never comes back (KAFKA-15021)
+HwmAdvancesAtMinIsrWithoutRestarts == HwmStuck ~> ~HwmStuck
 
 \* under ReassignmentSpec: a reassignment is eventually completed or cancelled
 Reassigning == adding \cup removing /= {}
