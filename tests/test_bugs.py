@@ -27,6 +27,7 @@ MIN_ISR_CHANGE = "kip966, a min.insync.replicas change, no unclean shutdown"
 LIVE_ONLY = "kip966-elr-only, min ISR 1: the controller elects only live brokers"
 UNCLEAN_ELECTS = "kafka-4, unclean.leader.election.enable, 2 brokers, min ISR 1: a leaderless partition gets a leader"
 STOPS_FOR_GOOD = "kip966, a broker stops for good: the HWM still advances at min ISR"
+RECOVERS = "kip966, unclean.leader.election.enable: a RECOVERING leader recovers"
 # bug -> the gate entry that kills it first, the invariant (or property: the steps are the
 # lasso's) and the steps (`modelcheck mutate specs/gate.toml`)
 KILLS = {
@@ -39,6 +40,7 @@ KILLS = {
     "fenced-replica-joins-isr": ("kip966", "IsrMembersEligible", 5),
     "unclean-config-ignored": (UNCLEAN_ELECTS, "LeaderlessGetsLeader", 4),
     "hwm-waits-for-ineligible": (STOPS_FOR_GOOD, "HwmAdvancesAtMinIsrWithoutRestarts", 3),
+    "recovery-change-dropped": (RECOVERS, "RecoveringLeaderRecovers", 7),
 }
 
 

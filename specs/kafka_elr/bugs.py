@@ -165,6 +165,24 @@ class HwmWaitsForIneligible(Kip966):
         return self.isr_seen_by(s, ld) | self.proposed_by(s, ld) | caught
 
 
+class RecoveryChangeDropped(Kip966):
+    """apache/kafka PR 12073: when KIP-704 added LeaderRecoveryState to the
+    PartitionChangeRecord, PartitionChangeBuilder's no-op check was not
+    updated, so the RECOVERING leader's AlterPartition that changed only the
+    recovery state (to RECOVERED) built a record judged empty and not
+    written: the partition stayed RECOVERING under its leader, whose ISR
+    cannot grow (KIP-704). The fix checks leaderRecoveryState too."""
+
+    variant = "recovery-change-dropped"
+    source = "KAFKA-13587 (KIP-704) follow-up, apache/kafka PR 12073 (Kafka 3.3.0)"
+
+    def recorded(self, s: State, t: State) -> State:
+        same = t._replace(leader_recovery=s.leader_recovery)
+        if not self.partition_changed(s, same):
+            return same  # changeRecordIsNoOp ignored the recovery state: nothing written
+        return self.written(s, t)
+
+
 BUGS: tuple[type[Kip966], ...] = (
     FencedLastKnownLeader,
     MinIsrChangeKeepsElr,
@@ -175,4 +193,5 @@ BUGS: tuple[type[Kip966], ...] = (
     RebootedFollowerEpochRace,
     UncleanConfigIgnored,
     HwmWaitsForIneligible,
+    RecoveryChangeDropped,
 )

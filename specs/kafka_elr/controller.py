@@ -106,6 +106,10 @@ class Controller:
         while the ELR feature is off, the record has no ELR fields."""
         if not self.partition_changed(s, t):
             return t
+        return self.written(s, t)
+
+    def written(self, s: State, t: State) -> State:
+        """`t`, a PartitionChangeRecord that changed `s`'s partition, applied."""
         if not self.elr_enabled(t):
             t = self.written_without_elr(t)
         return t if t.pending_isr == NO_PROPOSAL else t._replace(pending_stale=1)

@@ -376,6 +376,17 @@ class Properties:
         waited for a caught-up replica shutting down)."""
         return self.hwm_advances_at_min_isr(s)
 
+    @leads_to("RecoveringLeaderRecovers", *CONTROLLER, *REPLICATION)
+    def recovering_leader_recovers(self, s: State) -> tuple[bool, bool]:
+        """KIP-704: a leader elected uncleanly recovers and the controller
+        writes RECOVERED; the partition does not stay RECOVERING under a
+        leader (it may lose the leader first: a clean re-election keeps
+        RECOVERING, and the new leader recovers in turn)."""
+        return (
+            s.leader != NO_LEADER and s.leader_recovery == RECOVERING,
+            s.leader == NO_LEADER or s.leader_recovery == RECOVERED,
+        )
+
     @leads_to("ReassignmentEnds", *CONTROLLER, *REPLICATION, *RESTARTS, *REASSIGNMENT)
     def reassignment_ends(self, s: State) -> tuple[bool, bool]:
         """A reassignment is eventually completed or cancelled: the adding

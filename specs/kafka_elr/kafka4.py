@@ -44,6 +44,7 @@ class Kafka4(Kip966):
             "UncleanRecovery",
             "CompleteRecovery",
             "RecoveryCompletes",
+            "RecoveringLeaderRecovers",
             *Kip966.RECOVERY_MANAGER,
             "CompleteReassignment",
             "ReassignmentMovesLeader",

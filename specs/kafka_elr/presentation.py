@@ -142,6 +142,11 @@ class KafkaPresentation:
                 f"the reassignment (adding {d['adding']}, removing {d['removing']}) never ends: ISR {d['isr']}, "
                 f"leader {s.leader}, fenced {d['fenced']}, not running {down}"
             )
+        if invariant == "RecoveringLeaderRecovers":
+            return (
+                f"the partition stays RECOVERING for ever under leader {s.leader} (ISR {d['isr']}): "
+                f"RECOVERED is never written"
+            )
         if invariant in ("HwmAdvancesAtMinIsr", "HwmAdvancesAtMinIsrWithoutRestarts"):
             return (
                 f"leader {s.leader}'s HWM stays at {d['hwm'][s.leader]} below its log end "

@@ -1068,6 +1068,12 @@ HwmAdvancesAtMinIsr == HwmStuck ~> ~HwmStuck
 \* stopped never comes back (KAFKA-15021)
 HwmAdvancesAtMinIsrWithoutRestarts == HwmStuck ~> ~HwmStuck
 
+\* under ReplicationWithoutRestartsSpec: a RECOVERING leader recovers, or
+\* the partition loses its leader first (KIP-704)
+RecoveringLeaderRecovers ==
+    (leader /= NoLeader /\ leader_recovery = "RECOVERING")
+    ~> (leader = NoLeader \/ leader_recovery = "RECOVERED")
+
 \* under ReassignmentSpec: a reassignment is eventually completed or cancelled
 Reassigning == adding \cup removing /= {}
 ReassignmentEnds == Reassigning ~> ~Reassigning
