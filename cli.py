@@ -522,10 +522,27 @@ def gate(junit: str | None, update_baseline: bool, repo: str | None, **options: 
 @main.command()
 @click.argument("gate_file", metavar="GATE.toml")
 @click.option("--mutant", "only", multiple=True, metavar="NAME", help="Hunt only this mutant (repeatable).")
+@click.option(
+    "--point",
+    "points",
+    multiple=True,
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Hunt only this generated mutant, by its number (repeatable; see --list-points).",
+)
+@click.option("--list-points", is_flag=True, help="Print the generated mutants (one a line) and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print the score and each mutant's fate as JSON on stdout.")
 @jobs_option("Mutants hunted")
 @summary_option("the mutation score and each mutant's fate")
-def mutate(gate_file: str, only: tuple[str, ...], as_json: bool, jobs: int, summary: str | None) -> None:
+def mutate(
+    gate_file: str,
+    only: tuple[str, ...],
+    points: tuple[int, ...],
+    list_points: bool,
+    as_json: bool,
+    jobs: int,
+    summary: str | None,
+) -> None:
     """How strong the gate is: each of the protocol's mutants (a variant
     that redefines one rule; specs/kafka_elr/bugs.py puts real Kafka bugs
     back) takes its base variant's place in every GATE.toml entry that pins
@@ -535,25 +552,53 @@ def mutate(gate_file: str, only: tuple[str, ...], as_json: bool, jobs: int, summ
     configs (every count as pinned) or SURVIVED (other states, nothing
     broken: a missing invariant or configuration).
 
+    Generated mutants are every small slip of a variant's own rules (drop a
+    conjunct or a `not`, flip a comparison or its strictness, swap | and &,
+    drop a set removal or an increment, keep a field an update sets, skip
+    a rebinding), numbered as --list-points prints them, all in one
+    compiled kernel: `--set mutation=N` checks one. One that no hunted
+    entry can run (its actions never fire there) is UNREACHED. Survivors
+    are listed by rule.
+
     \b
     modelcheck mutate specs/gate.toml
     modelcheck mutate specs/gate.toml --mutant leader-own-min-isr
+    modelcheck mutate specs/gate.toml --point 12 --point 40
+    modelcheck mutate specs/gate.toml --list-points
 
-    The gate file may list the survivors it knows of:
+    The gate file may list the survivors it knows of, the variants whose
+    rules are mutated, the entries they are hunted on (default: every entry
+    that pins holds for the variant, the cheapest first) and the least
+    score (killed / not shown equivalent) of the generated mutants:
 
     \b
     [mutation]
-    survivors = ["fenced-replica-joins-isr"]
+    survivors = ["elr-kept-on-downgrade"]
+    generate = ["kip966"]
+    hunt_on = ["kip966", "kip966, 2 brokers"]
+    min_score = 0.8
 
-    Exit status: 0 every mutant is killed but the listed survivors, which
-    survive; 1 otherwise (a new survivor: the gate got weaker; a listed one
-    killed: take it off the list; a hunt stopped at the memory limit, or a
-    mutant whose base no entry pins holds for); 2 bad input; Ctrl-C or SIGTERM stop it
-    (130, 143).
+    Exit status: 0 every named mutant is killed but the listed survivors,
+    which survive, and the generated score is at least min_score; 1
+    otherwise (a new survivor: the gate got weaker; a listed one killed:
+    take it off the list; a lower score; a hunt stopped at the memory
+    limit, or a mutant whose base no entry pins holds for); 2 bad input;
+    Ctrl-C or SIGTERM stop it (130, 143).
     """
     from modelcheck.runs.mutate import mutate_command
 
-    mutate_command(kafka_elr.load, kafka_elr.MUTANTS, gate_file, only, jobs, as_json, summary)
+    mutate_command(
+        kafka_elr.load,
+        kafka_elr.MUTANTS,
+        gate_file,
+        only,
+        jobs,
+        as_json,
+        summary,
+        schemata=kafka_elr.schemata,
+        points=points,
+        list_points=list_points,
+    )
 
 
 def specs_at(repo: str, ref: str) -> Any:

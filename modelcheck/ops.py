@@ -11,7 +11,11 @@ from __future__ import annotations
 
 
 def replace_at(t: tuple, i: int, v: int) -> tuple:
-    """`t` with element i set to v (a state's per-process tuples are immutable)."""
+    """`t` with element i set to v (a state's per-process tuples are immutable).
+    An index outside the tuple is an error, as TLA+'s EXCEPT outside a
+    function's domain is (a slice would quietly make a longer tuple)."""
+    if not 0 <= i < len(t):
+        raise IndexError(f"replace_at: index {i} outside a tuple of {len(t)}")
     return t[:i] + (v,) + t[i + 1 :]
 
 

@@ -101,8 +101,9 @@ def test_isr_members_eligible_holds_for_legacy_and_kafka_4_breaks_it_only_electi
 SMALL = {"brokers": 2, "max_records": 1, "max_unclean_shutdowns": 0, "max_fences": 1}
 
 
-def small_gate(tmp_path, survivors: list[str]) -> str:
-    """Two kip966 entries at 2 brokers, their counts pinned as they are."""
+def small_gate(tmp_path, survivors: list[str], generate: str = "") -> str:
+    """Two kip966 entries at 2 brokers, their counts pinned as they are
+    (`generate`: more of the [mutation] table)."""
     change = {**SMALL, "max_min_isr_changes": 1, "invariants": ["ElrOnlyUnderMinIsr"]}
     counts = [run(load(c), engine="bfs").distinct_states for c in (SMALL, change)]
     text = f"""
@@ -123,6 +124,7 @@ states = {counts[1]}
 
 [mutation]
 survivors = {json.dumps(survivors)}
+{generate}
 """
     path = tmp_path / "gate.toml"
     path.write_text(text)
@@ -173,7 +175,16 @@ def test_mutate_refuses_an_unknown_mutant_in_one_line(tmp_path):
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "mutant 'nope': no such mutant (allowed: " in r.stderr
     path.write_text(entry + "[mutation]\nkeep = 1\n")
     r = mutate(str(path))
-    assert r.exit_code == 2 and "[mutation] keep: no such key (allowed: survivors)" in r.stderr
+    allowed = "(allowed: survivors, generate, hunt_on, min_score)"
+    assert r.exit_code == 2 and f"[mutation] keep: no such key {allowed}" in r.stderr
+    for line, error in (
+        ('generate = ["nope"]', "[mutation] generate: 'nope' is not a variant"),
+        ("min_score = 2", "[mutation] min_score is 2; allowed: a number from 0 to 1"),
+        ('generate = ["kip966"]\nhunt_on = ["b"]', "[mutation] hunt_on: 'b' is no entry that pins holds for a"),
+    ):
+        path.write_text(entry + f"[mutation]\n{line}\n")
+        r = mutate(str(path))
+        assert r.exit_code == 2 and r.stderr.count("\n") == 1 and error in r.stderr, (line, r.stderr)
 
 
 def test_a_mutant_whose_base_no_entry_checks_is_untested_and_fails_the_run(tmp_path):
@@ -183,3 +194,48 @@ def test_a_mutant_whose_base_no_entry_checks_is_untested_and_fails_the_run(tmp_p
     assert r.exit_code == 1
     (m,) = json.loads(r.stdout)["mutants"]
     assert (m["status"], m["reason"], m["expected"]) == ("untested", "no entry pins holds for kafka-4", False)
+
+
+@pytest.mark.slow
+def test_mutate_hunts_generated_points_and_lists_the_survivors_by_rule(tmp_path):
+    """A point killed (by the cheapest entry first), one equivalent, one
+    that survives (the HWM kept: nothing is acked, so nothing is lost) and
+    one no entry can run (a clean shutdown, which neither entry allows)."""
+    path = small_gate(tmp_path, [], 'generate = ["kip966"]')
+    points = ("--point", "4", "--point", "1", "--point", "13", "--point", "27")
+    r = mutate(path, *points, "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    got = {
+        m["mutant"]: (m["status"], m["killed_by"], m["invariant"], m["steps"], m["entries_run"], m["entries_unreached"])
+        for m in out["generated"]
+    }
+    assert got == {
+        "kip966#4": ("killed", "plain", "ElrHasDataToHwm", 3, 1, 0),
+        "kip966#1": ("equivalent", None, None, None, 2, 0),
+        "kip966#13": ("survived", None, None, None, 2, 0),
+        "kip966#27": ("unreached", None, None, None, 0, 2),
+    }
+    assert out["mutants"] == [] and out["generated_score"] == {"killed": 1, "non_equivalent": 3, "mutants": 4}
+    by_name = {m["mutant"]: m for m in out["generated"]}
+    assert [m["mutant"] for m in out["generated"]] == ["kip966#1", "kip966#4", "kip966#13", "kip966#27"]
+    assert by_name["kip966#13"]["change"] == "replace_at(s.hwm, ld, new)  ->  s.hwm (kept)"
+    assert by_name["kip966#4"]["command"].startswith("modelcheck check --set variant=kip966 --set brokers=2")
+    assert by_name["kip966#4"]["command"].endswith("--set mutation=4")
+    r = mutate(path, *points)
+    lines = r.stdout.splitlines()
+    assert lines[0] == "generated mutants: 4: 1 killed, 1 survived, 1 unreached, 1 equivalent"
+    assert lines[1:3] == ["  Broker.advance_hwm:", lines[2]] and lines[2].startswith("    kip966#1 EQUIVALENT (")
+    assert lines[-1] == "generated mutation score: 1 killed of 3 not shown equivalent (0.333)"
+
+
+def test_a_generated_score_below_its_pin_fails_and_list_points_names_every_point(tmp_path):
+    from modelcheck.runs.mutate import Verdict, low_score
+    from specs.kafka_elr import schemata
+
+    verdicts = [Verdict("a", "kip966", killed_by="e"), Verdict("b", "kip966", ran=1, moved=1)]
+    assert low_score(verdicts, 0.5) == ""
+    assert low_score(verdicts, 0.6) == "generated mutation score 0.500 is below [mutation] min_score 0.6"
+    r = mutate(small_gate(tmp_path, [], 'generate = ["kip966"]'), "--list-points")
+    assert r.exit_code == 0 and len(r.stdout.splitlines()) == len(schemata("kip966").points)
+    assert r.stdout.splitlines()[3].startswith("kip966#4 Broker.advance_hwm (specs/kafka_elr/broker.py:")

@@ -80,13 +80,21 @@ def against_markdown(gate_file: str, ref: str, reports: Sequence[tuple[str, bool
     return "\n".join(lines)
 
 
-def mutate_markdown(gate_file: str, verdicts: Sequence[Any], unexpected: dict[str, str]) -> str:
-    """A mutation hunt: the score, then each mutant's fate and how to see its kill."""
+def mutate_markdown(
+    gate_file: str,
+    verdicts: Sequence[Any],
+    unexpected: dict[str, str],
+    generated: Sequence[Any] = (),
+    low: str = "",
+) -> str:
+    """A mutation hunt: the score, then each named mutant's fate and how to
+    see its kill, then the generated mutants' score and their survivors by
+    rule."""
     killed = sum(v.status == "killed" for v in verdicts)
     telling = killed + sum(v.status == "survived" for v in verdicts)
     lines = [
         f"## modelcheck mutate `{gate_file}`: {killed} killed of {telling} the gate can tell apart"
-        + (" (**unexpected**)" if unexpected else ""),
+        + (" (**unexpected**)" if unexpected or low else ""),
         "",
         "| mutant | base | fate | why | shows it |",
         "| --- | --- | --- | --- | --- |",
@@ -95,4 +103,22 @@ def mutate_markdown(gate_file: str, verdicts: Sequence[Any], unexpected: dict[st
         fate = v.status + (f" (**unexpected**: {unexpected[v.mutant]})" if v.mutant in unexpected else "")
         shows = f"`{v.command()}`" if v.command() else ""
         lines.append(f"| {v.mutant} | {v.base} | {cell(fate)} | {cell(v.reason())} | {shows} |")
+    if generated:
+        g_killed = sum(v.status == "killed" for v in generated)
+        g_telling = g_killed + sum(v.status in ("survived", "unreached") for v in generated)
+        lines += [
+            "",
+            f"Generated mutants: {g_killed} killed of {g_telling} not shown equivalent "
+            f"({len(generated)} mutants)." + (f" **{low}**" if low else ""),
+            "",
+            "| mutant | rule | where | change | fate | why |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        for v in generated:
+            if v.status != "killed":
+                p = v.point
+                lines.append(
+                    f"| {v.mutant} | {p.rule} | {p.where} | {cell(p.kind + ': ' + p.change)} | {v.status} "
+                    f"| {cell(v.reason())} |"
+                )
     return "\n".join([*lines, ""])

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from modelcheck.config import ConfigError, resolve
+from modelcheck.schemata import Schema
+from modelcheck.schemata import schema as mutant_schema
 
 from .bugs import BUGS
 from .catalog import ALL_VARIANTS, MUTANTS
@@ -17,7 +19,19 @@ from .protocol import Kip966
 from .schema import MAX_BROKERS, schema
 from .variants import VARIANTS
 
-__all__ = ["load", "load_as", "schema", "VARIANTS", "BUGS", "ALL_VARIANTS", "MUTANTS", "Kip966"]
+__all__ = ["load", "load_as", "schema", "schemata", "VARIANTS", "BUGS", "ALL_VARIANTS", "MUTANTS", "Kip966"]
+
+# the modules whose functions hold the rules that generated mutants change
+# (not the invariants, the presentation, or the state's representation)
+RULE_MODULES = tuple(
+    f"{__name__}.{m}"
+    for m in ("broker", "controller", "kafka4", "metadata", "operators", "rules", "variants", "versions")
+)
+
+
+def schemata(variant: str) -> Schema:
+    """The generated mutants of a variant's rules (config key `mutation`)."""
+    return mutant_schema(ALL_VARIANTS[variant], RULE_MODULES)
 
 
 def load(given: dict[str, Any]) -> Kip966:
@@ -56,7 +70,15 @@ def load(given: dict[str, Any]) -> Kip966:
             f"config key 'properties': {unknown[0]!r} is not a temporal property of variant "
             f"{config['variant']!r} (allowed: {', '.join(cls.properties) or 'none'})"
         )
-    return cls(config)
+    if not config["mutation"]:
+        return cls(config)
+    points = schemata(config["variant"]).points
+    if config["mutation"] > len(points):
+        raise ConfigError(
+            f"config key 'mutation': {config['mutation']} (allowed: 0 to {len(points)}, the generated mutants "
+            f"of variant {config['variant']!r})"
+        )
+    return schemata(config["variant"]).cls(config, mutation=config["mutation"])
 
 
 VERSION_KEYS = (

@@ -106,6 +106,13 @@ def schema() -> list[Key]:
             "no clean-shutdown epoch in the registration) or with them (new)",
         ),
         Key("variant", "kip966", one_of(*ALL_VARIANTS), " | ".join(ALL_VARIANTS), "protocol variant"),
+        Key(
+            "mutation",
+            0,
+            int_at_least(0),
+            "an integer >= 0",
+            "0, or the number of one generated mutant of the variant's rules (modelcheck mutate --list-points)",
+        ),
         Key("unclean_leader_election", False, is_bool, "true or false", "unclean.leader.election.enable"),
         Key(
             "unclean_recovery_strategy",

@@ -41,10 +41,11 @@ modelcheck.engine.kernel` is compile_elsewhere's child, __main__.py).
 
 from .cache import cache_dir
 from .compiled import Kernel, compile_ahead, compile_elsewhere, compiling_ahead, end_compile, kernel_for
-from .errors import KernelError, KernelUnavailable
+from .errors import FieldOutOfRange, KernelError, KernelUnavailable
 
 __all__ = [
     "Kernel",
+    "FieldOutOfRange",
     "KernelError",
     "KernelUnavailable",
     "cache_dir",

@@ -4,6 +4,7 @@ engine runs)."""
 
 from __future__ import annotations
 
+import copy
 import fcntl
 import os
 import pickle
@@ -19,12 +20,47 @@ from typing import Any
 from ...spec import Spec
 from ..batch import Candidates
 from .cache import cache_dir, load_module, module_name
-from .errors import KernelError, KernelUnavailable
+from .errors import FieldOutOfRange, KernelError, KernelUnavailable
 from .flatten import Flattener
 from .glue import KEY_FMIX, KEY_HASH, KEY_HASH128, KEY_MIX128, Rules, glue_source
 from .layout import plan_layout
 
 MAX_SUCCESSORS = 1 << 16  # a successor's index under its parent is a uint16
+
+
+def flattened(spec: Spec, family: tuple[type, ...]) -> Flattener:
+    """The flattened rules of `spec`'s kernel, made once a process for its
+    class and family (the text depends on no instance; the parameters,
+    read from this one, do): a run of many checks, such as a mutation
+    hunt, does not flatten the spec again for each."""
+    key = (type(spec), family)
+    if key not in _FLATTENED:
+        _FLATTENED[key] = _flatten(spec, family)
+    flat = copy.copy(_FLATTENED[key])
+    flat.spec = spec
+    return flat
+
+
+_FLATTENED: dict[tuple[type, tuple[type, ...]], Flattener] = {}
+
+
+def _flatten(spec: Spec, family: tuple[type, ...]) -> Flattener:
+    rules = Rules.of(family)
+    flat = Flattener(spec, family)
+    flat.run(
+        [
+            (fn.__name__, None)
+            for fn in [
+                *rules.actions.values(),
+                *rules.invariants.values(),
+                *rules.goals.values(),
+                *rules.properties.values(),
+            ]
+        ]
+        + [("representative", None), ("class_size", None)],
+        called=[fn.__name__ for g, fn in rules.goals.items() if len(rules.actions_of(g)) > 1],
+    )
+    return flat
 
 
 class Kernel:
@@ -63,20 +99,7 @@ class Kernel:
         # code) serves every config of each; numba compiles only what is called
         family = kernel_family(spec)
         rules = Rules.of(family)
-        flat = Flattener(spec, family)
-        flat.run(
-            [
-                (fn.__name__, None)
-                for fn in [
-                    *rules.actions.values(),
-                    *rules.invariants.values(),
-                    *rules.goals.values(),
-                    *rules.properties.values(),
-                ]
-            ]
-            + [("representative", None), ("class_size", None)],
-            called=[fn.__name__ for g, fn in rules.goals.items() if len(rules.actions_of(g)) > 1],
-        )
+        flat = flattened(spec, tuple(family))
         self.params = tuple(flat.param(a) for a in flat.attrs)
         self.source = {"spec": flat.source()}
         self.source["glue"] = glue_source(spec, flat, rules, module_name("spec", self.source["spec"]))
@@ -120,7 +143,7 @@ class Kernel:
     # ---- what engines call --------------------------------------------------------
     def field_error(self, bad: int) -> KernelError:
         f = self.fields[bad - 1]
-        return KernelError(
+        return FieldOutOfRange(
             f"a state's {f.name} left the range {f.lo}..{f.hi} that {self.spec_name}.layout() declares for this config"
         )
 

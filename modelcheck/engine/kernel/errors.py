@@ -9,3 +9,8 @@ class KernelError(Exception):
 class KernelUnavailable(Exception):
     """No compiled kernel here (numba missing or failing, a spec it cannot
     compile, MODELCHECK_KERNEL=interpreted): the message says why."""
+
+
+class FieldOutOfRange(KernelError):
+    """A reached state has a field outside the range the spec's layout()
+    declares (its TypeOK domain): the search stops there, without a trace."""

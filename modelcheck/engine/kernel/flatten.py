@@ -61,6 +61,7 @@ class Flattener:
         self.inline: set[str] = set()  # compiled into each caller (see _inlined)
         self.called: set[str] = set()  # never inlined (see run)
         self.todo: list[tuple[str, Callable, bool]] = []
+        self.wanted: set[str] = set()  # done or in todo
         self.attrs: list[str] = []  # self attributes, in tuple order
         self.choices: dict[str, tuple[list[str], list[int], Callable]] = {}  # see `method`
         self.replacers: dict[tuple[str, ...], str] = {}
@@ -104,7 +105,8 @@ class Flattener:
         return self._want(f"{fn.__module__.replace('.', '_')}__{fn.__name__}", fn, False)
 
     def _want(self, mangled: str, fn: Callable, is_method: bool) -> str:
-        if mangled not in self.done and all(m != mangled for m, _f, _i in self.todo):
+        if mangled not in self.wanted:
+            self.wanted.add(mangled)
             self.todo.append((mangled, fn, is_method))
         return mangled
 
