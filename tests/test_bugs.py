@@ -239,3 +239,24 @@ def test_a_generated_score_below_its_pin_fails_and_list_points_names_every_point
     r = mutate(small_gate(tmp_path, [], 'generate = ["kip966"]'), "--list-points")
     assert r.exit_code == 0 and len(r.stdout.splitlines()) == len(schemata("kip966").points)
     assert r.stdout.splitlines()[3].startswith("kip966#4 Broker.advance_hwm (specs/kafka_elr/broker.py:")
+
+
+def test_a_mutant_that_writes_outside_a_tuple_is_killed_by_the_evaluation_error():
+    """Dropping `ld == NO_LEADER` lets a leaderless partition's HWM be
+    written at index -1: TLC stops at such an error, and so does the hunt
+    (Python would wrap the index, numba would not: the reference engine
+    judges)."""
+    from modelcheck.runs.matrix import Cell
+    from modelcheck.runs.mutate import judged
+    from specs.kafka_elr import schemata
+
+    point = next(
+        p
+        for p in schemata("kip966").points
+        if p.rule == "Broker.advance_hwm"
+        and p.change.endswith("->  not self.running(s, ld) or not self.hwm_may_advance(s, ld)")
+    )
+    config = {**GATE["kip966, propagated metadata"].cell.config, "mutation": point.number}
+    assert judged(load, Cell("propagated", config, "holds")) == (
+        "an evaluation error (replace_at: index -1 outside a tuple of 3)"
+    )

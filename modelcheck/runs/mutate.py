@@ -140,21 +140,22 @@ def hunt(loader: Loader, task: Task) -> Verdict:
 
 def judged(loader: Loader, cell: Cell) -> Row | str:
     """The cell's row, or why the mutant cannot be run: a state outside
-    the layout (TypeOK's domains), or a value read or written outside a
-    tuple, which TLC reports as an error. Where the kernel and the spec
-    part ways (a negative index that Python wraps and numba does not), the
-    reference engine judges alone."""
+    the layout (TypeOK's domains), or an evaluation error (a value read or
+    written outside a tuple, an action's label outside its range), which
+    TLC stops at too. Where the compiled engine fails otherwise, or the
+    kernel and the spec part ways (a negative index that Python wraps and
+    numba does not), the reference engine judges alone."""
     try:
         return run_cell(loader, cell)
     except FieldOutOfRange as e:
         return f"TypeOK ({e})"
-    except (TraceError, IndexError):
+    except Exception:  # the reference engine judges a mutant the kernel cannot run (a stop is no Exception)
         pass
     before = os.environ.get("MODELCHECK_KERNEL")
     os.environ["MODELCHECK_KERNEL"] = "interpreted"
     try:
         return run_cell(loader, cell)
-    except IndexError as e:
+    except (IndexError, KeyError, ValueError, TypeError, TraceError) as e:
         return f"an evaluation error ({e})"
     finally:
         if before is None:
