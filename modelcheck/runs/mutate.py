@@ -61,6 +61,7 @@ class Verdict:
     ran: int = 0
     moved: int = 0
     unreached: int = 0
+    grew: int = 0  # entries a generated mutant's search outgrew (the memory limit)
     errors: list[str] = field(default_factory=list)
     point: Point | None = None
 
@@ -86,8 +87,9 @@ class Verdict:
         if not self.ran:
             return f"no entry pins holds for {self.base}"
         if self.moved:
+            grew = f" ({self.grew} past {GENERATED_MEMORY >> 30} GiB, nothing broken by then)" if self.grew else ""
             return (
-                f"{self.moved} of {self.ran} entries reach other states and none fails: "
+                f"{self.moved} of {self.ran} entries reach other states{grew} and none fails: "
                 "a missing invariant, or a configuration the gate does not run"
             )
         return f"every count of the {self.ran} entries as pinned: equivalent on the gate's configs"
@@ -123,12 +125,16 @@ def hunt(loader: Loader, task: Task) -> Verdict:
             if task.point is None
             else {VARIANT: task.base, **rest, SWITCH: task.point.number}
         )
-        row = judged(loader, Cell(entry.cell.name, config, "holds", symmetry=entry.cell.symmetry))
+        cell = Cell(entry.cell.name, config, "holds", symmetry=entry.cell.symmetry)
+        row = judged(loader, cell, None if task.point is None else GENERATED_MEMORY)
         v.ran += 1
         if isinstance(row, str):  # an error TLC would stop at too: a kill, though without a trace
             v.killed_by, v.invariant, v.config = entry.cell.name, row, config
             return v
-        if row.verdict.startswith("stopped"):
+        if task.point is not None and row.verdict.startswith("stopped"):  # a limit: a signal raises
+            v.moved += 1  # far more states than its base, and nothing broken among them
+            v.grew += 1
+        elif row.verdict.startswith("stopped"):
             v.errors.append(f"{entry.cell.name}: {row.verdict}")
         elif row.verdict != "holds":
             v.killed_by, v.invariant, v.steps, v.config = entry.cell.name, row.invariant, row.trace_len, config
@@ -138,7 +144,13 @@ def hunt(loader: Loader, task: Task) -> Verdict:
     return v
 
 
-def judged(loader: Loader, cell: Cell) -> Row | str:
+# the memory a generated mutant's search may take (a slip such as a counter
+# not bumped can make a bounded space unbounded; the hunted entries' own
+# searches take under 1 GiB)
+GENERATED_MEMORY = 3 << 30
+
+
+def judged(loader: Loader, cell: Cell, max_memory: int | None = None) -> Row | str:
     """The cell's row, or why the mutant cannot be run: a state outside
     the layout (TypeOK's domains), or an evaluation error (a value read or
     written outside a tuple, an action's label outside its range), which
@@ -146,7 +158,7 @@ def judged(loader: Loader, cell: Cell) -> Row | str:
     kernel and the spec part ways (a negative index that Python wraps and
     numba does not), the reference engine judges alone."""
     try:
-        return run_cell(loader, cell)
+        return run_cell(loader, cell, max_memory)
     except FieldOutOfRange as e:
         return f"TypeOK ({e})"
     except Exception:  # the reference engine judges a mutant the kernel cannot run (a stop is no Exception)
@@ -154,7 +166,7 @@ def judged(loader: Loader, cell: Cell) -> Row | str:
     before = os.environ.get("MODELCHECK_KERNEL")
     os.environ["MODELCHECK_KERNEL"] = "interpreted"
     try:
-        return run_cell(loader, cell)
+        return run_cell(loader, cell, max_memory)
     except (IndexError, KeyError, ValueError, TypeError, TraceError) as e:
         return f"an evaluation error ({e})"
     finally:
