@@ -96,9 +96,9 @@ def mutate_markdown(
         f"## modelcheck mutate `{gate_file}`: {killed} killed of {telling} the gate can tell apart"
         + (" (**unexpected**)" if unexpected or low else ""),
         "",
-        "| mutant | base | fate | why | shows it |",
-        "| --- | --- | --- | --- | --- |",
     ]
+    if verdicts:
+        lines += ["| mutant | base | fate | why | shows it |", "| --- | --- | --- | --- | --- |"]
     for v in verdicts:
         fate = v.status + (f" (**unexpected**: {unexpected[v.mutant]})" if v.mutant in unexpected else "")
         shows = f"`{v.command()}`" if v.command() else ""
