@@ -557,8 +557,9 @@ def mutate(
     drop a set removal or an increment, keep a field an update sets, skip
     a rebinding), numbered as --list-points prints them, all in one
     compiled kernel: `--set mutation=N` checks one. One that no hunted
-    entry can run (its actions never fire there) is UNREACHED. Survivors
-    are listed by rule.
+    entry can run (its actions never fire there) is UNREACHED. A generated
+    mutant's search stops at 3 GiB (a slip can unbound a bounded space) and
+    counts as reaching other states. Survivors are listed by rule.
 
     \b
     modelcheck mutate specs/gate.toml
