@@ -48,7 +48,7 @@ def test_a_new_users_first_small_check_answers_interpreted_without_a_warning(tmp
         cwd=ROOT,
     )
     assert r.returncode == 0, r.stderr
-    assert "holds: 15 invariants hold" in r.stdout and "distinct states: 8,302" in r.stdout
+    assert "holds: 16 invariants hold" in r.stdout and "distinct states: 8,302" in r.stdout
     assert "warning" not in r.stderr and "Traceback" not in r.stderr
     assert "compiling the kernel of Kip966 for 3 processes (once: later runs load it); the" in r.stderr
 

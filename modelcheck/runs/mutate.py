@@ -36,6 +36,7 @@ import click
 from ..config import ConfigError, read_file
 from ..engine.kernel import FieldOutOfRange, compiling_ahead
 from ..lifetime import Stopped, StopRequest, end_pool, exit_code, stop_on_signals, worker_pool
+from ..memory import anon_rss
 from ..output import check_file
 from ..schemata import SWITCH, Point, Schema
 from ..trace import TraceError
@@ -150,13 +151,16 @@ def hunt(loader: Loader, task: Task) -> Verdict:
 GENERATED_MEMORY = 3 << 30
 
 
-def judged(loader: Loader, cell: Cell, max_memory: int | None = None) -> Row | str:
+def judged(loader: Loader, cell: Cell, grow: int | None = None) -> Row | str:
     """The cell's row, or why the mutant cannot be run: a state outside
     the layout (TypeOK's domains), or an evaluation error (a value read or
     written outside a tuple, an action's label outside its range), which
     TLC stops at too. Where the compiled engine fails otherwise, or the
     kernel and the spec part ways (a negative index that Python wraps and
-    numba does not), the reference engine judges alone."""
+    numba does not), the reference engine judges alone. `grow`: the
+    memory the search may add to what the process holds already (a
+    worker's earlier searches leave some behind)."""
+    max_memory = None if grow is None else anon_rss() + grow
     try:
         return run_cell(loader, cell, max_memory)
     except FieldOutOfRange as e:
@@ -166,7 +170,7 @@ def judged(loader: Loader, cell: Cell, max_memory: int | None = None) -> Row | s
     before = os.environ.get("MODELCHECK_KERNEL")
     os.environ["MODELCHECK_KERNEL"] = "interpreted"
     try:
-        return run_cell(loader, cell, max_memory)
+        return run_cell(loader, cell, None if grow is None else anon_rss() + grow)
     except (IndexError, KeyError, ValueError, TypeError, TraceError) as e:
         return f"an evaluation error ({e})"
     finally:
