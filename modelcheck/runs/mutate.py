@@ -278,7 +278,9 @@ def mutate_command(
         sys.exit(EXIT_HOLDS)
     console = stderr_console()
     verdicts: dict[str, Verdict] = {}
-    kernels = [load({**e.cell.config, SWITCH: t.point.number}) for t in tasks[-1:] if t.point for e in t.entries]
+    # one task a generated variant names every kernel its points need (one a broker count)
+    first = {t.base: t for t in reversed(tasks) if t.point is not None}.values()
+    kernels = [load({**e.cell.config, SWITCH: t.point.number}) for t in first if t.point for e in t.entries]
     with compiling_ahead(kernels), stop_on_signals() as request, request.polling():
         try:
             for v in hunts(load, tasks, min(jobs, len(tasks)), request):
