@@ -312,7 +312,7 @@ def test_a_first_run_races_the_compile_and_a_small_check_finishes_interpreted(tm
     before = set(os.listdir("/proc"))
     small = cli(code=toy(3), env={"MODELCHECK_CACHE": str(tmp_path)})
     assert small.stdout == "interpreted (done before the kernel compiled) 16\n"
-    assert "the interpreted engine runs meanwhile" in small.stderr
+    assert "the interpreted engine checks meanwhile" in small.stderr
     left = [
         p
         for p in set(os.listdir("/proc")) - before
@@ -332,7 +332,7 @@ def test_a_first_run_that_took_long_interpreted_leaves_the_kernel_compiled_for_t
     waits = "import modelcheck.engine; modelcheck.engine.KEEP_COMPILING_AFTER_S = 0.0\n" + toy(3)
     first = cli(code=waits, env={"MODELCHECK_CACHE": str(tmp_path)})
     assert first.stdout == "interpreted (done before the kernel compiled) 16\n", first.stderr
-    assert "the check is done; waiting for the kernel's compile" in first.stderr
+    assert "the checks are done; finishing the kernel's compile" in first.stderr
     again = cli(code=toy(3), env={"MODELCHECK_CACHE": str(tmp_path)})
     assert again.stdout == "compiled 16\n" and "compiling" not in again.stderr, again.stderr
 

@@ -5,7 +5,7 @@ the spec compiled (kernel/) over packed states on threads; `spark` runs
 the same compiled search with the frontier and visited set spread over
 Spark executors (pyspark is imported only when it is asked for).
 
-The first check of a variant must compile its kernel (about 30 s). Since
+The first check of a variant must compile its kernel (minutes). Since
 the engines agree exactly, `fast` then races: the kernel compiles in a
 child process while the reference engine runs here, and whichever is done
 first decides (a small check finishes interpreted at once; a large one
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ParamSpec
@@ -41,7 +40,7 @@ from .control import Control
 from .progress import Progress
 
 if TYPE_CHECKING:
-    from .kernel import Kernel
+    from .kernel import CompileJob, Kernel
 
 ENGINES = ("fast", "bfs", "spark")
 P = ParamSpec("P")
@@ -76,11 +75,15 @@ def run(
     spark_settings: dict[str, str] | None = None,
     fingerprint_bits: int = 64,
     control: Control | None = None,
+    compiling: CompileJob | None = None,
 ) -> CheckResult:
     """Check `spec` with the named engine (`workers` applies to fast;
     `master`, `partitions` and `spark_settings` to spark; `fingerprint_bits`
     to both, where a packed state is too large to store whole; `control`:
-    its stop request to all, checkpoints and the memory limit to fast and bfs)."""
+    its stop request to all, checkpoints and the memory limit to fast and bfs;
+    `compiling`: to fast, the compile of this spec's kernel the caller
+    started (kernel.compile_job), which a race watches instead of starting
+    its own, and which the caller ends or waits for)."""
     from .bfs import check as reference
 
     control = control or Control()
@@ -125,7 +128,7 @@ def run(
         result.run_info["kernel"] = f"interpreted: {e}"
         return result
     if kernel is None:
-        raced, kernel = _race(spec, progress, note, fingerprint_bits, control)
+        raced, kernel = _race(spec, progress, note, fingerprint_bits, control, compiling)
         if raced is not None:
             return raced
         assert kernel is not None, "the compiled search starts with the kernel the race loaded"
@@ -156,53 +159,65 @@ class _KernelReady(Exception):
 
 
 def _race(
-    spec: Spec, progress: Progress | None, note, fingerprint_bits: int, control: Control
+    spec: Spec,
+    progress: Progress | None,
+    note,
+    fingerprint_bits: int,
+    control: Control,
+    job: CompileJob | None,
 ) -> tuple[CheckResult | None, Kernel | None]:
-    """The reference engine here while the kernel compiles in a child: (the
-    reference engine's result, None) if it finishes first, else (None, the
-    kernel, loaded from the cache the child filled)."""
+    """The reference engine here while the kernel compiles in a child (the
+    caller's `job`, else one of its own): (the reference engine's result,
+    None) if it finishes first, else (None, the kernel, loaded from the
+    cache the child filled)."""
     from .bfs import check as reference
-    from .kernel import compile_elsewhere, end_compile, kernel_for
+    from .kernel import compile_job, kernel_for
 
-    note(
-        f"compiling the kernel of {type(spec).__name__} for {spec.n} processes (once: later runs load it); "
-        f"the interpreted engine runs meanwhile"
-    )
-    child = compile_elsewhere(spec)
-    errors = child.stderr
-    assert errors is not None
-    failed: list[str] = []
+    own = job is None
+    if own:
+        job = compile_job(spec)
+        if job is None:  # compiled meanwhile (another process), or none to be had
+            return None, kernel_for(spec, note, fingerprint_bits=fingerprint_bits)
+    assert job is not None
+    if not job.announced:
+        note(
+            f"compiling the kernel of {job.spec_name} for {job.n} processes ({job.kernel.estimate()}; "
+            f"once: later runs load it); the interpreted engine checks meanwhile"
+        )
+        job.announced = True
 
     def watch(counts: dict) -> None:
-        if not failed and child.poll() is not None:
-            if child.returncode == 0:
-                raise _KernelReady
-            failed.append(errors.read().decode(errors="replace").strip() or f"exit {child.returncode}")
+        if job.ready():
+            raise _KernelReady
         if progress:
-            progress(counts)
+            progress({**counts, "compiling": job.status()} if job.running() else counts)
 
     try:
         result = reference(spec, progress=watch, control=control)
-        if result.elapsed_s >= KEEP_COMPILING_AFTER_S and not failed:
-            _finish_compile(child, control, note)
+        if own and result.elapsed_s >= KEEP_COMPILING_AFTER_S:
+            finish_compile(job, control, progress)
     except _KernelReady:
         note("the kernel is compiled: the compiled search starts")
         return None, kernel_for(spec, fingerprint_bits=fingerprint_bits)
     finally:
-        end_compile(child)
+        if own:
+            job.end()
     result.run_info["kernel"] = (
-        f"interpreted: {failed[0]}" if failed else "interpreted (done before the kernel compiled)"
+        f"interpreted: {job.failed}" if job.failed else "interpreted (done before the kernel compiled)"
     )
     return result, None
 
 
-def _finish_compile(child: subprocess.Popen, control: Control, note) -> None:
-    """Wait for the compile a finished check no longer needs, so that the
-    next run of this variant loads the kernel; a stop signal ends the wait
-    (the compile is then abandoned), never the answer."""
-    if child.poll() is not None:
-        return
-    note("the check is done; waiting for the kernel's compile, so that later runs are compiled (Ctrl-C skips it)")
+def finish_compile(job: CompileJob, control: Control, progress: Progress | None) -> bool:
+    """Wait for a compile the checks no longer need, so that the next run
+    of this variant loads the kernel (`progress` hears how far it is); a
+    stop signal ends the wait (the compile is then abandoned), never an
+    answer. Whether the kernel is now in the cache."""
+    if job.running() and progress:
+        progress({"note": "the checks are done; finishing the kernel's compile, so that later runs load it"})
     with control.stop.polling():
-        while child.poll() is None and not control.stop.asked:
-            time.sleep(0.1)
+        while job.running() and not control.stop.asked:
+            if progress:
+                progress({"status": f"{job.status()} (Ctrl-C skips it; the verdicts stand)"})
+            time.sleep(0.5)
+    return job.ready()

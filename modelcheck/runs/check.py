@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any, NoReturn
 
 import click
@@ -14,16 +15,20 @@ from ..config import ConfigError
 from ..engine import run as run_engine
 from ..engine.checkpoint import Checkpoints
 from ..engine.control import Control
+from ..engine.kernel import CompileJob
 from ..lifetime import Stopped, exit_code, stop_on_signals
 from ..memory import default_limit, parse_size
 from ..output import check_file
-from ..result import parse_expectation
+from ..result import CheckResult, parse_expectation
+from ..suite import read_suite
 from ..trace import described
 from ..views.progress import Progress
 from ..views.report import check_json, print_result, print_stop
 from ..views.tracefile import TraceFile
 from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
+from .first_compile import after_compile, first_compile
 from .inputs import Loader, check_spark_options, load_check_config
+from .suite import check_suite
 
 
 def check_command(
@@ -44,9 +49,11 @@ def check_command(
     checkpoint_every: float,
     resume_dir: str | None,
     max_memory: str | None,
+    suite: Path | None = None,
 ) -> NoReturn:
     """The check of `config` and `overrides` (the spec `load` makes of
-    them), as the options say; exits with its status."""
+    them), as the options say; without either (nor a resume), the default
+    `suite`'s checks where the spec has one. Exits with its status."""
     try:
         check_spark_options(engine, master, partitions, spark_conf)
         if engine == "bfs" and fingerprint_bits != "64":
@@ -79,11 +86,23 @@ def check_command(
             given, engine, symmetry, fingerprint_bits = resumed(
                 load, control.checkpoints, given, engine, symmetry, fingerprint_bits
             )
-        spec = load(given)
-        if expected is not None:
-            expected = parse_expectation(expected, spec, str(config), "[expected] verdict")
-        if symmetry:
-            spec.enable_symmetry()
+        in_suite = suite is not None and config is None and not overrides and not resume_dir
+        if in_suite:
+            assert suite is not None
+            if checkpoint_dir:
+                raise ConfigError(
+                    f"--checkpoint checkpoints one configuration, and without CONFIG.toml or --set check runs "
+                    f"the default suite ({suite.name}): give the configuration to checkpoint"
+                )
+            members = read_suite(suite)
+            specs = [load(m.config) for m in members]
+        else:
+            specs = [load(given)]
+            if expected is not None:
+                expected = parse_expectation(expected, specs[0], str(config), "[expected] verdict")
+        for spec in specs:
+            if symmetry:
+                spec.enable_symmetry()
         if trace_out:
             check_file(trace_out, "--trace-out")
         if checkpoint_dir:  # last: nothing is created before every option has been checked
@@ -91,28 +110,59 @@ def check_command(
             control.checkpoints.prepare(resuming=False)
     except ConfigError as e:
         fail(str(e))
+
+    def check_one(spec: Any, progress: Progress, control: Control, compiling: CompileJob | None) -> CheckResult:
+        return run_engine(
+            spec,
+            engine=engine,
+            workers=workers,
+            progress=progress,
+            master=master,
+            partitions=partitions,
+            spark_settings=dict(kv.split("=", 1) for kv in spark_conf),
+            fingerprint_bits=int(fingerprint_bits),
+            control=control,
+            compiling=compiling,
+        )
+
+    if in_suite:
+        assert suite is not None
+        check_suite(suite, members, specs, check_one, engine, workers, control, as_json, quiet, trace_out)
+    spec = specs[0]
     stopped = None
-    with stop_on_signals() as control.stop:
-        try:
-            with Progress(enabled=not quiet and not as_json) as progress:
-                result = run_engine(
-                    spec,
-                    engine=engine,
-                    workers=workers,
-                    progress=progress,
-                    master=master,
-                    partitions=partitions,
-                    spark_settings=dict(kv.split("=", 1) for kv in spark_conf),
-                    fingerprint_bits=int(fingerprint_bits),
-                    control=control,
-                )
-        except Stopped as e:
-            stopped = e
-        except ConfigError as e:  # the engine cannot start here (e.g. no Java for Spark)
-            fail(str(e))
-    if stopped is not None:
-        print_stop(stopped, as_json)
-        sys.exit(exit_code(stopped))
+    job = first_compile(spec, engine, control)
+    try:
+        with stop_on_signals() as control.stop:
+            try:
+                with Progress(enabled=not quiet and not as_json) as progress:
+                    result = check_one(spec, progress, control, job)
+            except Stopped as e:
+                stopped = e
+            except ConfigError as e:  # the engine cannot start here (e.g. no Java for Spark)
+                fail(str(e))
+        if stopped is not None:
+            print_stop(stopped, as_json)
+            sys.exit(exit_code(stopped))
+        report(spec, result, expected, engine, workers, symmetry, as_json, trace_out, job, quiet)
+    finally:
+        if job is not None:
+            job.end()
+
+
+def report(
+    spec: Any,
+    result: CheckResult,
+    expected: str | None,
+    engine: str,
+    workers: int,
+    symmetry: bool,
+    as_json: bool,
+    trace_out: str | None,
+    job: CompileJob | None,
+    quiet: bool,
+) -> NoReturn:
+    """One check's verdict printed (text or --json), its trace file written,
+    the first compile finished when that pays; exits with its status."""
     kernel = result.run_info.get("kernel", "")
     if kernel.startswith("interpreted: "):  # not "interpreted (done before the kernel compiled)"
         click.echo(f"warning: no compiled kernel ({kernel.split(': ', 1)[1]}); ran the interpreted engine", err=True)
@@ -128,6 +178,7 @@ def check_command(
         click.echo(json.dumps(check_json(spec, result, trace, expected, verdict, engine, workers, symmetry)))
     else:
         print_result(spec, result, expected, verdict, trace_out)
+    after_compile(job, [result], quiet or as_json)
     outputs.exit(EXIT_HOLDS if result.holds else EXIT_VIOLATED)
 
 

@@ -32,16 +32,17 @@ class Progress:
             self.live.stop()
 
     def __call__(self, st: dict) -> None:
-        line = (
-            st["note"]
-            if "note" in st
-            else (
+        if "note" in st:
+            line = st["note"]
+        elif "status" in st:  # a wait's state, shown as counts are
+            line = st["status"]
+        else:
+            line = (
                 f"depth {st['depth']}  distinct {st['distinct']:,}  generated {st['generated']:,}  "
                 f"queue {st['queue']:,}  {st['states_per_s']:,.0f} states/s  {st['elapsed_s']:.0f} s"
-            )
-        )
+            ) + (f"  | {st['compiling']}" if "compiling" in st else "")
         if self.live:
             self.live.update(Text(line))
         elif self.enabled and ("note" in st or time.monotonic() - self.last >= 10):
-            self.console.print(line)
+            self.console.print(line, soft_wrap=True)  # a log line: one line, however long
             self.last = time.monotonic()

@@ -7,6 +7,7 @@ returns the spec instance of its variant.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from modelcheck.config import ConfigError, resolve
@@ -19,7 +20,22 @@ from .protocol import Kip966
 from .schema import MAX_BROKERS, schema
 from .variants import VARIANTS
 
-__all__ = ["load", "load_as", "schema", "schemata", "VARIANTS", "BUGS", "ALL_VARIANTS", "MUTANTS", "Kip966"]
+__all__ = [
+    "load",
+    "load_as",
+    "schema",
+    "schemata",
+    "VARIANTS",
+    "BUGS",
+    "ALL_VARIANTS",
+    "MUTANTS",
+    "Kip966",
+    "DEFAULT_SUITE",
+]
+
+# what `modelcheck check` checks without a config: the few configurations
+# that together fire every action and reach every goal
+DEFAULT_SUITE = Path(__file__).with_name("default.toml")
 
 # the modules whose functions hold the rules that generated mutants change
 # (not the invariants, the presentation, or the state's representation)

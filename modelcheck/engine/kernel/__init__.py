@@ -40,18 +40,18 @@ modelcheck.engine.kernel` is compile_elsewhere's child, __main__.py).
 """
 
 from .cache import cache_dir
-from .compiled import Kernel, compile_ahead, compile_elsewhere, compiling_ahead, end_compile, kernel_for
+from .compiled import CompileJob, Kernel, compile_ahead, compile_job, compiling_ahead, kernel_for
 from .errors import FieldOutOfRange, KernelError, KernelUnavailable
 
 __all__ = [
+    "CompileJob",
     "Kernel",
     "FieldOutOfRange",
     "KernelError",
     "KernelUnavailable",
     "cache_dir",
     "compile_ahead",
-    "compile_elsewhere",
+    "compile_job",
     "compiling_ahead",
-    "end_compile",
     "kernel_for",
 ]

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import copy
 import fcntl
+import json
 import os
 import pickle
+import statistics
 import subprocess
 import sys
+import time
 import types
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -26,6 +29,11 @@ from .glue import KEY_FMIX, KEY_HASH, KEY_HASH128, KEY_MIX128, Rules, glue_sourc
 from .layout import plan_layout
 
 MAX_SUCCESSORS = 1 << 16  # a successor's index under its parent is a uint16
+# a first compile's estimate before this cache has timed any: seconds a KB of
+# generated source (measured: kip966's family kernel for 3 processes, 147 KB,
+# 176 s on one core of a 2-core Xeon, numba 0.68.1)
+SECONDS_PER_KB = 1.2
+COMPILE_TIMES = "compile-seconds.json"  # in the cache: each compile's seconds and source size
 
 
 def flattened(spec: Spec, family: tuple[type, ...]) -> Flattener:
@@ -191,6 +199,29 @@ class Kernel:
         """Whether numba has machine code for this kernel on disk (a run then loads, not compiles)."""
         return any(self.cache_dir.glob(f"__pycache__/{module_name('glue', self.source['glue'])}.expand-*.nbi"))
 
+    def size_kb(self) -> float:
+        return sum(len(text) for text in self.source.values()) / 1024
+
+    def record_compile(self, seconds: float) -> None:
+        """Note how long this kernel took to compile, so that later first
+        compiles on this machine are estimated from it (`estimate`)."""
+        times = _compile_times(self.cache_dir)
+        times[module_name("glue", self.source["glue"])] = {"seconds": round(seconds, 1), "kb": round(self.size_kb())}
+        path = self.cache_dir / COMPILE_TIMES
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(times, indent=1, sort_keys=True))
+        os.replace(tmp, path)
+
+    def estimate_s(self) -> float:
+        """About how long this kernel takes to compile on this machine: its
+        source's size at the median rate of the compiles this cache timed
+        (SECONDS_PER_KB before any)."""
+        rates = [t["seconds"] / t["kb"] for t in _compile_times(self.cache_dir).values() if t.get("kb")]
+        return self.size_kb() * (statistics.median(rates) if rates else SECONDS_PER_KB)
+
+    def estimate(self) -> str:
+        return f"about {_duration(self.estimate_s())}"
+
     @contextmanager
     def compiling(self) -> Iterator[None]:
         """Hold the cache's lock on this kernel: of processes that need it
@@ -215,6 +246,68 @@ class Kernel:
         )
         if self.property_count:
             self.labels(rows)
+
+
+def _compile_times(cache: Path) -> dict[str, dict[str, float]]:
+    try:
+        times = json.loads((cache / COMPILE_TIMES).read_text())
+        return times if isinstance(times, dict) else {}
+    except (OSError, ValueError):  # none yet, or damaged: estimate without
+        return {}
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 100 else f"{seconds / 60:.0f} min"
+
+
+class CompileJob:
+    """A kernel compiling in a child (compile_elsewhere) while this process
+    goes on: whether it is done, and what to tell a user meanwhile."""
+
+    def __init__(self, spec: Spec, kernel: Kernel):
+        self.kernel = kernel
+        self.spec_name, self.n = type(spec).__name__, spec.n
+        self.child = compile_elsewhere(spec)
+        self.started = time.monotonic()
+        self.failed: str | None = None
+        self.announced = False  # whether a check has told the user of it
+
+    def ready(self) -> bool:
+        """Whether the kernel is in the cache (the child exited 0); a failed
+        compile is noted in `failed`."""
+        if self.failed is None and self.child.poll() is not None:
+            if self.child.returncode == 0:
+                return True
+            assert self.child.stderr is not None
+            self.failed = self.child.stderr.read().decode(errors="replace").strip() or f"exit {self.child.returncode}"
+        return False
+
+    def running(self) -> bool:
+        return self.child.poll() is None
+
+    def status(self) -> str:
+        """The progress line's part: how far the compile is."""
+        elapsed = time.monotonic() - self.started
+        return f"compiling the kernel: {elapsed:.0f} s of {self.kernel.estimate()}"
+
+    def end(self) -> None:
+        end_compile(self.child)
+
+
+def compile_job(spec: Spec) -> CompileJob | None:
+    """A CompileJob for `spec`'s kernel if it is not in the cache and can
+    be had (numba importable, MODELCHECK_KERNEL not interpreted), else None."""
+    if os.environ.get("MODELCHECK_KERNEL") == "interpreted":
+        return None
+    try:
+        from numba.core.errors import NumbaError
+    except Exception:  # no numba: the check says so itself
+        return None
+    try:
+        kernel = Kernel(spec, cache_dir())
+    except (KernelError, NumbaError, OSError):  # the check will say why
+        return None
+    return None if kernel.compiled() else CompileJob(spec, kernel)
 
 
 def kernel_family(spec: Spec) -> list[type[Spec]]:
@@ -263,12 +356,16 @@ def kernel_for(
             return None
         else:
             with kernel.compiling():
-                if not kernel.compiled():
+                if kernel.compiled():
+                    kernel.warm(spec.init_states())
+                else:
                     note(
                         f"compiling the kernel of {type(spec).__name__} for {spec.n} processes with numba "
-                        f"{numba.__version__} (once: later runs load it)"
+                        f"{numba.__version__} ({kernel.estimate()}; once: later runs load it)"
                     )
-                kernel.warm(spec.init_states())
+                    started = time.monotonic()
+                    kernel.warm(spec.init_states())
+                    kernel.record_compile(time.monotonic() - started)
     except KernelError as e:
         raise KernelUnavailable(str(e)) from None
     except (NumbaError, OSError) as e:
@@ -294,31 +391,21 @@ def compile_elsewhere(spec: Spec) -> subprocess.Popen:
     return child
 
 
-def compile_ahead(specs: Iterable[Spec]) -> list[subprocess.Popen]:
-    """Start compiling, each in a child (compile_elsewhere), the kernels of
-    `specs` the cache lacks, one a kernel: a run of many checks then
-    compiles them side by side from its start, not one after another as
-    its checks meet them. None where there is no kernel to be had."""
-    if os.environ.get("MODELCHECK_KERNEL") == "interpreted":
-        return []
-    try:
-        from numba.core.errors import NumbaError
-    except Exception:  # no numba: the checks say so themselves
-        return []
+def compile_ahead(specs: Iterable[Spec]) -> list[CompileJob]:
+    """Start compiling, each in a child (CompileJob), the kernels of `specs`
+    the cache lacks, one a kernel: a run of many checks then compiles them
+    side by side from its start, not one after another as its checks meet
+    them. None where there is no kernel to be had."""
     seen: set[tuple] = set()
-    children = []
+    jobs = []
     for spec in specs:
         key = (tuple(kernel_family(spec)), spec.n)
-        if key in seen:
-            continue
-        seen.add(key)
-        try:
-            kernel = Kernel(spec, cache_dir())
-        except (KernelError, NumbaError, OSError):  # the check will say why
-            continue
-        if not kernel.compiled():
-            children.append(compile_elsewhere(spec))
-    return children
+        if key not in seen:
+            seen.add(key)
+            job = compile_job(spec)
+            if job is not None:
+                jobs.append(job)
+    return jobs
 
 
 @contextmanager
@@ -328,20 +415,20 @@ def compiling_ahead(specs: Iterable[Spec]) -> Iterator[int]:
     instead of racing it interpreted: the cores go to the compiles, not to
     searches the kernel does in a fraction of the time. A compile still
     running when the block ends is stopped."""
-    children = compile_ahead(specs)
+    jobs = compile_ahead(specs)
     before = os.environ.get("MODELCHECK_KERNEL")
-    if children:
+    if jobs:
         os.environ["MODELCHECK_KERNEL"] = "compiled"
     try:
-        yield len(children)
+        yield len(jobs)
     finally:
-        if children:
+        if jobs:
             if before is None:
                 del os.environ["MODELCHECK_KERNEL"]
             else:
                 os.environ["MODELCHECK_KERNEL"] = before
-        for child in children:
-            end_compile(child)
+        for job in jobs:
+            job.end()
 
 
 def end_compile(child: subprocess.Popen) -> None:

@@ -1,0 +1,55 @@
+"""A check's first compile, as the user sees it: started beside the
+interpreted engine, told on the progress line with an estimate, finished
+after the verdicts when that pays, and summed up in one line saying where
+the kernel now is (so the newcomer knows the next run is fast)."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from .. import engine as engines
+from ..engine.control import Control
+from ..engine.kernel import CompileJob, cache_dir, compile_job
+from ..lifetime import stop_on_signals
+from ..result import CheckResult
+from ..spec import Spec
+from ..views.progress import Progress
+
+
+def first_compile(spec: Spec, engine: str, control: Control) -> CompileJob | None:
+    """The compile of `spec`'s kernel, started now in a child, when a fast
+    check would race it (the kernel is not in the cache, and the check
+    neither waits for it nor runs interpreted only)."""
+    if engine != "fast" or control.checkpoints or os.environ.get("MODELCHECK_KERNEL") == "compiled":
+        return None
+    return compile_job(spec)
+
+
+def after_compile(job: CompileJob | None, results: list[CheckResult], quiet: bool) -> None:
+    """After the verdicts are printed: when the checks ran interpreted for
+    long enough (engine.KEEP_COMPILING_AFTER_S) that a compiled next run pays,
+    wait for the compile (Ctrl-C skips it; the verdicts stand); then one
+    line on stderr of where the kernel is. The child is ended either way."""
+    if job is None:
+        return
+    try:
+        interpreted = sum(r.elapsed_s for r in results if r.run_info.get("kernel", "").startswith("interpreted"))
+        waited = job.running() and job.failed is None and interpreted >= engines.KEEP_COMPILING_AFTER_S
+        if waited:
+            control = Control()
+            with stop_on_signals() as control.stop, Progress(enabled=not quiet) as progress:
+                engines.finish_compile(job, control, progress)
+        if quiet:
+            return
+        if job.ready():
+            click.echo(
+                f"the kernel of {job.spec_name} for {job.n} processes is compiled and cached in {cache_dir()}: "
+                "the next run loads it in a second or two instead of compiling",
+                err=True,
+            )
+        elif waited and job.failed is None:
+            click.echo("the kernel's compile was stopped: the next run starts it again", err=True)
+    finally:
+        job.end()
