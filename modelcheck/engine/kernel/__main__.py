@@ -1,6 +1,9 @@
 """compile_elsewhere's child: `python -m modelcheck.engine.kernel PID`
-compiles the spec pickled on stdin into the cache, and dies with PID."""
+compiles the spec pickled on stdin into the cache, then runs its compiled
+search for a moment so that the engine's own compiled helpers are cached
+too (fast.warm), and dies with PID."""
 
+from ..fast import warm
 from .compiled import compile_here
 
-compile_here()
+warm(*compile_here())

@@ -440,15 +440,18 @@ def end_compile(child: subprocess.Popen) -> None:
         child.stderr.close()
 
 
-def compile_here() -> None:
-    """compile_elsewhere's child: the spec on stdin compiled into the cache."""
+def compile_here() -> tuple[Spec, Kernel]:
+    """compile_elsewhere's child: the spec on stdin compiled into the cache
+    (exit 3, saying why, where it cannot be); the spec and its kernel."""
     from ...lifetime import die_with_parent
 
     die_with_parent(int(sys.argv[1]))  # a compile nobody waits for any more is not left running
     sys.path[:] = pickle.load(sys.stdin.buffer)
     spec = pickle.load(sys.stdin.buffer)
     try:
-        kernel_for(spec)
+        kernel = kernel_for(spec)
     except KernelUnavailable as e:
         print(e, file=sys.stderr)
         sys.exit(3)
+    assert kernel is not None, "kernel_for compiles when it is not cached"
+    return spec, kernel
