@@ -323,6 +323,36 @@ def test_a_first_run_races_the_compile_and_a_small_check_finishes_interpreted(tm
 
 
 @pytest.mark.slow
+def test_the_compile_child_runs_this_processs_modules_not_the_working_directorys(tmp_path):
+    """A check run from inside another checkout (a `modelcheck` package in
+    the working directory) compiles in a child that imports what the parent
+    imported: with `python -m` it imported the working directory's, here
+    one that cannot even be imported, and the compile failed."""
+    fake = tmp_path / "work" / "modelcheck"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('the working directory was imported')\n")
+    root = os.path.dirname(os.path.dirname(__file__))
+    code = f"import sys; sys.path.insert(0, {root!r}); sys.path.insert(0, {root + '/tests'!r})\n" + toy(5).replace(
+        "import sys; sys.path.insert(0, 'tests')\n", ""
+    ).replace("run(Counters(limit=5), engine='fast'", "run(Counters(limit=5), engine='fast', compiling=job")
+    code = code.replace(
+        "from modelcheck.engine import run\n",
+        "from modelcheck.engine import run\nfrom modelcheck.engine.kernel import compile_job\n"
+        "from test_engine import Counters as C\njob = compile_job(C(limit=5))\njob.child.wait()\n",
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "MODELCHECK_KERNEL", "PYTHONPATH")}
+    r = subprocess.run(
+        [sys.executable, "-P", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**env, "MODELCHECK_CACHE": str(tmp_path / "cache")},
+        cwd=tmp_path / "work",
+    )
+    assert r.stdout == "compiled 36\n", r.stderr
+
+
+@pytest.mark.slow
 def test_a_first_run_that_took_long_interpreted_leaves_the_kernel_compiled_for_the_next(tmp_path):
     """A check the interpreted engine finishes just before the compile
     would (spare brokers under --symmetry: its representatives are costly

@@ -1,5 +1,5 @@
-"""compile_elsewhere's child: `python -m modelcheck.engine.kernel PID`
-compiles the spec pickled on stdin into the cache, then runs its compiled
+"""compile_elsewhere's child (compiled.CHILD runs it, given the parent's
+PID and sys.path): compiles the spec pickled on stdin into the cache, then runs its compiled
 search for a moment so that the engine's own compiled helpers are cached
 too (fast.warm), and dies with PID."""
 

@@ -374,19 +374,34 @@ def kernel_for(
     return kernel
 
 
+# compile_elsewhere's child: this process's sys.path before anything is
+# imported (-P: not the working directory first, as -m would put it, where
+# a checkout of other code would be imported instead of this one's), then
+# this package run as a program (__main__.py)
+CHILD = "import json, runpy, sys; sys.path[:] = json.loads(sys.argv[2]); runpy.run_module(PACKAGE, run_name='__main__')"
+
+
 def compile_elsewhere(spec: Spec) -> subprocess.Popen:
-    """Compile `spec`'s kernel into the cache in a child process (this
-    package run as a program, __main__.py, given this process's pid,
-    sys.path and the pickled spec; it dies with this process); it exits 0
-    when the kernel is in the cache, else 3 with the reason on stderr."""
+    """Compile `spec`'s kernel into the cache in a child process (CHILD,
+    given this process's pid and sys.path, and the pickled spec on stdin;
+    it dies with this process), running the very modules this process
+    runs; it exits 0 when the kernel is in the cache, else 3 with the
+    reason on stderr."""
     child = subprocess.Popen(
-        [sys.executable, "-m", __package__, str(os.getpid())],
+        [
+            sys.executable,
+            "-P",
+            "-c",
+            CHILD.replace("PACKAGE", repr(__package__)),
+            str(os.getpid()),
+            json.dumps(sys.path),
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
     assert child.stdin is not None
-    child.stdin.write(pickle.dumps(sys.path) + pickle.dumps(spec))  # the path first: the spec's class may need it
+    child.stdin.write(pickle.dumps(spec))
     child.stdin.close()
     return child
 
@@ -446,7 +461,6 @@ def compile_here() -> tuple[Spec, Kernel]:
     from ...lifetime import die_with_parent
 
     die_with_parent(int(sys.argv[1]))  # a compile nobody waits for any more is not left running
-    sys.path[:] = pickle.load(sys.stdin.buffer)
     spec = pickle.load(sys.stdin.buffer)
     try:
         kernel = kernel_for(spec)
