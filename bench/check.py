@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 INF = float("inf")
 TLA = ROOT / "specs" / "tla"
 CONFIGS = {
-    "default": ([], {}),
+    "default": (["max_records=2"], {}),  # the embedded default, one configuration (not the default check's four)
     "n4": (["brokers=4", "min_isr=3", "max_unclean_shutdowns=2"], {"N": 4, "MinIsr": 3, "MaxUncleanShutdowns": 2}),
 }
 # a progress update (wrapped where stderr is not a terminal)

@@ -126,7 +126,8 @@ def main() -> None:
         help="standalone: executors of one core each, a run per count (default: one executor of 2 cores)",
     )
     ns = ap.parse_args()
-    sets = [x for s in ns.set for x in ("--set", s)] + ns.arg
+    # without --set: the embedded default (one configuration, 2 records), not the default check's four
+    sets = [x for s in (ns.set or ["max_records=2"]) for x in ("--set", s)] + ns.arg
     print(
         f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
         f"config: {' '.join(ns.set) or 'default'}"

@@ -170,7 +170,7 @@ def report(
     verdict = result.verdict if result.holds else f"violated: {result.invariant}"
     outputs = Outputs()
     if trace_out and not result.holds:
-        text = json.dumps(TraceFile(spec.config, result.invariant, trace, result.loop).to_json(), indent=1) + "\n"
+        text = TraceFile(spec.config, result.invariant, trace, result.loop).text()
         trace_out = trace_out if outputs.write(trace_out, "--trace-out", text) else None
     elif trace_out:
         outputs.clear_trace(trace_out, "--trace-out")

@@ -105,7 +105,7 @@ def simulate_command(
     trace = described(spec, result.trace)
     outputs = Outputs()
     if trace_out and result.invariant:
-        text = json.dumps(TraceFile(spec.config, result.invariant, trace).to_json(), indent=1) + "\n"
+        text = TraceFile(spec.config, result.invariant, trace).text()
         trace_out = trace_out if outputs.write(trace_out, "--trace-out", text) else None
     elif trace_out:
         outputs.clear_trace(trace_out, "--trace-out")

@@ -73,9 +73,8 @@ def check_suite(
         violated = [(m, s, r) for (m, r), s in zip(runs, specs) if not r.holds]
         if trace_out and violated:
             _, spec, result = violated[0]
-            trace = described(spec, result.trace)
-            text = json.dumps(TraceFile(spec.config, result.invariant, trace, result.loop).to_json(), indent=1)
-            trace_out = trace_out if outputs.write(trace_out, "--trace-out", text + "\n") else None
+            text = TraceFile(spec.config, result.invariant, described(spec, result.trace), result.loop).text()
+            trace_out = trace_out if outputs.write(trace_out, "--trace-out", text) else None
         elif trace_out:
             outputs.clear_trace(trace_out, "--trace-out")
         if as_json:

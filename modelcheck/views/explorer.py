@@ -25,7 +25,6 @@ writes (a counterexample when only its last state breaks an invariant).
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import threading
@@ -315,7 +314,7 @@ class Explorer:
         spec, walked = self.spec, self.steps(path)
         bad = [spec.violated(s.state) for s in walked]
         invariant = bad[-1][0] if bad[-1] and not any(bad[:-1]) else None
-        return json.dumps(TraceFile(spec.config, invariant, described(spec, walked)).to_json(), indent=1) + "\n"
+        return TraceFile(spec.config, invariant, described(spec, walked)).text()
 
 
 def error_page(e: NotFound) -> str:

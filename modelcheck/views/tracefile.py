@@ -8,6 +8,7 @@ a view never shows a trace the spec cannot produce.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,10 @@ class TraceFile:
         if self.refines is not None:
             doc["refines"] = self.refines
         return doc
+
+    def text(self) -> str:
+        """The file's text: to_json indented, one line a key."""
+        return json.dumps(self.to_json(), indent=1) + "\n"
 
 
 def read(path: str) -> TraceFile:
