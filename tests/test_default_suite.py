@@ -197,3 +197,20 @@ def test_a_first_run_answers_then_finishes_the_compile_and_says_where_the_kernel
         [sys.executable, "-c", FIRST_COMPILE], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600
     )
     assert again.stdout == "compiled 16\n" and "compiling" not in again.stderr, again.stderr
+
+
+def test_a_default_check_without_a_kernel_warns_once(tmp_path, capsys, monkeypatch):
+    """Every member ran interpreted for want of a kernel: one warning line
+    for the run, as a single check prints, not one a member."""
+    monkeypatch.setenv("MODELCHECK_KERNEL", "interpreted")
+    suite = tmp_path / "s.toml"
+    suite.write_text(
+        '[[check]]\nname = "a"\nabout = ""\n[check.config]\nmax_records = 0\nmax_fences = 0\n'
+        '[[check]]\nname = "b"\nabout = ""\n[check.config]\nmax_records = 0\n'
+    )
+    with pytest.raises(SystemExit) as exit:
+        check_suite_file(suite)
+    assert exit.value.code == 0
+    assert capsys.readouterr().err == (
+        "warning: no compiled kernel (MODELCHECK_KERNEL=interpreted); ran the interpreted engine\n"
+    )

@@ -26,7 +26,7 @@ from ..views.progress import Progress
 from ..views.report import check_json, print_result, print_stop
 from ..views.tracefile import TraceFile
 from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
-from .first_compile import after_compile, first_compile
+from .first_compile import after_compile, first_compile, warn_if_interpreted
 from .inputs import Loader, check_spark_options, load_check_config
 from .suite import check_suite
 
@@ -163,9 +163,7 @@ def report(
 ) -> NoReturn:
     """One check's verdict printed (text or --json), its trace file written,
     the first compile finished when that pays; exits with its status."""
-    kernel = result.run_info.get("kernel", "")
-    if kernel.startswith("interpreted: "):  # not "interpreted (done before the kernel compiled)"
-        click.echo(f"warning: no compiled kernel ({kernel.split(': ', 1)[1]}); ran the interpreted engine", err=True)
+    warn_if_interpreted([result])
     trace = described(spec, result.trace)
     verdict = result.verdict if result.holds else f"violated: {result.invariant}"
     outputs = Outputs()

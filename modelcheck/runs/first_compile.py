@@ -53,3 +53,11 @@ def after_compile(job: CompileJob | None, results: list[CheckResult], quiet: boo
             click.echo("the kernel's compile was stopped: the next run starts it again", err=True)
     finally:
         job.end()
+
+
+def warn_if_interpreted(results: list[CheckResult]) -> None:
+    """One warning line where a check ran interpreted because no kernel
+    could be had (not "interpreted (done before the kernel compiled)")."""
+    why = [r.run_info["kernel"] for r in results if r.run_info.get("kernel", "").startswith("interpreted: ")]
+    if why:
+        click.echo(f"warning: no compiled kernel ({why[0].split(': ', 1)[1]}); ran the interpreted engine", err=True)

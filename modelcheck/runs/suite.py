@@ -27,7 +27,7 @@ from ..views.report import check_json, print_result, print_stop
 from ..views.suite import print_suite_coverage, suite_heading, suite_line
 from ..views.tracefile import TraceFile
 from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
-from .first_compile import after_compile, first_compile
+from .first_compile import after_compile, first_compile, warn_if_interpreted
 
 CheckOne = Callable[[Any, Progress, Control, CompileJob | None], CheckResult]
 
@@ -68,6 +68,7 @@ def check_suite(
                         click.echo(suite_heading(path, members))
                     click.echo(suite_line(member, spec, results[-1]))
         runs = list(zip(members, results))
+        warn_if_interpreted(results)
         coverage = SuiteCoverage.of(runs)
         outputs = Outputs()
         violated = [(m, s, r) for (m, r), s in zip(runs, specs) if not r.holds]
