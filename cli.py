@@ -73,7 +73,8 @@ class Commands(click.Group):
 def usage_error(e: click.UsageError) -> NoReturn:
     """A usage error is one line, as bad input is (click's shows the usage
     and a hint on four); a command or group called bare shows its help."""
-    if isinstance(e, click.exceptions.NoArgsIsHelpError):
+    shows_help = getattr(click.exceptions, "NoArgsIsHelpError", None)  # click 8.2+; 8.1 shows the help itself
+    if shows_help is not None and isinstance(e, shows_help):
         raise e
     see = f" (see '{e.ctx.command_path} --help')" if e.ctx else ""
     fail(" ".join(e.format_message().split()).removesuffix(".") + see)

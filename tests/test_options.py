@@ -48,6 +48,17 @@ def test_a_bare_group_still_shows_its_help():
     assert r.exit_code == 2 and r.stderr.startswith("Usage: modelcheck trace [OPTIONS] COMMAND")
 
 
+def test_a_usage_error_is_one_line_on_a_click_without_no_args_is_help_error(monkeypatch):
+    """pyproject allows click 8.1, which has no NoArgsIsHelpError: the first
+    usage error was an AttributeError's traceback there."""
+    import click
+
+    monkeypatch.delattr(click.exceptions, "NoArgsIsHelpError", raising=False)
+    r = invoke("check", "--no-such-option")
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == "error: No such option '--no-such-option' (see 'modelcheck check --help')\n"
+
+
 @pytest.mark.parametrize("command", [["check"], ["matrix"], ["gate", "g.toml"]])
 @pytest.mark.parametrize("size", ["nan", "inf", "0.0001K", "", "0.5", "9" * 400, "1e3"])
 def test_a_max_memory_no_run_can_use_is_refused(command, size):
