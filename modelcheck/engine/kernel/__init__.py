@@ -35,8 +35,9 @@ Its modules, one job each: flatten.py (the spec's methods as free
 functions), layout.py (where each field sits in a row of words), glue.py
 (the generated module that packs, expands, checks and keys rows),
 cache.py (generated modules on disk, named by their text) and compiled.py
-(the Kernel engines call, loaded or compiled; `python -m
-modelcheck.engine.kernel` is compile_elsewhere's child, __main__.py).
+(the Kernel engines call, loaded or compiled, and CompileJob, a compile
+in a child while the interpreted engine checks; __main__.py is that
+child, run with its parent's sys.path).
 """
 
 from .cache import cache_dir
