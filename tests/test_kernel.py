@@ -353,6 +353,24 @@ def test_the_compile_child_runs_this_processs_modules_not_the_working_directorys
 
 
 @pytest.mark.slow
+def test_a_compile_child_whose_warm_search_meets_an_error_still_reports_the_kernel_compiled(tmp_path):
+    """The child's moment of compiled search (fast.warm) only fills numba's
+    cache: a state outside the layout met there is the check's to report
+    (KernelError, naming the field), not a failed compile that would send
+    the check to the interpreted engine with a traceback for a reason."""
+    code = (
+        "import sys; sys.path.insert(0, 'tests')\n"
+        "from test_kernel import NarrowCounters\n"
+        "from modelcheck.engine.kernel import compile_job\n"
+        "job = compile_job(NarrowCounters(limit=4))\n"
+        "job.child.wait()\n"
+        "print(job.child.returncode, job.ready(), job.failed)"
+    )
+    r = cli(code=code, env={"MODELCHECK_CACHE": str(tmp_path)})
+    assert r.stdout == "0 True None\n", r.stderr
+
+
+@pytest.mark.slow
 def test_a_first_run_that_took_long_interpreted_leaves_the_kernel_compiled_for_the_next(tmp_path):
     """A check the interpreted engine finishes just before the compile
     would (spare brokers under --symmetry: its representatives are costly

@@ -104,7 +104,7 @@ def warm(spec: Spec, kernel: Kernel) -> None:
 
     try:
         check(spec, kernel, progress=soon, control=control)
-    except Stopped:
+    except (Stopped, Exception):  # as asked; or what the check will meet and report itself (a field out of range)
         pass
 
 
