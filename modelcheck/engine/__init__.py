@@ -181,7 +181,7 @@ def _race(
     assert job is not None
     if not job.announced:
         note(
-            f"compiling the kernel of {job.spec_name} for {job.n} processes ({job.kernel.estimate()}; "
+            f"compiling the kernel of {job.spec_name} for {job.n} processes ({job.estimate}; "
             f"once: later runs load it); the interpreted engine checks meanwhile"
         )
         job.announced = True

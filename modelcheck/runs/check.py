@@ -28,7 +28,7 @@ from ..views.tracefile import TraceFile
 from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
 from .first_compile import after_compile, first_compile, warn_if_interpreted
 from .inputs import Loader, check_spark_options, load_check_config
-from .suite import check_suite
+from .suite import check_suite, verdict_of
 
 
 def check_command(
@@ -165,7 +165,7 @@ def report(
     the first compile finished when that pays; exits with its status."""
     warn_if_interpreted([result])
     trace = described(spec, result.trace)
-    verdict = result.verdict if result.holds else f"violated: {result.invariant}"
+    verdict = verdict_of(result)
     outputs = Outputs()
     if trace_out and not result.holds:
         text = TraceFile(spec.config, result.invariant, trace, result.loop).text()

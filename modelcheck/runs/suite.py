@@ -17,7 +17,7 @@ import click
 from ..config import ConfigError
 from ..engine.control import Control
 from ..engine.kernel import CompileJob
-from ..engine.kernel.compiled import kernel_family
+from ..engine.kernel.compiled import kernel_key
 from ..lifetime import Stopped, exit_code, stop_on_signals
 from ..result import CheckResult
 from ..suite import Member, SuiteCoverage
@@ -99,11 +99,6 @@ def check_suite(
     finally:
         if job is not None:
             job.end()
-
-
-def kernel_key(spec: Any) -> tuple:
-    """What decides which kernel a spec runs: its family and process count."""
-    return (tuple(kernel_family(spec)), spec.n)
 
 
 def verdict_of(result: CheckResult) -> str:

@@ -271,6 +271,7 @@ class CompileJob:
         self.started = time.monotonic()
         self.failed: str | None = None
         self.announced = False  # whether a check has told the user of it
+        self.estimate = kernel.estimate()  # once: it reads the cache's timings
 
     def ready(self) -> bool:
         """Whether the kernel is in the cache (the child exited 0); a failed
@@ -288,7 +289,7 @@ class CompileJob:
     def status(self) -> str:
         """The progress line's part: how far the compile is."""
         elapsed = time.monotonic() - self.started
-        return f"compiling the kernel: {elapsed:.0f} s of {self.kernel.estimate()}"
+        return f"compiling the kernel: {elapsed:.0f} s of {self.estimate}"
 
     def end(self) -> None:
         end_compile(self.child)
@@ -330,6 +331,11 @@ def kernel_family(spec: Spec) -> list[type[Spec]]:
         else:
             groups.append(([c], {kind: dict(v) for kind, v in sig.items()}))
     return next(members for members, _ in groups if type(spec) in members)
+
+
+def kernel_key(spec: Spec) -> tuple:
+    """What decides which kernel a spec runs: its family and process count."""
+    return (tuple(kernel_family(spec)), spec.n)
 
 
 def kernel_for(
@@ -414,7 +420,7 @@ def compile_ahead(specs: Iterable[Spec]) -> list[CompileJob]:
     seen: set[tuple] = set()
     jobs = []
     for spec in specs:
-        key = (tuple(kernel_family(spec)), spec.n)
+        key = kernel_key(spec)
         if key not in seen:
             seen.add(key)
             job = compile_job(spec)
