@@ -12,10 +12,12 @@ modelcheck/views/.
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import signal
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -25,12 +27,12 @@ from click.core import ParameterSource
 
 from modelcheck import __version__
 from modelcheck.config import ConfigError
-from modelcheck.engine import ENGINES
+from modelcheck.engine.options import ENGINES, CheckOptions, parse_spark_settings
 from modelcheck.engine.walks import PICKS
 from modelcheck.lifetime import Stopped, exit_code
-from modelcheck.memory import parse_size
+from modelcheck.memory import default_limit, parse_size
 from modelcheck.runs.check import check_command
-from modelcheck.runs.exits import fail, internal_error, resource_error
+from modelcheck.runs.exits import EXIT_BAD_INPUT, EXIT_INTERNAL, BadInput
 from modelcheck.runs.graph import graph_command
 from modelcheck.runs.refines import refines_command
 from modelcheck.runs.replay import replay_command
@@ -54,7 +56,7 @@ class Commands(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            status = super().invoke(ctx)
         except click.UsageError as e:
             usage_error(e)
         except KeyboardInterrupt:
@@ -65,9 +67,18 @@ class Commands(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except (MemoryError, OSError) as e:
-            fail(resource_error(e) or internal_error())
+            bad_input(resource_error(e) or internal_error())
+        except BadInput as e:
+            bad_input(str(e))
         except Exception:
             internal_error()
+        sys.exit(status or 0)  # each run returns its exit status
+
+
+def bad_input(message: str) -> NoReturn:
+    """Bad input: one line on stderr, exit 2, nothing else written."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(EXIT_BAD_INPUT)
 
 
 def usage_error(e: click.UsageError) -> NoReturn:
@@ -77,7 +88,27 @@ def usage_error(e: click.UsageError) -> NoReturn:
     if shows_help is not None and isinstance(e, shows_help):
         raise e
     see = f" (see '{e.ctx.command_path} --help')" if e.ctx else ""
-    fail(" ".join(e.format_message().split()).removesuffix(".") + see)
+    bad_input(" ".join(e.format_message().split()).removesuffix(".") + see)
+
+
+def resource_error(e: BaseException) -> str | None:
+    """One line for a resource the machine ran out of (not a bug), or None."""
+    if isinstance(e, MemoryError):
+        return (
+            "out of memory: the machine had less free memory than this run needed (a check's "
+            "--max-memory below what is free makes the fast engine spill to disk instead)"
+        )
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.ENOMEM, errno.EFBIG):
+        where = f" writing {e.filename}" if e.filename else ""
+        return f"{e.strerror}{where} (a checkpoint, or levels spilled to disk under --max-memory)"
+    return None
+
+
+def internal_error() -> NoReturn:
+    """Never exit 1 ("violated") without a verdict: a traceback, exit 3."""
+    traceback.print_exc()
+    click.echo("error: internal error, no verdict (the traceback above is a bug to report)", err=True)
+    sys.exit(EXIT_INTERNAL)
 
 
 class Size(click.ParamType):
@@ -231,7 +262,7 @@ def main() -> None:
     "fits beside what must stay in memory. Default: 80% of RAM (or of a cgroup's limit). Engines "
     "fast and bfs.",
 )
-def check(**options: Any) -> None:
+def check(**options: Any) -> int:
     """Explore every reachable state of a configuration and check its invariants.
 
     Without CONFIG.toml or --set, the default check: four small
@@ -287,16 +318,57 @@ def check(**options: Any) -> None:
     be written (said after the result). An [expected] verdict
     in CONFIG.toml is reported, not turned into the exit status.
     """
-    given = click.get_current_context().get_parameter_source("checkpoint_every") == ParameterSource.COMMANDLINE
-    if given and not (options["checkpoint_dir"] or options["resume_dir"]):  # no checkpoint would ever be written
-        fail("--checkpoint-every applies with --checkpoint DIR (or --resume DIR): give the directory to save in")
-    check_command(kafka_elr.load, **options, suite=kafka_elr.DEFAULT_SUITE)
+    ctx = click.get_current_context()
+    explicit = frozenset(name for name in options if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE)
+    try:
+        check_options = options_of(explicit, **options)
+    except ConfigError as e:
+        bad_input(str(e))
+    return check_command(
+        kafka_elr.load,
+        options["config"],
+        options["overrides"],
+        check_options,
+        options["as_json"],
+        options["trace_out"],
+        options["quiet"],
+        explicit,
+        suite=kafka_elr.DEFAULT_SUITE,
+    )
+
+
+def options_of(explicit: frozenset[str], **flags: Any) -> CheckOptions:
+    """check's flags as a CheckOptions; the rules between flags that the
+    options cannot express (CheckOptions.validate holds the others)."""
+    if "checkpoint_every" in explicit and not (flags["checkpoint_dir"] or flags["resume_dir"]):
+        raise ConfigError(
+            "--checkpoint-every applies with --checkpoint DIR (or --resume DIR): give the directory to save in"
+        )
+    if flags["resume_dir"] and flags["checkpoint_dir"]:
+        raise ConfigError(
+            f"--checkpoint {flags['checkpoint_dir']!r} with --resume: a resumed check keeps checkpointing into "
+            "its --resume directory; leave out --checkpoint"
+        )
+    engine, max_memory = flags["engine"], flags["max_memory"]
+    return CheckOptions.of(
+        engine,
+        symmetry=flags["symmetry"],
+        fingerprint_bits=int(flags["fingerprint_bits"]),
+        workers=flags["workers"],
+        max_memory=parse_size(max_memory) if max_memory else None if engine == "spark" else default_limit(),
+        checkpoint_dir=flags["resume_dir"] or flags["checkpoint_dir"],
+        checkpoint_every=flags["checkpoint_every"],
+        resume=bool(flags["resume_dir"]),
+        master=flags["master"],
+        partitions=flags["partitions"],
+        spark_settings=dict(parse_spark_settings(flags["spark_conf"])),
+    )
 
 
 @main.command()
 @click.argument("scenario", metavar="SCENARIO")
 @click.option("--json", "as_json", is_flag=True, help='Print {"ok": ..., "steps": [...]} on stdout.')
-def replay(scenario: str, as_json: bool) -> None:
+def replay(scenario: str, as_json: bool) -> int:
     """Replay a scenario file step by step against the spec.
 
     A scenario (TOML, or JSON of the same shape) has a [config] table
@@ -309,7 +381,7 @@ def replay(scenario: str, as_json: bool) -> None:
     Exit status: 0 every step was enabled and met its expectations, 1
     otherwise, 2 bad input.
     """
-    replay_command(kafka_elr.load, scenario, as_json)
+    return replay_command(kafka_elr.load, scenario, as_json)
 
 
 # ---- verdict matrix -----------------------------------------------------------------
@@ -347,7 +419,7 @@ DEFAULT_MATRIX = Path(kafka_elr.__file__).parent.parent / "matrix.toml"
     help="Write a failure's trace (JSON) to FILE, for `trace show` and `trace html`, which show its image "
     "beside it (if it holds, one an earlier run left there is removed).",
 )
-def refines(**options: Any) -> None:
+def refines(**options: Any) -> int:
     """Does variant IMPL refine variant ABSTRACT? Every reachable step of
     IMPL, read through a refinement mapping, must be a step of ABSTRACT or
     leave the image unchanged (a stutter), and the image of every initial
@@ -376,7 +448,7 @@ def refines(**options: Any) -> None:
     variables differing from the image). Exit status: 0 holds, 1 violated,
     2 bad input (an unknown variant, a config either refuses, a mapping
     IMPL does not declare), 4 --trace-out could not be written."""
-    refines_command(kafka_elr.load_as, **options)
+    return refines_command(kafka_elr.load_as, **options)
 
 
 def jobs_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -408,7 +480,7 @@ def summary_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., An
 @jobs_option("Cells checked")
 @click.option("--only", multiple=True, metavar="NAME", help="Run only the named cell(s). Repeatable.")
 @click.option("--max-memory", type=Size(), metavar="SIZE", help=CELL_MEMORY_HELP)
-def matrix(**options: Any) -> None:
+def matrix(**options: Any) -> int:
     """Check a list of (variant, config) cells and tabulate the verdicts:
     violated invariant, shortest trace length, distinct states, depth, time.
 
@@ -427,7 +499,7 @@ def matrix(**options: Any) -> None:
     """
     from modelcheck.runs.matrix import matrix_command
 
-    matrix_command(kafka_elr.load, default=str(DEFAULT_MATRIX), **options)
+    return matrix_command(kafka_elr.load, default=str(DEFAULT_MATRIX), **options)
 
 
 # ---- CI gate --------------------------------------------------------------------------
@@ -468,7 +540,7 @@ def matrix(**options: Any) -> None:
     help="The git repository --against reads REF from (default: the checkout specs/ is imported from).",
 )
 @summary_option("the outcome (counts, and each entry that failed or warned)")
-def gate(junit: str | None, update_baseline: bool, repo: str | None, **options: Any) -> None:
+def gate(junit: str | None, update_baseline: bool, repo: str | None, **options: Any) -> int:
     """Fail a protocol change that breaks an invariant or changes what the
     protocol can reach.
 
@@ -513,8 +585,8 @@ def gate(junit: str | None, update_baseline: bool, repo: str | None, **options: 
     from modelcheck.runs.gate import gate_command
 
     if repo is not None and options["against"] is None:
-        fail("--repo applies to --against only")
-    gate_command(
+        bad_input("--repo applies to --against only")
+    return gate_command(
         kafka_elr.load,
         junit_file=junit,
         update=update_baseline,
@@ -547,7 +619,7 @@ def mutate(
     as_json: bool,
     jobs: int,
     summary: str | None,
-) -> None:
+) -> int:
     """How strong the gate is: each of the protocol's mutants (a variant
     that redefines one rule; specs/kafka_elr/bugs.py puts real Kafka bugs
     back) takes its base variant's place in every GATE.toml entry that pins
@@ -593,7 +665,7 @@ def mutate(
     """
     from modelcheck.runs.mutate import mutate_command
 
-    mutate_command(
+    return mutate_command(
         kafka_elr.load,
         kafka_elr.MUTANTS,
         gate_file,
@@ -622,7 +694,7 @@ def specs_at(repo: str, ref: str) -> Any:
 @click.option(
     "--out", "-o", default="modelcheck-spark.zip", show_default=True, metavar="FILE", help="Where to write the zip."
 )
-def spark_env(out: str) -> None:
+def spark_env(out: str) -> int:
     """Build the zip that puts modelcheck, its specs and cli.py on Spark
     executors' sys.path, for a cluster whose executors do not have
     modelcheck installed:
@@ -638,7 +710,7 @@ def spark_env(out: str) -> None:
     itself travels with the check and is compiled once a machine):
     docs/spark.md shows a packed virtualenv that carries them.
     """
-    spark_env_command(out)
+    return spark_env_command(out)
 
 
 # ---- trace viewer, exports and the state graph ------------------------------------
@@ -656,21 +728,21 @@ def trace() -> None:
 @click.argument("path", metavar="TRACE")
 @click.option("--step", "step_no", metavar="K", help="Show step K's state in full.")
 @click.option("--diff", is_flag=True, help="Show only what each step changed.")
-def trace_show(path: str, step_no: str | None, diff: bool) -> None:
+def trace_show(path: str, step_no: str | None, diff: bool) -> int:
     """One row a step: leader/epoch, ISR, ELR, LastKnownELR, HWM and each
     broker's lane (role, faults, log coloured by epoch); changed cells
     marked `*`; the violated invariant explained at the end."""
-    show_command(kafka_elr.load, path, step_no, diff)
+    return show_command(kafka_elr.load, path, step_no, diff)
 
 
 @trace.command("html")
 @click.argument("path", metavar="TRACE")
 @click.option("-o", "--out", required=True, metavar="FILE.html", help="The page to write.")
-def trace_html(path: str, out: str) -> None:
+def trace_html(path: str, out: str) -> int:
     """One self-contained HTML page (no network): brokers as lanes, steps as
     rows; a slider, arrow keys or clicks step through, showing each step's
     changes and state."""
-    html_command(kafka_elr.load, path, out)
+    return html_command(kafka_elr.load, path, out)
 
 
 @trace.command("export")
@@ -684,10 +756,10 @@ def trace_html(path: str, out: str) -> None:
     help="itf: the Informal Trace Format of Apalache and Quint; json: check's --trace-out form.",
 )
 @click.option("-o", "--out", default="-", metavar="FILE", help="Where to write (default: stdout).")
-def trace_export(path: str, fmt: str, out: str) -> None:
+def trace_export(path: str, fmt: str, out: str) -> int:
     """Convert a trace (JSON or ITF) to ITF or JSON; reading the result back
     gives the same steps."""
-    export_command(kafka_elr.load, path, fmt, out)
+    return export_command(kafka_elr.load, path, fmt, out)
 
 
 @main.command()
@@ -701,11 +773,11 @@ def trace_export(path: str, fmt: str, out: str) -> None:
     type=click.IntRange(min=1),
     help="Refuse configs with more reachable states.",
 )
-def graph(**options: Any) -> None:
+def graph(**options: Any) -> int:
     """Write the reachable state graph of a small config (networkx): nodes
     are states with their variables, edges actions with their arguments;
     when an invariant fails, check's shortest counterexample is marked."""
-    graph_command(kafka_elr.load, **options)
+    return graph_command(kafka_elr.load, **options)
 
 
 @main.command()
@@ -741,7 +813,7 @@ def graph(**options: Any) -> None:
     help="Index the first N states a breadth-first check visits, to mark which successors the "
     "checker has seen and at what depth (default 1,000,000 compiled, 50,000 interpreted; 0: none).",
 )
-def explore(**options: Any) -> None:
+def explore(**options: Any) -> int:
     """Explore a configuration's states in the browser, from the initial
     state or from any step of a saved trace: every enabled action with its
     arguments, the diff of the state it leads to, the invariants that state
@@ -757,7 +829,7 @@ def explore(**options: Any) -> None:
     """
     from modelcheck.runs.explore import explore_command
 
-    explore_command(kafka_elr.load, **options)
+    return explore_command(kafka_elr.load, **options)
 
 
 @main.command()
@@ -846,7 +918,7 @@ def explore(**options: Any) -> None:
     "distinct states seen grow with the walks (8 bytes each), and past it the walks stop with one "
     "line (exit 2) saying what they did. Default: 80% of RAM (or of a cgroup's limit).",
 )
-def simulate(**options: Any) -> None:
+def simulate(**options: Any) -> int:
     """Random walks through a configuration too large to check
     exhaustively (TLC's -simulate): each walk takes a random enabled action
     at each step, up to --depth steps, checking the invariants in every
@@ -868,7 +940,7 @@ def simulate(**options: Any) -> None:
     """
     from modelcheck.runs.simulate import simulate_command
 
-    simulate_command(kafka_elr.load, **options)
+    return simulate_command(kafka_elr.load, **options)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from typing import Any
 
 from modelcheck.engine import fast, visited
 from modelcheck.engine.kernel import kernel_for
+from modelcheck.engine.options import CheckOptions
 from specs.kafka_elr import load
 
 
@@ -48,7 +49,7 @@ def main() -> None:
     kernel.check = timed("kernel: invariants", kernel.check)
     visited.Visited.insert_new = timed("visited set: insert_new (sort, merge)", visited.Visited.insert_new)  # type: ignore[method-assign]
     started = time.perf_counter()
-    r = fast.check(spec, kernel, workers=1)
+    r = fast.check(spec, kernel, CheckOptions.of(workers=1))
     total = time.perf_counter() - started
     n = r.distinct_states
     print(

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from modelcheck.engine import run
+from modelcheck.engine.options import CheckOptions
 from specs.kafka_elr import load
 
 # A check whose kernel is not compiled yet races the interpreted engine
@@ -112,13 +113,13 @@ def default_kip966():
     """The embedded default configuration, exhaustively (the README's main
     job, with its default engine; tests/test_engines.py shows the engines agree)."""
     spec = load({})
-    return spec, run(spec, engine="fast", workers=2)
+    return spec, run(spec, CheckOptions.of(engine="fast", workers=2))
 
 
 @pytest.fixture(scope="session")
 def default_legacy():
     spec = load({"variant": "legacy"})
-    return spec, run(spec, engine="fast", workers=2)
+    return spec, run(spec, CheckOptions.of(engine="fast", workers=2))
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import pytest
 from modelcheck.engine import run
 from modelcheck.engine.checkpoint import Checkpoints
 from modelcheck.engine.control import Control
+from modelcheck.engine.options import CheckOptions
 from modelcheck.lifetime import Stopped, StopRequest
 from specs.kafka_elr import load
 
@@ -34,10 +35,10 @@ def interrupted(spec, engine: str, directory, reports: int, workers: int = 2) ->
     with pytest.raises(Stopped) as stop:
         run(
             spec,
-            engine=engine,
-            workers=workers,
+            CheckOptions.of(engine=engine, workers=workers),
             progress=progress,
-            control=Control(stop=request, checkpoints=checkpoints),
+            control=Control(stop=request),
+            checkpoints=checkpoints,
         )
     return stop.value
 
@@ -47,9 +48,8 @@ def resume(config: dict, engine: str, directory, workers: int = 1):
     checkpoints.prepare(resuming=True)
     return run(
         load({k: v for k, v in config.items() if v is not None}),
-        engine=engine,
-        workers=workers,
-        control=Control(checkpoints=checkpoints, resume=True),
+        CheckOptions.of(engine=engine, workers=workers, resume=True),
+        checkpoints=checkpoints,
     )
 
 
@@ -61,7 +61,11 @@ def stopped_and_resumed(spec, engine: str, directory, reports: int):
     request, progress = stop_after(reports)
     try:
         return run(
-            spec, engine=engine, workers=2, progress=progress, control=Control(stop=request, checkpoints=checkpoints)
+            spec,
+            CheckOptions.of(engine=engine, workers=2),
+            progress=progress,
+            control=Control(stop=request),
+            checkpoints=checkpoints,
         )
     except Stopped:
         return resume(spec.config, engine, directory, workers=1)

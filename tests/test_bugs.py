@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from cli import main
 from modelcheck.engine import run
+from modelcheck.engine.options import CheckOptions
 from modelcheck.runs.gate import read_gate
 from modelcheck.runs.matrix import verdict_text
 from modelcheck.runs.mutate import known_survivors
@@ -65,9 +66,9 @@ def test_the_entry_that_kills_a_bug_breaks_with_it_and_holds_without_it(bug):
     name, invariant, steps = KILLS[bug]
     entry = GATE[name]
     assert entry.cell.expect == "holds" and load(entry.cell.config).variant == MUTANTS[bug]
-    mutant = run(load({**entry.cell.config, "variant": bug}), engine="bfs")
+    mutant = run(load({**entry.cell.config, "variant": bug}), CheckOptions.of(engine="bfs"))
     assert (verdict_text(mutant.holds, mutant.invariant), len(mutant.trace) - 1) == (f"violated: {invariant}", steps)
-    correct = run(load(entry.cell.config), engine="bfs")
+    correct = run(load(entry.cell.config), CheckOptions.of(engine="bfs"))
     assert correct.holds and correct.distinct_states == entry.states
 
 
@@ -88,11 +89,14 @@ def test_isr_members_eligible_lets_the_elr_off_keep_its_last_member():
 
 @pytest.mark.slow
 def test_isr_members_eligible_holds_for_legacy_and_kafka_4_breaks_it_only_electing_a_fenced_leader():
-    legacy = run(load({"variant": "legacy", "max_records": 1, "invariants": ["IsrMembersEligible"]}), engine="bfs")
+    legacy = run(
+        load({"variant": "legacy", "max_records": 1, "invariants": ["IsrMembersEligible"]}),
+        CheckOptions.of(engine="bfs"),
+    )
     assert (legacy.holds, legacy.distinct_states) == (True, 88631)
     # KAFKA-19522: the same state, and steps, as the gate's entry that LeaderUnfenced breaks
     config = {"variant": "kafka-4", "max_records": 1, "max_unclean_shutdowns": 2, "invariants": ["IsrMembersEligible"]}
-    kafka4 = run(load(config), engine="bfs")
+    kafka4 = run(load(config), CheckOptions.of(engine="bfs"))
     last = kafka4.trace[-1].state
     assert (verdict_text(kafka4.holds, kafka4.invariant), len(kafka4.trace) - 1) == ("violated: IsrMembersEligible", 7)
     assert last.isr == 1 << last.leader and last.fenced >> last.leader & 1
@@ -105,7 +109,7 @@ def small_gate(tmp_path, survivors: list[str], generate: str = "") -> str:
     """Two kip966 entries at 2 brokers, their counts pinned as they are
     (`generate`: more of the [mutation] table)."""
     change = {**SMALL, "max_min_isr_changes": 1, "invariants": ["ElrOnlyUnderMinIsr"]}
-    counts = [run(load(c), engine="bfs").distinct_states for c in (SMALL, change)]
+    counts = [run(load(c), CheckOptions.of(engine="bfs")).distinct_states for c in (SMALL, change)]
     text = f"""
 [defaults]
 variant = "kip966"

@@ -20,6 +20,7 @@ from resuming import interrupted, resume, stop_after
 from modelcheck.engine import fast, run
 from modelcheck.engine.checkpoint import Checkpoints
 from modelcheck.engine.control import Control
+from modelcheck.engine.options import CheckOptions
 from modelcheck.lifetime import Stopped
 from modelcheck.memory import anon_rss, parse_size, release_freed
 from specs.kafka_elr import load
@@ -34,7 +35,7 @@ def same(a, b) -> None:
 
 @functools.cache
 def uninterrupted(engine: str, config: str):
-    return run(load(json.loads(config)), engine=engine, workers=2)
+    return run(load(json.loads(config)), CheckOptions.of(engine=engine, workers=2))
 
 
 CASES: list[tuple[str, dict[str, Any], int]] = [
@@ -92,7 +93,7 @@ def test_a_checkpoint_torn_half_way_leaves_the_previous_one_usable(tmp_path):
     checkpoints = TornCheckpoints(tmp_path)
     checkpoints.prepare(resuming=False)
     with pytest.raises(Torn):
-        run(spec, engine="fast", workers=2, control=Control(checkpoints=checkpoints))
+        run(spec, CheckOptions.of(engine="fast", workers=2), checkpoints=checkpoints)
     assert json.loads((tmp_path / "manifest.json").read_text())["state"]["depth"] == 3  # the third
     same(resume(spec.config, "fast", tmp_path), whole)
 
@@ -103,7 +104,7 @@ def test_short_of_memory_the_fast_engine_spills_and_splits_levels_to_the_same_an
     whole = uninterrupted("fast", "{}")
     # what the process holds now, plus a few MB: the visited set fits, a whole level's candidates do not
     r = run(
-        spec, engine="fast", workers=2, control=Control(max_memory=settled_rss() + (24 << 20), spill_dir=str(tmp_path))
+        spec, CheckOptions.of(engine="fast", workers=2, max_memory=settled_rss() + (24 << 20), spill_dir=str(tmp_path))
     )
     same(r, whole)
     assert r.run_info["spilled"] is True and r.run_info["segments"] > r.depth
@@ -119,9 +120,9 @@ def test_with_symmetry_a_visited_set_on_disk_counts_the_states_its_classes_hold_
     monkeypatch.setattr(fast, "VISITED_SHARE", 0.0)
     spec = load({})
     spec.enable_symmetry()
-    whole = run(spec, engine="fast", workers=2)
+    whole = run(spec, CheckOptions.of(engine="fast", workers=2))
     r = run(
-        spec, engine="fast", workers=2, control=Control(max_memory=settled_rss() + (24 << 20), spill_dir=str(tmp_path))
+        spec, CheckOptions.of(engine="fast", workers=2, max_memory=settled_rss() + (24 << 20), spill_dir=str(tmp_path))
     )
     same(r, whole)
     assert r.holds and r.run_info["visited_flushes"] > 0 and r.run_info["segments"] > r.depth
@@ -141,7 +142,7 @@ def test_a_visited_set_moved_to_disk_gives_the_same_answer_and_resumes_from_disk
     spill = tmp_path / "spill"
     spill.mkdir()
     r = run(
-        spec, engine="fast", workers=2, control=Control(max_memory=settled_rss() + (24 << 20), spill_dir=str(spill))
+        spec, CheckOptions.of(engine="fast", workers=2, max_memory=settled_rss() + (24 << 20), spill_dir=str(spill))
     )
     same(r, whole)
     assert r.run_info["visited_flushes"] > 0 and 0 < r.memory["visited_disk_bytes"] <= r.memory["visited_bytes"]
@@ -150,25 +151,15 @@ def test_a_visited_set_moved_to_disk_gives_the_same_answer_and_resumes_from_disk
     checkpoints.prepare(resuming=False)
     request, progress = stop_after(r.depth - 6)
     with pytest.raises(Stopped):
-        run(
-            spec,
-            engine="fast",
-            workers=2,
-            progress=progress,
-            control=Control(
-                stop=request, checkpoints=checkpoints, max_memory=settled_rss() + (24 << 20), spill_dir=str(spill)
-            ),
-        )
+        limit = settled_rss() + (24 << 20)
+        options = CheckOptions.of(engine="fast", workers=2, max_memory=limit, spill_dir=str(spill))
+        run(spec, options, progress=progress, control=Control(stop=request), checkpoints=checkpoints)
     checkpoints = Checkpoints(tmp_path / "ck", every_s=0)
     checkpoints.prepare(resuming=True)
-    resumed = run(
-        spec,
-        engine="fast",
-        workers=1,
-        control=Control(
-            checkpoints=checkpoints, resume=True, max_memory=settled_rss() + (24 << 20), spill_dir=str(spill)
-        ),
+    options = CheckOptions.of(
+        engine="fast", workers=1, resume=True, max_memory=settled_rss() + (24 << 20), spill_dir=str(spill)
     )
+    resumed = run(spec, options, checkpoints=checkpoints)
     same(resumed, whole)
     assert resumed.memory["visited_disk_bytes"] > 0
 
@@ -186,9 +177,9 @@ def test_levels_settled_on_disk_give_the_counts_of_the_search_in_memory(tmp_path
     spec = load(config)
     if symmetric:
         spec.enable_symmetry()
-    whole = run(spec, engine="fast", workers=2)
+    whole = run(spec, CheckOptions.of(engine="fast", workers=2))
     r = run(
-        spec, engine="fast", workers=2, control=Control(max_memory=settled_rss() + (24 << 20), spill_dir=str(tmp_path))
+        spec, CheckOptions.of(engine="fast", workers=2, max_memory=settled_rss() + (24 << 20), spill_dir=str(tmp_path))
     )
     same(r, whole)
     assert r.run_info.get("symmetry") == whole.run_info.get("symmetry")
@@ -206,9 +197,7 @@ def test_a_violation_found_with_the_visited_set_on_disk_has_the_exact_counts_and
     whole = uninterrupted("fast", json.dumps(config))
     r = run(
         load(config),
-        engine="fast",
-        workers=2,
-        control=Control(max_memory=settled_rss() + (24 << 20), spill_dir=str(tmp_path)),
+        CheckOptions.of(engine="fast", workers=2, max_memory=settled_rss() + (24 << 20), spill_dir=str(tmp_path)),
     )
     assert not whole.holds and r.run_info["visited_flushes"] > 0
     same(r, whole)
@@ -222,9 +211,8 @@ def test_at_the_memory_limit_a_search_stops_with_a_checkpoint_that_resumes(tmp_p
     with pytest.raises(Stopped) as stop:
         run(
             spec,
-            engine="fast",
-            workers=2,
-            control=Control(checkpoints=checkpoints, max_memory=settled_rss() + (6 << 20)),
+            CheckOptions.of(engine="fast", workers=2, max_memory=settled_rss() + (6 << 20)),
+            checkpoints=checkpoints,
         )
     whole = uninterrupted("fast", "{}")
     assert stop.value.signum is None and 1000 < stop.value.distinct < whole.distinct_states

@@ -243,7 +243,7 @@ def test_help_teaches_the_config_keys():
 def test_an_engine_failure_is_exit_3_never_a_verdict(monkeypatch):
     """Exit 1 means "violated": an exception without a verdict must not look like one."""
 
-    def broken(spec, **kw):
+    def broken(spec, *args, **kw):
         raise RuntimeError("replay: step 3 Fetch{'broker': 1} is not enabled")
 
     monkeypatch.setattr(check_run, "run_engine", broken)

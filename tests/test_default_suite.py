@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from cli import main
 from modelcheck.config import ConfigError
 from modelcheck.engine import run
+from modelcheck.engine.options import CheckOptions
 from modelcheck.runs.check import check_command
 from modelcheck.suite import read_suite
 from specs.kafka_elr import DEFAULT_SUITE, load
@@ -62,7 +63,9 @@ def test_every_member_shares_one_kernel():
 def test_the_reference_engine_counts_each_member_alike():
     """The counts the suite is pinned to are the reference engine's too."""
     for member in read_suite(DEFAULT_SUITE):
-        assert run(load(member.config), engine="bfs").distinct_states == COUNTS[member.name], member.name
+        assert run(load(member.config), CheckOptions.of(engine="bfs")).distinct_states == COUNTS[member.name], (
+            member.name
+        )
 
 
 def test_the_default_check_prints_a_verdict_line_each_and_the_coverage_table():
@@ -96,30 +99,10 @@ def test_a_checkpoint_of_the_default_check_is_refused_in_one_line(tmp_path):
     assert not (tmp_path / "cp").exists()
 
 
-def check_suite_file(path: Path, *options: str) -> CliRunner:
-    """check_command on a suite file of the test's own (the CLI names the spec's)."""
-    defaults = dict(
-        config=None,
-        overrides=(),
-        as_json=False,
-        trace_out=None,
-        quiet=True,
-        workers=1,
-        symmetry=False,
-        engine="fast",
-        master=None,
-        partitions=None,
-        fingerprint_bits="64",
-        spark_conf=(),
-        checkpoint_dir=None,
-        checkpoint_every=180.0,
-        resume_dir=None,
-        max_memory=None,
-    )
-    for option in options:
-        key, value = option.split("=", 1)
-        defaults[key] = value
-    return check_command(load, **defaults, suite=path)  # type: ignore[arg-type]
+def check_suite_file(path: Path, trace_out: str | None = None) -> int:
+    """check_command on a suite file of the test's own (the CLI names the spec's): its exit status."""
+    options = CheckOptions.of(workers=1)
+    return check_command(load, None, (), options, as_json=False, trace_out=trace_out, quiet=True, suite=path)
 
 
 def test_a_member_violated_fails_the_default_check_with_its_counterexample(tmp_path, capsys):
@@ -131,10 +114,9 @@ def test_a_member_violated_fails_the_default_check_with_its_counterexample(tmp_p
         '[[check]]\nname = "buggy"\nabout = "the HWM ignores min ISR"\n[check.config]\n'
         'variant = "hwm-ignores-min-isr"\nmax_records = 1\n'
     )
-    with pytest.raises(SystemExit) as exit:
-        check_suite_file(suite, f"trace_out={tmp_path / 't.json'}")
+    status = check_suite_file(suite, str(tmp_path / "t.json"))
     out = capsys.readouterr().out
-    assert exit.value.code == 1
+    assert status == 1
     assert out.splitlines()[1].split()[:3] == ["holds", "fine", "8,302"]
     assert out.splitlines()[2].split()[:3] == ["violated:", "ElrHasDataToHwm", "buggy"]
     assert "\nbuggy: the HWM ignores min ISR\n" in out and "a shortest counterexample, re-validated by replay" in out
@@ -164,12 +146,12 @@ FIRST_COMPILE = """
 import sys; sys.path.insert(0, 'tests')
 import modelcheck.engine
 from test_engine import Counters
-from modelcheck.engine.control import Control
+from modelcheck.engine.options import CheckOptions
 from modelcheck.runs.first_compile import after_compile, first_compile
 from modelcheck.engine import run
 modelcheck.engine.KEEP_COMPILING_AFTER_S = 0.0
 spec = Counters(limit=3)
-job = first_compile(spec, "fast", Control())
+job = first_compile(spec, CheckOptions())
 result = run(spec, compiling=job, progress=lambda st: print(st.get("note", ""), file=sys.stderr))
 print(result.run_info["kernel"], result.distinct_states)
 after_compile(job, [result], quiet=False)
@@ -208,9 +190,7 @@ def test_a_default_check_without_a_kernel_warns_once(tmp_path, capsys, monkeypat
         '[[check]]\nname = "a"\nabout = ""\n[check.config]\nmax_records = 0\nmax_fences = 0\n'
         '[[check]]\nname = "b"\nabout = ""\n[check.config]\nmax_records = 0\n'
     )
-    with pytest.raises(SystemExit) as exit:
-        check_suite_file(suite)
-    assert exit.value.code == 0
+    assert check_suite_file(suite) == 0
     assert capsys.readouterr().err == (
         "warning: no compiled kernel (MODELCHECK_KERNEL=interpreted); ran the interpreted engine\n"
     )

@@ -15,6 +15,7 @@ import pytest
 
 from modelcheck.engine import run
 from modelcheck.engine.bfs import check
+from modelcheck.engine.options import CheckOptions
 from modelcheck.fingerprint import fingerprint
 from modelcheck.result import Step
 from modelcheck.spec import Field, Param, Spec, SpecDefinitionError, action, invariant
@@ -206,7 +207,7 @@ def test_the_kernel_compiles_a_spec_it_was_not_written_for(bad):
 
     reference = check(Counters(limit=4, bad=bad))
     for workers in (1, 2):
-        got = run(Counters(limit=4, bad=bad), engine="fast", workers=workers)
+        got = run(Counters(limit=4, bad=bad), CheckOptions.of(engine="fast", workers=workers))
         assert got.run_info["kernel"] == "compiled" and got.run_info["state_keys"] == "exact"
         assert summary(got) == summary(reference)
 

@@ -17,6 +17,7 @@ from strategies import SMALL
 from symmetry_classes import class_of, reachable, rename
 
 from modelcheck.engine import run
+from modelcheck.engine.options import CheckOptions
 from specs.kafka_elr import VARIANTS, load
 from specs.kafka_elr.types import permute
 
@@ -87,11 +88,11 @@ def summary(r):
 @pytest.mark.slow
 def test_the_compiled_engine_reproduces_the_reference_exactly(config):
     spec = load(config)
-    reference = summary(run(spec, engine="bfs"))
-    one = run(spec, engine="fast", workers=1)
+    reference = summary(run(spec, CheckOptions.of(engine="bfs")))
+    one = run(spec, CheckOptions.of(engine="fast", workers=1))
     assert one.run_info["kernel"] == "compiled"
     assert summary(one) == reference
-    assert summary(run(spec, engine="fast", workers=2)) == reference
+    assert summary(run(spec, CheckOptions.of(engine="fast", workers=2))) == reference
 
 
 @settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -101,9 +102,9 @@ def test_random_configs_give_the_same_answers_on_every_engine(config):
     """Random small configs of every variant (3 brokers, so each variant's
     kernel is compiled once): verdict, counts, coverage and trace equal."""
     spec = load(config)
-    reference = summary(run(spec, engine="bfs"))
-    assert summary(run(spec, engine="fast", workers=1)) == reference
-    assert summary(run(spec, engine="fast", workers=2)) == reference
+    reference = summary(run(spec, CheckOptions.of(engine="bfs")))
+    assert summary(run(spec, CheckOptions.of(engine="fast", workers=1))) == reference
+    assert summary(run(spec, CheckOptions.of(engine="fast", workers=2))) == reference
     with tempfile.TemporaryDirectory() as tmp:  # stopped after its 3rd level, resumed on one worker
         assert summary(stopped_and_resumed(spec, "fast", tmp, 3)) == reference
 
@@ -111,34 +112,34 @@ def test_random_configs_give_the_same_answers_on_every_engine(config):
 @pytest.mark.slow
 def test_the_legacy_default_counterexample_is_the_same_on_every_engine():
     spec = load({"variant": "legacy"})
-    results = [run(spec, engine=e, workers=w) for e, w in (("bfs", 1), ("fast", 1), ("fast", 2))]
+    results = [run(spec, CheckOptions.of(engine=e, workers=w)) for e, w in (("bfs", 1), ("fast", 1), ("fast", 2))]
     assert {(r.invariant, r.distinct_states, len(r.trace) - 1) for r in results} == {("NoAckedLoss", 16590, 7)}
 
 
 @pytest.mark.slow
 def test_a_violating_initial_state_is_reported_at_depth_1():
     spec = LeaderlessKip966(load({"max_records": 1}).config)
-    reference = summary(run(spec, engine="bfs"))
+    reference = summary(run(spec, CheckOptions.of(engine="bfs")))
     assert reference == ("violated", "Leaderless", 1, 1, 1, dict.fromkeys(spec.coverage_labels, 0), {}, [(None, {})])
-    assert summary(run(spec, engine="fast", workers=1)) == reference
-    assert summary(run(spec, engine="fast", workers=2)) == reference
+    assert summary(run(spec, CheckOptions.of(engine="fast", workers=1))) == reference
+    assert summary(run(spec, CheckOptions.of(engine="fast", workers=2))) == reference
 
 
 @pytest.mark.slow
 def test_memory_a_state_visited_set_8_or_16_bytes_links_6():
     """Exact keys take 16 bytes a state when a packed state needs two
     words, fingerprints 8; a parent link 6 (row and successor index)."""
-    exact = run(load({"max_records": 1}), engine="fast", workers=2)
+    exact = run(load({"max_records": 1}), CheckOptions.of(engine="fast", workers=2))
     assert exact.run_info["state_keys"] == "exact" and exact.run_info["state_bits"] > 64
     assert exact.memory["visited_bytes"] == 16 * exact.distinct_states
     assert exact.memory["links_bytes"] == 6 * exact.distinct_states
-    fingerprinted = run(load({"max_fences": 0}), engine="fast", workers=2)
+    fingerprinted = run(load({"max_fences": 0}), CheckOptions.of(engine="fast", workers=2))
     assert fingerprinted.holds
     assert fingerprinted.run_info["state_keys"] == "fingerprint" and fingerprinted.run_info["state_bits"] > 128
     assert fingerprinted.run_info["fingerprint_bits"] == 64
     assert 0 < fingerprinted.run_info["collision_probability"] < 1e-6
     assert fingerprinted.memory["visited_bytes"] == 8 * fingerprinted.distinct_states
-    wide = run(load({"max_fences": 0}), engine="fast", workers=2, fingerprint_bits=128)
+    wide = run(load({"max_fences": 0}), CheckOptions.of(engine="fast", workers=2, fingerprint_bits=128))
     assert summary(wide) == summary(fingerprinted) and wide.run_info["fingerprint_bits"] == 128
     assert wide.memory["visited_bytes"] == 16 * wide.distinct_states
     assert wide.run_info["collision_probability"] < 1e-20
@@ -216,7 +217,7 @@ def test_symmetry_explores_exactly_one_state_per_class():
     sym_spec = load({"max_records": 1, "max_fences": 0})
     sym_spec.enable_symmetry()
     for engine, workers in (("bfs", 1), ("fast", 1), ("fast", 2)):
-        r = run(sym_spec, engine=engine, workers=workers)
+        r = run(sym_spec, CheckOptions.of(engine=engine, workers=workers))
         assert r.holds and r.distinct_states == len(classes) < len(seen)
         assert r.run_info["symmetry"]["classes"] == len(classes)
         assert r.run_info["symmetry"]["class_states"] == len(everywhere) > len(seen)
@@ -231,7 +232,7 @@ def test_symmetry_is_exact_with_propagated_metadata():
     classes = {class_of(spec, s) for s in seen.values()}
     sym_spec = load({"max_records": 0, "metadata": "propagated"})
     sym_spec.enable_symmetry()
-    reduced = [run(sym_spec, engine=e, workers=w) for e, w in (("bfs", 1), ("fast", 2))]
+    reduced = [run(sym_spec, CheckOptions.of(engine=e, workers=w)) for e, w in (("bfs", 1), ("fast", 2))]
     assert summary(reduced[0]) == summary(reduced[1])
     assert len(seen) == 12782 and reduced[0].distinct_states == len(classes)
     states = len(reachable(spec, renamed=True))
@@ -250,10 +251,10 @@ def test_symmetry_is_exact_with_propagated_metadata():
 )
 @pytest.mark.slow
 def test_symmetry_keeps_the_verdict_and_the_shortest_trace_with_fewer_states(config):
-    plain = run(load(config), engine="fast")
+    plain = run(load(config), CheckOptions.of(engine="fast"))
     spec = load(config)
     spec.enable_symmetry()
-    reduced = [run(spec, engine=e, workers=w) for e, w in (("bfs", 1), ("fast", 1), ("fast", 2))]
+    reduced = [run(spec, CheckOptions.of(engine=e, workers=w)) for e, w in (("bfs", 1), ("fast", 1), ("fast", 2))]
     assert summary(reduced[1]) == summary(reduced[2]) == summary(reduced[0])
     assert reduced[0].run_info["symmetry"] == reduced[1].run_info["symmetry"] == reduced[2].run_info["symmetry"]
     r = reduced[0]

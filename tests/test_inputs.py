@@ -31,6 +31,7 @@ from strategies import fuzzing
 from cli import main
 from modelcheck.config import ConfigError, parse_override, read_file
 from modelcheck.engine import run
+from modelcheck.engine.options import CheckOptions
 from modelcheck.result import parse_expectation
 from modelcheck.runs.gate import read_gate  # the commands import gate and matrix lazily: here, before
 from modelcheck.runs.inputs import load_check_config
@@ -51,7 +52,9 @@ MATRIX = 'title = "t"\n[[cell]]\nname = "kip966"\nconfig = { max_records = 1, ma
 
 def legacy_counterexample() -> dict[str, Any]:
     spec = load({"variant": "legacy", "max_records": 1})
-    return TraceFile(spec.config, "NoAckedLoss", described(spec, run(spec, engine="bfs").trace)).to_json()
+    return TraceFile(
+        spec.config, "NoAckedLoss", described(spec, run(spec, CheckOptions.of(engine="bfs")).trace)
+    ).to_json()
 
 
 TRACE = legacy_counterexample()  # as check --trace-out writes it

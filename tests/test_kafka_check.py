@@ -7,6 +7,7 @@ import pytest
 
 from modelcheck.engine import run
 from modelcheck.engine.bfs import check
+from modelcheck.engine.options import CheckOptions
 from specs.kafka_elr import load
 
 
@@ -122,7 +123,7 @@ def test_only_the_listed_invariants_are_checked():
     unclean shutdowns lose an acked record in 6 steps; ConsistentRead alone
     breaks only 7 steps later."""
     config = {"max_unclean_shutdowns": 2, "max_records": 1}
-    every = run(load(config), engine="fast")
+    every = run(load(config), CheckOptions.of(engine="fast"))
     assert (every.invariant, len(every.trace) - 1) == ("NoAckedLoss", 6)
-    r = run(load({**config, "invariants": ["ConsistentRead"]}), engine="fast")
+    r = run(load({**config, "invariants": ["ConsistentRead"]}), CheckOptions.of(engine="fast"))
     assert (r.invariant, len(r.trace) - 1) == ("ConsistentRead", 13)

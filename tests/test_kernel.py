@@ -19,6 +19,7 @@ from modelcheck.engine import run
 from modelcheck.engine.batch import expand
 from modelcheck.engine.kernel import Kernel, KernelError, KernelUnavailable, compiling_ahead, kernel_for
 from modelcheck.engine.kernel.compiled import kernel_family
+from modelcheck.engine.options import CheckOptions
 from modelcheck.ops import replace_at
 from modelcheck.spec import Field, Param, action
 from specs.kafka_elr import VARIANTS, Kip966, load
@@ -159,7 +160,7 @@ class NarrowCounters(Counters):
 
 def test_a_state_outside_the_declared_layout_stops_the_check_naming_the_field():
     with pytest.raises(KernelError, match="a state's x left the range 0..2 that NarrowCounters.layout"):
-        run(NarrowCounters(limit=4), engine="fast")
+        run(NarrowCounters(limit=4), CheckOptions.of(engine="fast"))
 
 
 class UsesAList(Kip966):
@@ -185,7 +186,7 @@ def test_code_the_kernel_cannot_compile_is_named_and_the_check_runs_interpreted(
     spec = cls(load({"max_records": 1, "max_fences": 0}).config)
     with pytest.raises(KernelUnavailable, match=why):
         kernel_for(spec)
-    result = run(spec, engine="fast")
+    result = run(spec, CheckOptions.of(engine="fast"))
     assert result.run_info["kernel"].startswith("interpreted: ") and result.holds
 
 
@@ -256,7 +257,7 @@ def toy(limit: int) -> str:
         "import sys; sys.path.insert(0, 'tests')\n"
         "from test_engine import Counters\n"
         "from modelcheck.engine import run\n"
-        f"r = run(Counters(limit={limit}), engine='fast', "
+        f"r = run(Counters(limit={limit}), "
         "progress=lambda st: print(st.get('note', ''), file=sys.stderr))\n"
         "print(r.run_info['kernel'], r.distinct_states)"
     )
@@ -334,7 +335,7 @@ def test_the_compile_child_runs_this_processs_modules_not_the_working_directorys
     root = os.path.dirname(os.path.dirname(__file__))
     code = f"import sys; sys.path.insert(0, {root!r}); sys.path.insert(0, {root + '/tests'!r})\n" + toy(5).replace(
         "import sys; sys.path.insert(0, 'tests')\n", ""
-    ).replace("run(Counters(limit=5), engine='fast'", "run(Counters(limit=5), engine='fast', compiling=job")
+    ).replace("run(Counters(limit=5), ", "run(Counters(limit=5), compiling=job, ")
     code = code.replace(
         "from modelcheck.engine import run\n",
         "from modelcheck.engine import run\nfrom modelcheck.engine.kernel import compile_job\n"
@@ -389,7 +390,7 @@ CUBE = (
     "import sys; sys.path.insert(0, 'tests')\n"
     "from test_engine import Cube\n"
     "from modelcheck.engine import run\n"
-    "r = run(Cube(limit=150), engine='fast', progress=lambda st: print(st.get('note', ''), file=sys.stderr))\n"
+    "r = run(Cube(limit=150), progress=lambda st: print(st.get('note', ''), file=sys.stderr))\n"
     "print(r.run_info['kernel'], r.distinct_states, r.generated_states)"
 )
 
@@ -475,8 +476,8 @@ def test_variants_alike_in_their_rules_share_one_kernel(tmp_path):
 @pytest.mark.slow
 def test_each_variant_of_a_shared_kernel_runs_its_own_rules(cls):
     spec = cls(5)
-    reference = run(spec, engine="bfs")
-    fast = run(spec, engine="fast", workers=1)
+    reference = run(spec, CheckOptions.of(engine="bfs"))
+    fast = run(spec, CheckOptions.of(engine="fast", workers=1))
     assert fast.run_info["kernel"] == "compiled"
     assert (fast.distinct_states, fast.coverage) == (reference.distinct_states, reference.coverage)
     assert reference.distinct_states == {Family: 36, LongY: 18, NoDouble: 36}[cls]
@@ -493,7 +494,7 @@ def test_a_run_of_many_checks_compiles_their_kernels_ahead_and_waits_for_them(tm
     with compiling_ahead([Counters(5), Counters(4), LongY(5), NoDouble(5)]) as started:
         assert started == 2  # Counters' (for both limits), and the one LongY and NoDouble share
         assert os.environ["MODELCHECK_KERNEL"] == "compiled"
-        result = run(Counters(5), engine="fast")
+        result = run(Counters(5), CheckOptions.of(engine="fast"))
         assert result.run_info["kernel"] == "compiled" and result.distinct_states == 36
     assert "MODELCHECK_KERNEL" not in os.environ
     with compiling_ahead([Counters(3)]) as started:

@@ -27,6 +27,7 @@ from cli import main
 from modelcheck.config import ConfigError
 from modelcheck.engine import run
 from modelcheck.engine.liveness import Recorder
+from modelcheck.engine.options import CheckOptions
 from modelcheck.lifetime import Stopped
 from modelcheck.memory import anon_rss
 from modelcheck.result import Step
@@ -43,7 +44,9 @@ def lasso(r) -> list[tuple]:
 
 @pytest.mark.parametrize("prop", list(Arbiter.properties))
 def test_toy_verdicts_and_engines_agree(prop):
-    results = [run(Arbiter((prop,)), engine=e, workers=w) for e, w in (("bfs", 1), ("fast", 1), ("fast", 2))]
+    results = [
+        run(Arbiter((prop,)), CheckOptions.of(engine=e, workers=w)) for e, w in (("bfs", 1), ("fast", 1), ("fast", 2))
+    ]
     reference = results[0]
     assert reference.verdict == ("holds" if prop in HOLDS else "violated")
     assert reference.distinct_states == 6 and reference.triggers[prop] > 0
@@ -61,12 +64,12 @@ def test_toy_verdicts_and_engines_agree(prop):
 
 
 def test_toy_lassos_are_the_expected_behaviours():
-    unfair = run(Arbiter(("RequestGrantedUnfairly",)), engine="bfs")
+    unfair = run(Arbiter(("RequestGrantedUnfairly",)), CheckOptions.of(engine="bfs"))
     assert (lasso(unfair), unfair.loop) == ([(None, (0, 0, 0)), ("Request", (0, 1, 0))], 1)  # stops there
-    weak = run(Arbiter(("RequestGrantedWeakly",)), engine="bfs")
+    weak = run(Arbiter(("RequestGrantedWeakly",)), CheckOptions.of(engine="bfs"))
     assert lasso(weak) == [(None, (0, 0, 0)), ("Request", (0, 1, 0)), ("Tick", (1, 1, 0)), ("Tick", (0, 1, 0))]
     assert weak.loop == 1  # ticks for ever, Grant enabled only every other state
-    idle = run(Arbiter(("EventuallyIdle",)), engine="bfs")
+    idle = run(Arbiter(("EventuallyIdle",)), CheckOptions.of(engine="bfs"))
     looped = idle.trace[idle.loop :]
     assert looped[0].state == looped[-1].state and any(s.state.requested for s in looped)
     assert {s.action for s in looped[1:]} == {"Tick", "Request", "Grant", "Release"}  # fair to every action
@@ -124,7 +127,7 @@ SMALL = dict(
 
 
 def kafka(engine: str, workers: int = 1, **config):
-    return run(load({**SMALL, **config}), engine=engine, workers=workers)
+    return run(load({**SMALL, **config}), CheckOptions.of(engine=engine, workers=workers))
 
 
 def test_none_stops_the_partition_until_an_operator_acts():
@@ -198,7 +201,7 @@ def test_a_checkpointed_search_resumes_to_the_same_lasso(tmp_path):
     spec = load(
         {**SMALL, "unclean_recovery_strategy": "none", "properties": ["LeaderlessGetsLeaderOnceBrokersRestart"]}
     )
-    whole = run(spec, engine="fast", workers=1)
+    whole = run(spec, CheckOptions.of(engine="fast", workers=1))
     for engine in ("fast", "bfs"):
         resumed = stopped_and_resumed(spec, engine, tmp_path / engine, reports=3)
         assert (resumed.verdict, resumed.loop, resumed.trace, resumed.distinct_states, resumed.triggers) == (
@@ -213,10 +216,10 @@ def test_a_checkpointed_search_resumes_to_the_same_lasso(tmp_path):
 def test_properties_refuse_symmetry_and_spark():
     spec = load({**SMALL, "properties": ["LeaderlessGetsLeader"]})
     with pytest.raises(ConfigError, match="--engine spark does not check temporal properties"):
-        run(spec, engine="spark")
+        run(spec, CheckOptions.of(engine="spark"))
     spec.enable_symmetry()
     with pytest.raises(ConfigError, match="leave out --symmetry"):
-        run(spec, engine="fast")
+        run(spec, CheckOptions.of(engine="fast"))
 
 
 # ---- the command line ---------------------------------------------------------------
@@ -273,7 +276,7 @@ def test_itf_writes_a_loop_back_as_its_loop_field():
     """ITF's `loop` is the index of the state the last one is followed by:
     the closing state (a copy of that one) is dropped and its step's action
     kept in #meta.loopAction; reading it back restores the closing step."""
-    r = run(Arbiter(("RequestGrantedWeakly",)), engine="bfs")
+    r = run(Arbiter(("RequestGrantedWeakly",)), CheckOptions.of(engine="bfs"))
     steps = [{"action": s.action, "args": s.args, "state": s.state._asdict()} for s in r.trace]
     doc = json.loads(json.dumps(to_itf({}, "RequestGrantedWeakly", steps, {}, r.loop)))
     assert doc["loop"] == 1 and len(doc["states"]) == 3

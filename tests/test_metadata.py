@@ -11,6 +11,7 @@ import pytest
 
 from modelcheck.config import ConfigError, read_file
 from modelcheck.engine import run
+from modelcheck.engine.options import CheckOptions
 from modelcheck.runs.replay import parse_steps, replay, split_scenario
 from specs.kafka_elr import load
 from specs.kafka_elr.arguments import ACKS_1
@@ -145,9 +146,11 @@ def test_a_raised_min_isr_the_leader_has_not_seen_loses_an_acked_record():
 @pytest.mark.parametrize("variant, states", [("kip966", 13_312), ("kafka-4", 22_106)])
 @pytest.mark.slow
 def test_a_min_isr_change_breaks_elr_data_only_when_brokers_lag(variant, states):
-    atomic = run(load({**MIN_ISR_CHANGE, "variant": variant}), engine="fast")
+    atomic = run(load({**MIN_ISR_CHANGE, "variant": variant}), CheckOptions.of(engine="fast"))
     assert atomic.holds and atomic.distinct_states == states
-    lagging = run(load({**MIN_ISR_CHANGE, "variant": variant, "metadata": "propagated"}), engine="fast")
+    lagging = run(
+        load({**MIN_ISR_CHANGE, "variant": variant, "metadata": "propagated"}), CheckOptions.of(engine="fast")
+    )
     assert (lagging.verdict, lagging.invariant, len(lagging.trace) - 1) == ("violated", "ElrHasDataToHwm", 6)
     assert [s.action for s in lagging.trace[1:]] == [
         "AlterMinIsr",
@@ -161,7 +164,7 @@ def test_a_min_isr_change_breaks_elr_data_only_when_brokers_lag(variant, states)
 
 @pytest.mark.slow
 def test_propagated_holds_with_deposed_leaders_serving():
-    r = run(load({"max_records": 1, "metadata": "propagated"}), engine="fast")
+    r = run(load({"max_records": 1, "metadata": "propagated"}), CheckOptions.of(engine="fast"))
     assert r.holds and r.distinct_states == 462_528
     assert r.coverage["MetadataUpdate"] > 0
     assert {g for g, reached in r.goals.items() if reached} >= {

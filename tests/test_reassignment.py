@@ -13,6 +13,7 @@ from symmetry_classes import class_of, reachable
 from cli import main
 from modelcheck.config import ConfigError
 from modelcheck.engine import run
+from modelcheck.engine.options import CheckOptions
 from modelcheck.trace import apply_step
 from specs.kafka_elr import load
 from specs.kafka_elr.arguments import DESIGNATION
@@ -27,7 +28,7 @@ def check(engine: str = "bfs", symmetry: bool = False, workers: int = 1, **confi
     spec = load({**SMALL, **config})
     if symmetry:
         spec.enable_symmetry()
-    return run(spec, engine=engine, workers=workers)
+    return run(spec, CheckOptions.of(engine=engine, workers=workers))
 
 
 def actions(r) -> list[tuple]:
@@ -203,7 +204,7 @@ def test_elr_within_replicas_catches_a_missing_filter():
     variant holds ElrWithinReplicas, and without the filter it breaks."""
     config = {**SMALL, "variant": "reassignment-ignores-min-isr", "invariants": ["ElrWithinReplicas"]}
     assert check(**config).verdict == "holds"
-    r = run(ReassignmentKeepingDroppedElr(load({**SMALL, **config}).config), engine="bfs")
+    r = run(ReassignmentKeepingDroppedElr(load({**SMALL, **config}).config), CheckOptions.of(engine="bfs"))
     assert (r.verdict, r.invariant) == ("violated", "ElrWithinReplicas")
     assert actions(r) == [
         ("ReassignPartition", {"replicas": [0, 2]}),

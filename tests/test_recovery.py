@@ -11,6 +11,7 @@ from derived_specs import BalancedIgnoringLastKnownElr
 
 from modelcheck.config import ConfigError, read_file
 from modelcheck.engine import run
+from modelcheck.engine.options import CheckOptions
 from modelcheck.runs.replay import parse_steps, replay, split_scenario
 from specs.kafka_elr import load
 from specs.kafka_elr.types import NO_PROPOSAL, RECOVERED, RECOVERING, bit, mask_of
@@ -38,7 +39,7 @@ def replay_file(name: str):
 
 
 def test_balanced_holds_with_the_recovery_firing_and_its_goals_reached():
-    r = run(load(RECOVERY), engine="fast")
+    r = run(load(RECOVERY), CheckOptions.of(engine="fast"))
     assert r.holds and r.coverage["UncleanRecovery"] > 0 and r.coverage["CompleteRecovery"] > 0
     assert (
         r.goals["RecoveryElects"] and r.goals["BalancedRecoveryWaitsForLastKnownElr"] and r.goals["RecoveryCompletes"]
@@ -48,7 +49,7 @@ def test_balanced_holds_with_the_recovery_firing_and_its_goals_reached():
 @pytest.mark.slow
 def test_a_balanced_recovery_that_ignores_last_known_elr_is_caught():
     spec = BalancedIgnoringLastKnownElr(load(RECOVERY).config)
-    r = run(spec, engine="bfs")
+    r = run(spec, CheckOptions.of(engine="bfs"))
     assert (r.verdict, r.invariant) == ("violated", "RecoveryKeepsLastKnownElrData")
     assert r.trace[-1].state.last_known_elr and r.trace[-1].action in ("StartBroker", "UnfenceBroker")
 
@@ -63,7 +64,9 @@ def test_a_balanced_recovery_that_ignores_last_known_elr_is_caught():
 )
 @pytest.mark.slow
 def test_the_rejected_alternative_and_aggressive_fail_none_holds(variant, strategy, verdict):
-    r = run(load({**RECOVERY, "variant": variant, "unclean_recovery_strategy": strategy}), engine="fast")
+    r = run(
+        load({**RECOVERY, "variant": variant, "unclean_recovery_strategy": strategy}), CheckOptions.of(engine="fast")
+    )
     assert r.verdict == verdict
     assert r.invariant == (None if verdict == "holds" else "RecoveryKeepsLastKnownElrData")
     if strategy == "none":
@@ -80,10 +83,10 @@ def test_none_never_elects_unclean_judges_the_state_not_the_code():
 
 @pytest.mark.slow
 def test_the_goals_of_a_config_without_the_recovery_are_reported_not_reached():
-    r = run(load({"max_records": 1, "max_fences": 0}), engine="bfs")
+    r = run(load({"max_records": 1, "max_fences": 0}), CheckOptions.of(engine="bfs"))
     assert r.holds and r.goals["ElrMemberElected"] and r.goals["UncleanShutdownDetected"]
     assert not r.goals["RecoveryElects"] and not r.goals["CleanShutdownRegistersClean"]
-    violated = run(load({"variant": "legacy"}), engine="bfs")
+    violated = run(load({"variant": "legacy"}), CheckOptions.of(engine="bfs"))
     assert not violated.holds and violated.goals == {}  # reported for complete searches only
 
 
@@ -178,7 +181,7 @@ def test_admin_elections_are_counted_per_type():
                 "max_unclean_shutdowns": 2,
             }
         ),
-        engine="bfs",
+        CheckOptions.of(engine="bfs"),
     )
     assert {x: n for x, n in r.coverage.items() if x.startswith("Admin")} == {
         "AdminElectLeaders(PREFERRED)": 7,

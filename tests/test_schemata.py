@@ -12,6 +12,7 @@ from mutable_specs import Allocator
 from modelcheck.engine import run
 from modelcheck.engine.kernel import Kernel
 from modelcheck.engine.kernel.cache import cache_dir
+from modelcheck.engine.options import CheckOptions
 from modelcheck.schemata import schema
 
 POINTS = [
@@ -75,24 +76,24 @@ def test_the_points_are_every_slip_of_the_rules_the_actions_reach_in_source_orde
 
 
 def test_mutant_zero_is_the_base_and_every_mutant_is_its_slip_on_the_reference_engine():
-    base = run(Allocator(3), engine="reference")
+    base = run(Allocator(3), CheckOptions.of(engine="bfs"))
     assert verdict(base) == VERDICTS[0]
     for number, expected in VERDICTS.items():
-        assert verdict(run(mutants().cls(3, mutation=number), engine="reference")) == expected, number
+        assert verdict(run(mutants().cls(3, mutation=number), CheckOptions.of(engine="bfs"))) == expected, number
 
 
 def test_every_mutant_runs_in_one_compiled_kernel_with_the_reference_engines_verdict():
     sources = {str(Kernel(mutants().cls(3, mutation=k), cache_dir()).source) for k in VERDICTS}
     assert len(sources) == 1  # the mutant is a parameter, not code
     for number, expected in VERDICTS.items():
-        assert verdict(run(mutants().cls(3, mutation=number), engine="fast")) == expected, number
+        assert verdict(run(mutants().cls(3, mutation=number), CheckOptions.of(engine="fast"))) == expected, number
 
 
 def test_a_mutant_pickles_as_itself_though_its_class_is_made_not_imported():
     spec = mutants().cls(3, mutation=7)
     again = pickle.loads(pickle.dumps(spec))
     assert type(again) is type(spec) and again.mutation == 7 and again.slots == 3
-    assert verdict(run(again, engine="reference")) == VERDICTS[7]
+    assert verdict(run(again, CheckOptions.of(engine="bfs"))) == VERDICTS[7]
 
 
 @pytest.mark.parametrize("number", [0, 5])
@@ -102,4 +103,4 @@ def test_the_generated_source_is_what_the_mutant_runs(number):
 
     text = inspect.getsource(mutants().cls.release)
     assert "self.mutation != 5" in text and "if self.mutation != 7:" in text
-    assert verdict(run(mutants().cls(3, mutation=number), engine="reference")) == VERDICTS[number]
+    assert verdict(run(mutants().cls(3, mutation=number), CheckOptions.of(engine="bfs"))) == VERDICTS[number]

@@ -22,6 +22,7 @@ from tools import need
 
 from cli import main
 from modelcheck.engine import run, spark_session
+from modelcheck.engine.options import CheckOptions
 from specs.kafka_elr import load
 
 need("pyspark", "the spark extra is not installed")
@@ -59,9 +60,12 @@ def summary(r):
 def test_spark_reproduces_the_local_engine_exactly(master, partitions, config):
     """Every level on the executors (none on the driver while they start)."""
     spec = load(config)
-    expected = summary(run(spec, engine="fast", workers=1))
+    expected = summary(run(spec, CheckOptions.of(engine="fast", workers=1)))
     assert (
-        summary(run(spec, engine="spark", master=master, partitions=partitions, spark_settings=EXECUTORS)) == expected
+        summary(
+            run(spec, CheckOptions.of(engine="spark", master=master, partitions=partitions, spark_settings=EXECUTORS))
+        )
+        == expected
     )
 
 
@@ -70,8 +74,8 @@ def test_levels_the_driver_runs_while_spark_starts_give_the_same_answers():
     """By default the driver runs levels itself until the executors are
     ready (or when a level is small): the same files, the same counts."""
     spec = load(CONFIGS[1])
-    got = run(spec, engine="spark", master="local[2]")
-    assert summary(got) == summary(run(spec, engine="fast", workers=1))
+    got = run(spec, CheckOptions.of(engine="spark", master="local[2]"))
+    assert summary(got) == summary(run(spec, CheckOptions.of(engine="fast", workers=1)))
     assert got.run_info["spark_driver_levels"] > 0
 
 
@@ -82,16 +86,18 @@ def test_random_configs_give_the_reference_answers_on_spark(config):
     """The differential test of tests/test_engines.py, with Spark local[2]
     against the reference engine (a few examples: each starts Spark)."""
     spec = load(config)
-    assert summary(run(spec, engine="spark", master="local[2]")) == summary(run(spec, engine="bfs"))
+    assert summary(run(spec, CheckOptions.of(engine="spark", master="local[2]"))) == summary(
+        run(spec, CheckOptions.of(engine="bfs"))
+    )
 
 
 @pytest.mark.slow
 def test_spark_with_symmetry_keeps_the_reduced_count_and_the_shortest_trace():
     spec = load({"variant": "legacy"})
     spec.enable_symmetry()
-    fast = run(spec, engine="fast", workers=2)
+    fast = run(spec, CheckOptions.of(engine="fast", workers=2))
     expected = summary(fast)
-    spark = run(spec, engine="spark", master="local[2]", spark_settings=EXECUTORS)
+    spark = run(spec, CheckOptions.of(engine="spark", master="local[2]", spark_settings=EXECUTORS))
     assert summary(spark) == expected
     assert spark.run_info["symmetry"] == fast.run_info["symmetry"]
     assert expected[2] < 16590 and len(expected[6]) == 8
@@ -100,9 +106,9 @@ def test_spark_with_symmetry_keeps_the_reduced_count_and_the_shortest_trace():
 @pytest.mark.slow
 def test_a_violating_initial_state_is_found_at_depth_1_on_spark():
     spec = LeaderlessKip966(load({"max_records": 1}).config)
-    expected = summary(run(spec, engine="bfs"))
+    expected = summary(run(spec, CheckOptions.of(engine="bfs")))
     assert expected[:5] == ("violated", "Leaderless", 1, 1, 1)
-    assert summary(run(spec, engine="spark", master="local[2]", spark_settings=EXECUTORS)) == expected
+    assert summary(run(spec, CheckOptions.of(engine="spark", master="local[2]", spark_settings=EXECUTORS))) == expected
 
 
 @pytest.mark.slow
@@ -404,8 +410,10 @@ def test_a_lost_executor_is_replaced_and_the_check_completes(standalone, bare_ex
 
 def test_with_a_checkpoint_dir_results_are_the_same_on_local_spark(tmp_path):
     spec = load({"variant": "legacy"})
-    expected = summary(run(spec, engine="fast", workers=1))
-    got = run(spec, engine="spark", master="local[2]", spark_settings={"spark.checkpoint.dir": str(tmp_path)})
+    expected = summary(run(spec, CheckOptions.of(engine="fast", workers=1)))
+    got = run(
+        spec, CheckOptions.of(engine="spark", master="local[2]", spark_settings={"spark.checkpoint.dir": str(tmp_path)})
+    )
     assert summary(got) == expected
     assert list(tmp_path.iterdir()) == []
 

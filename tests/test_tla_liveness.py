@@ -23,6 +23,7 @@ import pytest
 from test_tla_mirror import SPEC, TLA_DIR, assert_constants_are_the_config, need_tlc, py_state, read_cfg, tla_state
 
 from modelcheck.engine import run
+from modelcheck.engine.options import CheckOptions
 from modelcheck.result import Step
 from modelcheck.tlc import cfg_properties, parse_output, run_tlc
 from modelcheck.trace import validate_lasso
@@ -134,7 +135,7 @@ def test_tla_fairness_mirrors_protocol_py(specification):
 
 @functools.cache
 def python_result(name: str):
-    return run(load(config_of(name)), engine="bfs")
+    return run(load(config_of(name)), CheckOptions.of(engine="bfs"))
 
 
 @functools.cache

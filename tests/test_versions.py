@@ -12,6 +12,7 @@ from symmetry_classes import reachable
 from cli import main
 from modelcheck.config import ConfigError
 from modelcheck.engine import run
+from modelcheck.engine.options import CheckOptions
 from modelcheck.runs.replay import apply_step
 from specs.kafka_elr import load
 from specs.kafka_elr.types import NEW, NO_LEADER, OLD, bit
@@ -248,7 +249,7 @@ def test_kip966_detects_clean_shutdowns_only_from_the_new_metadata_version():
 
 
 def test_an_upgrade_starts_with_an_empty_elr_below_min_isr():
-    r = run(load({"elr_version": 0, "max_version_changes": 1, **SMALL}), engine="bfs")
+    r = run(load({"elr_version": 0, "max_version_changes": 1, **SMALL}), CheckOptions.of(engine="bfs"))
     assert r.invariant == "ElectableAtLeastMinIsr"
     assert steps(r) == ["ShrinkIsr(brokers=[1, 2])", "CommitAlterPartition", "UpgradeElrVersion"]
 
@@ -259,7 +260,7 @@ def test_an_upgrade_leaves_a_partition_below_min_isr_unprotected():
     enters it, and one crash after the upgrade loses its acked record."""
     r = run(
         load({"elr_version": 0, "max_version_changes": 1, "invariants": ["NoAckedLossUnderElr"], **SMALL}),
-        engine="bfs",
+        CheckOptions.of(engine="bfs"),
     )
     assert r.invariant == "NoAckedLossUnderElr"
     assert steps(r) == [
@@ -279,7 +280,9 @@ def test_kip966_a_downgrade_strands_records_only_the_elr_holds():
     """The KIP's controller ignores the ELR once the feature is off: the
     acked record only an ELR member holds is no longer cleanly electable
     (the crash happened with the ELR on, before the downgrade)."""
-    r = run(load({"max_version_changes": 1, "invariants": ["NoAckedLossUnderElr"], **SMALL}), engine="bfs")
+    r = run(
+        load({"max_version_changes": 1, "invariants": ["NoAckedLossUnderElr"], **SMALL}), CheckOptions.of(engine="bfs")
+    )
     assert steps(r) == [
         "FenceBroker(broker=0, leader=1)",
         "Produce(acks=all)",
@@ -294,7 +297,10 @@ def test_kip966_a_downgrade_strands_records_only_the_elr_holds():
 
 @pytest.mark.slow
 def test_kip966_a_broker_that_crashed_stays_in_the_ignored_elr_and_comes_back_with_the_feature():
-    r = run(load({"max_version_changes": 2, "invariants": ["ElrHasDataToHwmUnderElr"], **SMALL}), engine="bfs")
+    r = run(
+        load({"max_version_changes": 2, "invariants": ["ElrHasDataToHwmUnderElr"], **SMALL}),
+        CheckOptions.of(engine="bfs"),
+    )
     assert steps(r) == [
         "FenceBroker(broker=0, leader=1)",
         "Produce(acks=1)",
@@ -314,7 +320,7 @@ def test_kafka_4_keeps_a_crashed_broker_in_the_elr_after_a_downgrade():
     off (RCM:1446-1458), and still elects from the ELR."""
     r = run(
         load({"variant": "kafka-4", "max_version_changes": 1, "invariants": ["ElrHasDataToHwmUnderElr"], **SMALL}),
-        engine="bfs",
+        CheckOptions.of(engine="bfs"),
     )
     assert steps(r)[-2:] == ["DowngradeElrVersion", "StartBroker(broker=1)"]
 
@@ -332,7 +338,7 @@ def test_kafka_4_keeps_a_crashed_broker_in_the_elr_after_a_downgrade():
 )
 def test_the_plans_mutants_are_refuted(config, invariant, length):
     checked = ["ElrDisjointIsr", "ElrOnlyUnderMinIsr", "ElrHasDataToHwmUnderElr", "LogMatching"]
-    r = run(load({**config, "invariants": checked, **SMALL}), engine="bfs")
+    r = run(load({**config, "invariants": checked, **SMALL}), CheckOptions.of(engine="bfs"))
     assert (r.invariant, len(r.trace) - 1) == (
         invariant + ("UnderElr" if invariant == "ElrHasDataToHwm" else ""),
         length,
@@ -365,11 +371,11 @@ def test_turning_the_elr_on_only_at_min_isr_keeps_every_invariant(variant):
     under min ISR"); at any time, the window is open."""
     config = {"variant": variant, "elr_version": 0, "max_version_changes": 1, **SMALL}
     spec = load({**config, "elr_switch_when": "at-min-isr"})
-    r = run(spec, engine="fast", workers=1)
+    r = run(spec, CheckOptions.of(engine="fast", workers=1))
     assert r.holds and r.coverage["UpgradeElrVersion"] > 0 and r.goals["ElrMemberElected"]
     assert "ElectableAtLeastMinIsr" in spec.checked_invariants()
     assert r.distinct_states == {"kip966": 366068, "kafka-4": 297016}[variant]
-    assert not run(load(config), engine="fast", workers=1).holds
+    assert not run(load(config), CheckOptions.of(engine="fast", workers=1)).holds
 
 
 def test_the_elr_is_turned_on_or_off_only_at_min_isr_when_asked():

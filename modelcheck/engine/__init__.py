@@ -20,76 +20,87 @@ MODELCHECK_KERNEL=compiled waits for the compile instead;
 the reference engine and says why in the result's run_info["kernel"];
 `spark` refuses (a cluster check must not quietly become a one-thread one).
 
-A `Control` (control.py) carries a stop request, checkpoints and a memory
-limit to the local engines. A check that writes checkpoints waits for the
-compile instead of racing, so that one engine writes them all; a resumed
-check runs the engine that wrote its checkpoint."""
+A CheckOptions (options.py) says how to search: the engine, symmetry,
+the local engines' threads, memory limit and checkpoints, Spark's
+cluster; a `Control` (control.py) carries a stop request. A check that
+writes checkpoints waits for the compile instead of racing, so that one
+engine writes them all; a resumed check runs the engine that wrote its
+checkpoint."""
 
 from __future__ import annotations
 
-import functools
+import copy
 import os
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, ParamSpec
+from typing import TYPE_CHECKING
 
 from ..config import ConfigError
 from ..result import CheckResult
 from ..spec import Spec
+from .checkpoint import Checkpoints
 from .control import Control
+from .options import CheckOptions
 from .progress import Progress
 
 if TYPE_CHECKING:
     from .kernel import CompileJob, Kernel
 
-ENGINES = ("fast", "bfs", "spark")
-P = ParamSpec("P")
 KEEP_COMPILING_AFTER_S = 10.0  # a check this long interpreted costs more than a compile (about 30 s) spares
 
 
-def _releasing(check: Callable[P, CheckResult]) -> Callable[P, CheckResult]:
-    """`check`, which unlocks its checkpoint directory when it ends, however
-    it ends (a result, a stop, an error): another run may write there then."""
-
-    @functools.wraps(check)
-    def run(*args: P.args, **kwargs: P.kwargs) -> CheckResult:
-        try:
-            return check(*args, **kwargs)
-        finally:
-            control = kwargs.get("control")
-            if isinstance(control, Control) and control.checkpoints:
-                control.checkpoints.release()
-
-    return run
-
-
-@_releasing
 def run(
     spec: Spec,
+    options: CheckOptions | None = None,
     *,
-    engine: str = "fast",
-    workers: int = 1,
     progress: Progress | None = None,
-    master: str | None = None,
-    partitions: int | None = None,
-    spark_settings: dict[str, str] | None = None,
-    fingerprint_bits: int = 64,
     control: Control | None = None,
+    checkpoints: Checkpoints | None = None,
     compiling: CompileJob | None = None,
 ) -> CheckResult:
-    """Check `spec` with the named engine (`workers` applies to fast;
-    `master`, `partitions` and `spark_settings` to spark; `fingerprint_bits`
-    to both, where a packed state is too large to store whole; `control`:
-    its stop request to all, checkpoints and the memory limit to fast and bfs;
-    `compiling`: to fast, the compile of this spec's kernel the caller
-    started (kernel.compile_job), which a race watches instead of starting
-    its own, and which the caller ends or waits for)."""
+    """Check `spec` as `options` say (validated here). `control`: its stop
+    request; `checkpoints`: the directory options.local names, already
+    prepared by the caller (else prepared here), released when the check
+    ends, however it ends; `compiling`: to fast, the compile of this spec's
+    kernel the caller started (kernel.compile_job), which a race watches
+    instead of starting its own, and which the caller ends or waits for."""
+    options = (options or CheckOptions()).validate()
+    local = options.local
+    if checkpoints is None and local.checkpoint_dir:
+        checkpoints = Checkpoints(local.checkpoint_dir, local.checkpoint_every)
+        checkpoints.prepare(resuming=local.resume)
+    if local.resume and checkpoints is None:
+        raise ConfigError("resume: no checkpoint to resume from")
+    try:
+        return _run(under(spec, options), options, progress, control or Control(), checkpoints, compiling)
+    finally:
+        if checkpoints:
+            checkpoints.release()
+
+
+def under(spec: Spec, options: CheckOptions) -> Spec:
+    """`spec` as the engines explore it: with --symmetry, a copy whose
+    representative() is its class's (the caller's spec is left as it is)."""
+    if not options.symmetry or spec.symmetric:
+        return spec
+    reduced = copy.copy(spec)
+    reduced.enable_symmetry()
+    return reduced
+
+
+def _run(
+    spec: Spec,
+    options: CheckOptions,
+    progress: Progress | None,
+    control: Control,
+    checkpoints: Checkpoints | None,
+    compiling: CompileJob | None,
+) -> CheckResult:
     from .bfs import check as reference
 
-    control = control or Control()
-    refuse_unsupported(spec, engine)
+    engine, bits = options.engine, options.fingerprint_bits
+    refuse_unsupported(spec, options)
     if engine == "bfs":
-        return reference(spec, progress=progress, control=control)
+        return reference(spec, options, checkpoints=checkpoints, progress=progress, control=control)
     from .kernel import KernelUnavailable, kernel_for
 
     note = (lambda text: progress({"note": text})) if progress else (lambda text: None)
@@ -101,7 +112,7 @@ def run(
 
         def load_kernel():
             try:
-                return kernel_for(spec, note, compile=True, fingerprint_bits=fingerprint_bits)
+                return kernel_for(spec, note, compile=True, fingerprint_bits=bits)
             except KernelUnavailable as e:
                 raise EngineUnavailable(
                     f"--engine spark runs the compiled kernel, and there is none here: {e}"
@@ -110,44 +121,48 @@ def run(
         return spark_check(
             spec,
             load_kernel,
-            master=master,
-            partitions=partitions,
-            settings=spark_settings,
+            master=options.spark.master,
+            partitions=options.spark.partitions,
+            settings=dict(options.spark.settings),
             progress=progress,
             control=control,
         )
-    wait = os.environ.get("MODELCHECK_KERNEL") == "compiled" or bool(control.checkpoints)
+    wait = os.environ.get("MODELCHECK_KERNEL") == "compiled" or bool(checkpoints)
     try:
-        kernel = kernel_for(spec, note, compile=wait, fingerprint_bits=fingerprint_bits)
+        kernel = kernel_for(spec, note, compile=wait, fingerprint_bits=bits)
     except KernelUnavailable as e:
-        if control.resume:
+        if options.local.resume:
             raise ConfigError(
                 f"the checkpoint was written by the compiled engine, and there is no compiled kernel here: {e}"
             ) from None
-        result = reference(spec, progress=progress, control=control)
+        result = reference(spec, options, checkpoints=checkpoints, progress=progress, control=control)
         result.run_info["kernel"] = f"interpreted: {e}"
         return result
     if kernel is None:
-        raced, kernel = _race(spec, progress, note, fingerprint_bits, control, compiling)
+        raced, kernel = _race(spec, options, progress, note, control, compiling)
         if raced is not None:
             return raced
         assert kernel is not None, "the compiled search starts with the kernel the race loaded"
     from .fast import check as fast_check
 
-    return fast_check(spec, kernel, workers=workers, progress=progress, control=control)
+    return fast_check(spec, kernel, options, checkpoints=checkpoints, progress=progress, control=control)
 
 
-def refuse_unsupported(spec: Spec, engine: str, symmetry: str = "--symmetry") -> None:
-    """ConfigError for what `engine` cannot check of `spec` as configured;
-    matrix and gate ask it of every entry before any runs (`symmetry`: how
-    the caller names its symmetry option)."""
+def refuse_unsupported(spec: Spec, options: CheckOptions, symmetry: str = "--symmetry") -> None:
+    """ConfigError for what the options cannot check of `spec` as
+    configured (symmetry the spec's rules forbid, temporal properties where
+    they are not searched); matrix and gate ask it of every entry before
+    any runs (`symmetry`: how the caller names its symmetry option)."""
+    symmetric = options.symmetry or spec.symmetric
+    if options.symmetry:
+        under(spec, options)  # the spec refuses symmetry its rules forbid (SymmetryError)
     if spec.checked_properties():
-        if spec.symmetric:
+        if symmetric:
             raise ConfigError(
                 f"{symmetry} with temporal properties: fair cycles are searched in the states "
                 f"themselves (a cycle of a class need not be one of its members); leave out {symmetry}"
             )
-        if engine == "spark":
+        if options.engine == "spark":
             raise ConfigError(
                 "--engine spark does not check temporal properties (their behaviour graph is "
                 "searched on one machine): use --engine fast"
@@ -160,9 +175,9 @@ class _KernelReady(Exception):
 
 def _race(
     spec: Spec,
+    options: CheckOptions,
     progress: Progress | None,
     note,
-    fingerprint_bits: int,
     control: Control,
     job: CompileJob | None,
 ) -> tuple[CheckResult | None, Kernel | None]:
@@ -177,7 +192,7 @@ def _race(
     if own:
         job = compile_job(spec)
         if job is None:  # compiled meanwhile (another process), or none to be had
-            return None, kernel_for(spec, note, fingerprint_bits=fingerprint_bits)
+            return None, kernel_for(spec, note, fingerprint_bits=options.fingerprint_bits)
     assert job is not None
     if not job.announced:
         note(
@@ -193,12 +208,12 @@ def _race(
             progress({**counts, "compiling": job.status()} if job.running() else counts)
 
     try:
-        result = reference(spec, progress=watch, control=control)
+        result = reference(spec, options, progress=watch, control=control)
         if own and result.elapsed_s >= KEEP_COMPILING_AFTER_S:
             finish_compile(job, control, progress)
     except _KernelReady:
         note("the kernel is compiled: the compiled search starts")
-        return None, kernel_for(spec, fingerprint_bits=fingerprint_bits)
+        return None, kernel_for(spec, fingerprint_bits=options.fingerprint_bits)
     finally:
         if own:
             job.end()

@@ -22,8 +22,10 @@ from ..result import CheckResult, collision_probability, symmetry_info
 from ..spec import Spec
 from ..store import DictStore
 from ..trace import rebuild, validate
-from .control import Control, check_identity, identity, spec_source
+from .checkpoint import Checkpoints
+from .control import Control, check_identity, out_of_memory, over_memory, spec_source
 from .liveness import Recorder, check_properties
+from .options import CheckOptions
 from .progress import Progress, progress_counts
 from .state_json import dump_states, load_states
 
@@ -31,15 +33,32 @@ PROGRESS_EVERY = 4096  # states between progress reports inside a level
 POLL_EVERY = 256  # states between looks at stop requests and memory
 
 
-def check(spec: Spec, *, progress: Progress | None = None, control: Control | None = None) -> CheckResult:
+def check(
+    spec: Spec,
+    options: CheckOptions | None = None,
+    *,
+    checkpoints: Checkpoints | None = None,
+    progress: Progress | None = None,
+    control: Control | None = None,
+) -> CheckResult:
     """Explore every reachable state of `spec`; stop at the first violation
-    (or as `control` asks)."""
-    return Reference(spec, progress, control or Control()).run()
+    (or as `control` asks), within `options`' memory limit, checkpointing
+    into `checkpoints` (resuming from them with `options.local.resume`)."""
+    options = options or CheckOptions(engine="bfs")
+    return Reference(spec, options, checkpoints, progress, control or Control()).run()
 
 
 class Reference:
-    def __init__(self, spec: Spec, progress: Progress | None, control: Control):
+    def __init__(
+        self,
+        spec: Spec,
+        options: CheckOptions,
+        checkpoints: Checkpoints | None,
+        progress: Progress | None,
+        control: Control,
+    ):
         self.spec, self.progress, self.control = spec, progress, control
+        self.local, self.checkpoints = options.local, checkpoints
         self.started = time.perf_counter()
         self.store = DictStore()
         self.coverage = dict.fromkeys(spec.coverage_labels, 0)
@@ -47,14 +66,14 @@ class Reference:
         self.generated = 0
         self.represented = 0  # with symmetry: the states the classes visited hold
         self.depth = 0
-        self.identity = identity(spec, "bfs", spec_source(spec)) if control.checkpoints else {}
+        self.identity = options.identity(spec, "bfs", spec_source(spec)) if checkpoints else {}
         # temporal properties: the behaviour graph (states numbered as found: the store's order)
-        self.recorder = Recorder(1, control.max_memory) if spec.checked_properties() else None
+        self.recorder = Recorder(1, self.local.max_memory) if spec.checked_properties() else None
         self.numbers: dict[int, int] = {}
 
     def run(self) -> CheckResult:
         with self.control.stop.polling():
-            frontier = self.restore() if self.control.resume else self.initial()
+            frontier = self.restore() if self.local.resume else self.initial()
             if isinstance(frontier, CheckResult):
                 return frontier
             while frontier:
@@ -138,25 +157,29 @@ class Reference:
         """Inside a level: on a stop request or past the memory limit, take
         the level back to its start, checkpoint, and stop; at its start,
         checkpoint when one is due."""
-        c = self.control
-        if not (c.stop.asked or c.over_memory()):
-            if not level and c.checkpoints and c.checkpoints.due():
+        c, checkpoints, limit = self.control, self.checkpoints, self.local.max_memory
+        if not (c.stop.asked or over_memory(limit)):
+            if not level and checkpoints and checkpoints.due():
                 self.checkpoint(frontier)
             return
         self.store.forget(fp for fp, _state in level)
         self.generated, coverage, reached = before
         self.coverage.update(coverage)
         self.reached.update(reached)
-        if c.checkpoints:
+        if checkpoints:
             self.checkpoint(frontier)
         counts = {
             "distinct": len(self.store),
             "generated": self.generated,
             "depth": self.depth,
             "elapsed_s": time.perf_counter() - self.started,
-            "checkpoint": str(c.checkpoints.dir) if c.checkpoints else None,
+            "checkpoint": str(checkpoints.dir) if checkpoints else None,
         }
-        raise c.stop.stopped(**counts) if c.stop.asked else c.out_of_memory("the reference engine's states", **counts)
+        raise (
+            c.stop.stopped(**counts)
+            if c.stop.asked
+            else out_of_memory(limit, checkpoints, "the reference engine's states", **counts)
+        )
 
     def checkpoint(self, frontier: list) -> None:
         fps, parents = self.store.arrays()
@@ -181,11 +204,11 @@ class Reference:
                     for name, parts in self.recorder.arrays().items()
                 }
             )
-        assert self.control.checkpoints is not None, "saved only where checkpoints are written"
-        self.control.checkpoints.save(state, arrays)
+        assert self.checkpoints is not None, "saved only where checkpoints are written"
+        self.checkpoints.save(state, arrays)
 
     def restore(self) -> list:
-        checkpoints = self.control.checkpoints
+        checkpoints = self.checkpoints
         assert checkpoints is not None, "restored only from a checkpoint"
         state, arrays = checkpoints.load()
         check_identity(state["identity"], self.identity, str(checkpoints.dir))
@@ -233,8 +256,8 @@ class Reference:
         if self.spec.symmetric:
             info["symmetry"] = symmetry_info(len(self.store), self.represented)
         info.update(kernel="interpreted", state_bits=None)  # the keys the compiled engine gives, as this one has them
-        if self.control.max_memory is not None:  # it holds whole levels in memory: each a segment, never spilled
-            info.update(memory_limit=self.control.max_memory, spilled=False, segments=self.depth, visited_flushes=0)
+        if self.local.max_memory is not None:  # it holds whole levels in memory: each a segment, never spilled
+            info.update(memory_limit=self.local.max_memory, spilled=False, segments=self.depth, visited_flushes=0)
         return CheckResult(
             "holds" if invariant is None else "violated",
             invariant,

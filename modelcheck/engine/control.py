@@ -1,11 +1,10 @@
-"""What a caller asks of a search besides its spec: stop when signalled,
-checkpoint now and then (and resume from one), and stay within a memory
-limit. Engines poll it at their safe points; without one a search runs
-to its verdict as before."""
+"""What a caller may do to a search while it runs: ask it to stop. The
+options it runs under are a CheckOptions (options.py); this is only the
+stop request engines poll at their safe points, and the memory rule they
+apply there."""
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,40 +19,26 @@ from .checkpoint import Checkpoints
 @dataclass
 class Control:
     stop: StopRequest = field(default_factory=StopRequest)
-    checkpoints: Checkpoints | None = None  # where checkpoints go (and, with resume, where the run continues from)
-    resume: bool = False
-    max_memory: int | None = None  # bytes of anonymous memory the process may hold
-    spill_dir: str | None = None  # where levels spill under memory pressure (default: the temp dir)
-
-    def over_memory(self) -> bool:
-        return self.max_memory is not None and anon_rss() > self.max_memory
-
-    def out_of_memory(self, what: str, **counts: Any) -> Stopped:
-        where = (
-            f"; resume from the checkpoint with a larger --max-memory: modelcheck check --resume {self.checkpoints.dir}"
-            if self.checkpoints
-            else "; give --checkpoint DIR to be able to resume"
-        )
-        assert self.max_memory is not None, "no memory limit to be out of"
-        return Stopped(
-            f"memory limit {show_size(self.max_memory)} (--max-memory) reached at "
-            f"{counts.get('distinct', 0):,} distinct states: {what}{where}",
-            None,
-            **counts,
-        )
 
 
-def identity(spec: Spec, engine: str, source: str) -> dict[str, Any]:
-    """What a checkpoint must match to be resumed: the engine, the spec and
-    its code (`source`: what the engine runs of it), the config, symmetry."""
-    cls = type(spec)
-    return {
-        "engine": engine,
-        "spec": f"{cls.__module__}.{cls.__qualname__}",
-        "config": getattr(spec, "config", None),
-        "symmetry": spec.symmetric,
-        "source": hashlib.sha256(source.encode()).hexdigest(),
-    }
+def over_memory(limit: int | None) -> bool:
+    return limit is not None and anon_rss() > limit
+
+
+def out_of_memory(limit: int | None, checkpoints: Checkpoints | None, what: str, **counts: Any) -> Stopped:
+    """The stop at the memory limit, saying how to go on."""
+    where = (
+        f"; resume from the checkpoint with a larger --max-memory: modelcheck check --resume {checkpoints.dir}"
+        if checkpoints
+        else "; give --checkpoint DIR to be able to resume"
+    )
+    assert limit is not None, "no memory limit to be out of"
+    return Stopped(
+        f"memory limit {show_size(limit)} (--max-memory) reached at "
+        f"{counts.get('distinct', 0):,} distinct states: {what}{where}",
+        None,
+        **counts,
+    )
 
 
 def spec_source(spec: Spec) -> str:

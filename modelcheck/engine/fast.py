@@ -67,9 +67,11 @@ from ..spec import Spec
 from ..trace import replay_path
 from . import batch
 from .batch import LINK_DTYPE, Abandoned, Candidates, Parts, run_info
-from .control import Control, check_identity, identity
+from .checkpoint import Checkpoints
+from .control import Control, check_identity, out_of_memory, over_memory
 from .kernel import Kernel
 from .liveness import Recorder, check_properties
+from .options import CheckOptions
 from .progress import Progress, progress_counts
 from .spill import blank_on_disk, on_disk, to_disk
 from .visited import BUCKET_BITS, Visited, first_occurrences, reshard, shard_of
@@ -83,12 +85,21 @@ PEAK_PER_CANDIDATE = 3.0  # a candidate's bytes at a segment's peak, in its own 
 
 
 def check(
-    spec: Spec, kernel: Kernel, *, workers: int = 1, progress: Progress | None = None, control: Control | None = None
+    spec: Spec,
+    kernel: Kernel,
+    options: CheckOptions | None = None,
+    *,
+    checkpoints: Checkpoints | None = None,
+    progress: Progress | None = None,
+    control: Control | None = None,
 ) -> CheckResult:
     """Explore every reachable state of `spec` with its compiled `kernel` on
-    `workers` threads; stop at the first violation (or as `control` asks)."""
-    with ThreadPoolExecutor(workers) as pool:
-        return Search(spec, kernel, workers, pool, progress, control or Control()).run()
+    `options.local.workers` threads; stop at the first violation (or as
+    `control` asks), within the memory limit, checkpointing into
+    `checkpoints` (resuming from them with `options.local.resume`)."""
+    options = options or CheckOptions()
+    with ThreadPoolExecutor(options.local.workers) as pool:
+        return Search(spec, kernel, options, checkpoints, pool, progress, control or Control()).run()
 
 
 def warm(spec: Spec, kernel: Kernel) -> None:
@@ -142,12 +153,15 @@ class Search:
         self,
         spec: Spec,
         kernel: Kernel,
-        workers: int,
+        options: CheckOptions,
+        checkpoints: Checkpoints | None,
         pool: ThreadPoolExecutor,
         progress: Progress | None,
         control: Control,
     ):
-        self.spec, self.kernel, self.workers, self.pool = spec, kernel, workers, pool
+        self.spec, self.kernel, self.options, self.checkpoints, self.pool = spec, kernel, options, checkpoints, pool
+        self.local = options.local
+        workers = self.workers = options.local.workers
         self.progress, self.control = progress, control
         self.started = time.perf_counter()
         self.shards = [Visited(kernel.key_words) for _ in range(workers)]
@@ -168,7 +182,7 @@ class Search:
         self.per_row = 4.0  # successors a frontier row, the most a segment had
         self.candidate_bytes = 8 * (kernel.words + kernel.key_words) + 8 + 2 + 1 + 2
         # temporal properties: the behaviour graph, recorded as the search goes
-        self.recorder = Recorder(kernel.key_words, self.control.max_memory) if spec.checked_properties() else None
+        self.recorder = Recorder(kernel.key_words, self.local.max_memory) if spec.checked_properties() else None
 
     # ---- the search ---------------------------------------------------------------
     def run(self) -> CheckResult:
@@ -183,7 +197,7 @@ class Search:
     def search(self) -> CheckResult | None:
         """The breadth-first search: a violation, or the holds result when
         no property is to be checked (None: check them)."""
-        cur = self.restore() if self.control.resume else self.initial()
+        cur = self.restore() if self.local.resume else self.initial()
         if isinstance(cur, CheckResult):
             return cur
         while len(cur.frontier):
@@ -272,7 +286,7 @@ class Search:
 
     def _done(self, rows: int) -> None:
         self.expanded += rows
-        if self.control.over_memory():
+        if over_memory(self.local.max_memory):
             self.over = True
 
     def settle(self, level: Parts, cur: Cursor) -> tuple[int, int, int] | None:
@@ -390,9 +404,9 @@ class Search:
         if cur.resolved == len(cur.next_rows):
             return
         keep = np.zeros(sum(len(k) for k in cur.next_keys), dtype=np.bool_)
-        limit = self.control.max_memory
+        limit = self.local.max_memory
         budget = None if limit is None else max(MIN_BUDGET, limit - anon_rss()) // self.workers
-        d = self.control.spill_dir
+        d = self.local.spill_dir
         self.wait(
             [
                 self.pool.submit(v.add_level, cur.next_keys, keep, self.workers, s, budget, d)
@@ -428,15 +442,15 @@ class Search:
     # ---- safe points: checkpoints, signals, memory ---------------------------------
     def safe_point(self, cur: Cursor) -> None:
         """Between segments: checkpoint when one is due, stop when asked."""
-        c = self.control
-        if c.stop.asked:
-            if c.checkpoints and self.progress:  # on a large level this takes a while: say why it has not ended
+        stop, checkpoints = self.control.stop, self.checkpoints
+        if stop.asked:
+            if checkpoints and self.progress:  # on a large level this takes a while: say why it has not ended
                 self.progress({"note": "stopping: writing a checkpoint (a second signal exits at once, without it)"})
             self.resolve(cur)
-            if c.checkpoints:
+            if checkpoints:
                 self.checkpoint(cur)
-            raise c.stop.stopped(**self.counts(cur))
-        if c.checkpoints and c.checkpoints.due():
+            raise stop.stopped(**self.counts(cur))
+        if checkpoints and checkpoints.due():
             self.resolve(cur)
             self.checkpoint(cur)
 
@@ -444,19 +458,19 @@ class Search:
         """Where the next segment ends: as far as the memory left allows,
         after moving what can wait to disk if that is too little."""
         rest = len(cur.frontier) - cur.done
-        if self.control.max_memory is None:
+        if self.local.max_memory is None:
             return len(cur.frontier)
         per_row = self.per_row * 1.25 * self.candidate_bytes * PEAK_PER_CANDIDATE
-        room = self.control.max_memory - anon_rss()
+        room = self.local.max_memory - anon_rss()
         if room < per_row * rest and not self.spilled:
             self.spill(cur)
-            room = self.control.max_memory - anon_rss()
+            room = self.local.max_memory - anon_rss()
         # a level split into segments is settled once, at its end, against keys on disk (a test-and-set
         # a segment would merge its keys into the whole set in memory: a copy of the set a segment)
         split = room < per_row * rest and self.recorder is None and not self.deferred
         in_memory = sum(s.memory_bytes for s in self.shards)
         short = room < per_row * rest / MANY_SEGMENTS and (
-            in_memory > self.control.max_memory * VISITED_SHARE or room < per_row * min(rest, MIN_SEGMENT)
+            in_memory > self.local.max_memory * VISITED_SHARE or room < per_row * min(rest, MIN_SEGMENT)
         )
         # a segment merges its new keys into the keys in memory, so once the set is on disk
         # those stay a few segments' worth: merging costs then what the segment does
@@ -466,10 +480,10 @@ class Search:
         )
         if short or costly or split:
             self.flush_visited(cur)
-            room = self.control.max_memory - anon_rss()
+            room = self.local.max_memory - anon_rss()
         if room < per_row * min(rest, MIN_SEGMENT):
             release_freed()  # freed blocks still resident (a fragmented heap) are room, not use
-            room = self.control.max_memory - anon_rss()
+            room = self.local.max_memory - anon_rss()
         if room < per_row * min(rest, MIN_SEGMENT):
             raise self.memory_stop(cur, "a segment of the frontier no longer fits beside what must stay in memory")
         return cur.done + min(rest, max(MIN_SEGMENT, int(room // per_row)))
@@ -479,7 +493,7 @@ class Search:
         runs of like size, so they stay few), and give the memory back;
         from then on duplicates in the runs are detected late."""
         self.resolve(cur)
-        d = self.control.spill_dir
+        d = self.local.spill_dir
 
         def move(s: int) -> None:
             self.shards[s].flush(directory=d)
@@ -492,7 +506,7 @@ class Search:
 
     def spill(self, cur: Cursor) -> None:
         """From now on frontiers and parent links live on disk."""
-        d = self.control.spill_dir
+        d = self.local.spill_dir
         self.links = [to_disk(x, d) for x in self.links]
         if self.recorder is not None:
             self.recorder.moved(lambda a: to_disk(a, d))
@@ -503,7 +517,7 @@ class Search:
         self.spilled = True
 
     def kept(self, a: np.ndarray) -> np.ndarray:
-        return to_disk(a, self.control.spill_dir) if self.spilled else a
+        return to_disk(a, self.local.spill_dir) if self.spilled else a
 
     def assembled(
         self, rows: list[np.ndarray], links: list[np.ndarray], keep: np.ndarray | None = None, sized: bool = False
@@ -537,13 +551,13 @@ class Search:
         return out_rows, out_links, sum(self.wait([self.pool.submit(copy, i) for i in range(len(rows))]))
 
     def blank(self, shape: tuple[int, ...], dtype: np.dtype, disk: bool) -> np.ndarray:
-        return blank_on_disk(shape, dtype, self.control.spill_dir) if disk else np.empty(shape, dtype)
+        return blank_on_disk(shape, dtype, self.local.spill_dir) if disk else np.empty(shape, dtype)
 
     def memory_stop(self, cur: Cursor, what: str) -> Stopped:
         self.resolve(cur)
-        if self.control.checkpoints:
+        if self.checkpoints:
             self.checkpoint(cur)
-        return self.control.out_of_memory(what, **self.counts(cur))
+        return out_of_memory(self.local.max_memory, self.checkpoints, what, **self.counts(cur))
 
     def counts(self, cur: Cursor) -> dict:
         return {
@@ -551,13 +565,13 @@ class Search:
             "generated": self.generated,
             "depth": cur.depth,
             "elapsed_s": time.perf_counter() - self.started,
-            "checkpoint": str(self.control.checkpoints.dir) if self.control.checkpoints else None,
+            "checkpoint": str(self.checkpoints.dir) if self.checkpoints else None,
         }
 
     @cached_property
     def identity(self) -> dict:
         k = self.kernel
-        return identity(
+        return self.options.identity(
             self.spec, "fast", k.source["spec"] + k.source["glue"] + f"\nkeys {k.key_words} {k.fingerprint_bits}"
         )
 
@@ -591,8 +605,8 @@ class Search:
             recorded = self.recorder.arrays()
             state["recorded"] = {name: len(p) for name, p in recorded.items()}
             fixed.update({f"graph-{name}-{i}": x for name, p in recorded.items() for i, x in enumerate(p)})
-        assert self.control.checkpoints is not None, "saved only where checkpoints are written"
-        self.control.checkpoints.save(
+        assert self.checkpoints is not None, "saved only where checkpoints are written"
+        self.checkpoints.save(
             state,
             {
                 "visited": buckets or [np.empty((0, self.kernel.key_words), np.uint64)],
@@ -604,18 +618,18 @@ class Search:
         )
 
     def restore(self) -> Cursor:
-        checkpoints = self.control.checkpoints
+        checkpoints = self.checkpoints
         assert checkpoints is not None, "restored only from a checkpoint"
         state, arrays = checkpoints.load()
         check_identity(state["identity"], self.identity, str(checkpoints.dir))
         keys, sizes, old = arrays["visited"], state["bucket_sizes"], state["workers"]
         starts = np.concatenate([[0], np.cumsum(sizes)])
         # a visited set that would take much of the memory limit is resumed on disk, as it was left
-        big = self.control.max_memory is not None and keys.nbytes > self.control.max_memory * VISITED_SHARE
+        big = self.local.max_memory is not None and keys.nbytes > self.local.max_memory * VISITED_SHARE
         self.shards = reshard(
             [keys[starts[b * old] : starts[(b + 1) * old]] for b in range(1 << BUCKET_BITS)],
             self.workers,
-            self.control.spill_dir,
+            self.local.spill_dir,
             on_disk=big,
         )
         self.deferred = big and self.recorder is None
@@ -697,9 +711,9 @@ class Search:
         info = run_info(self.kernel, self.distinct, self.generated)
         if self.spec.symmetric:
             info["symmetry"] = symmetry_info(self.distinct, self.represented)
-        if self.control.max_memory is not None:
+        if self.local.max_memory is not None:
             info.update(
-                memory_limit=self.control.max_memory,
+                memory_limit=self.local.max_memory,
                 spilled=self.spilled,
                 segments=self.segments,
                 visited_flushes=self.visited_flushes,

@@ -6,10 +6,7 @@ disk): a run of hours keeps its answer when its trace file cannot."""
 
 from __future__ import annotations
 
-import errno
 import os
-import sys
-import traceback
 from collections.abc import Callable
 from typing import NoReturn
 
@@ -22,10 +19,14 @@ from ..views import tracefile
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT_FAILED = 0, 1, 2, 3, 4
 
 
+class BadInput(Exception):
+    """A run ends without a verdict on bad input: the command line says
+    its one line on stderr and exits EXIT_BAD_INPUT, nothing else written."""
+
+
 def fail(message: str) -> NoReturn:
-    """Bad input: one line on stderr, exit 2, nothing else written."""
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_BAD_INPUT)
+    """Bad input: end the run (BadInput)."""
+    raise BadInput(message)
 
 
 def write_output(path: str, option: str, text: str) -> None:
@@ -39,7 +40,7 @@ def write_output(path: str, option: str, text: str) -> None:
 class Outputs:
     """The files a command writes once its run is over. A write that fails
     is remembered, not raised: the command prints its result, then
-    `exit` says each failure in one line and exits EXIT_OUTPUT_FAILED."""
+    `status` says each failure in one line and gives EXIT_OUTPUT_FAILED."""
 
     def __init__(self) -> None:
         self.failures: list[str] = []
@@ -86,28 +87,8 @@ class Outputs:
             f"{option} {path}: removed the counterexample an earlier run left there (this run found none)", err=True
         )
 
-    def exit(self, status: int) -> NoReturn:
-        """Exit `status`, or, after a line for each failed write, EXIT_OUTPUT_FAILED."""
+    def status(self, status: int) -> int:
+        """`status`, or, after a line for each failed write, EXIT_OUTPUT_FAILED."""
         for message in self.failures:
             click.echo(f"error: {message}", err=True)
-        sys.exit(EXIT_OUTPUT_FAILED if self.failures else status)
-
-
-def resource_error(e: BaseException) -> str | None:
-    """One line for a resource the machine ran out of (not a bug), or None."""
-    if isinstance(e, MemoryError):
-        return (
-            "out of memory: the machine had less free memory than this run needed (a check's "
-            "--max-memory below what is free makes the fast engine spill to disk instead)"
-        )
-    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.ENOMEM, errno.EFBIG):
-        where = f" writing {e.filename}" if e.filename else ""
-        return f"{e.strerror}{where} (a checkpoint, or levels spilled to disk under --max-memory)"
-    return None
-
-
-def internal_error() -> NoReturn:
-    """Never exit 1 ("violated") without a verdict: a traceback, exit 3."""
-    traceback.print_exc()
-    click.echo("error: internal error, no verdict (the traceback above is a bug to report)", err=True)
-    sys.exit(EXIT_INTERNAL)
+        return EXIT_OUTPUT_FAILED if self.failures else status

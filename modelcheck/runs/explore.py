@@ -3,8 +3,6 @@ initial state or a step of a saved trace, until Ctrl-C or SIGTERM."""
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from ..config import ConfigError
@@ -26,7 +24,7 @@ def explore_command(
     host: str,
     port: int,
     seen_states: int | None,
-) -> None:
+) -> int:
     """Serve the explorer on `host`:`port`, its URL printed, until stopped."""
     try:
         if trace_path and (config or overrides):
@@ -64,6 +62,7 @@ def explore_command(
             httpd.serve_forever()
         except Stopped as e:
             click.echo(f"explorer {e.why}", err=True)
-            sys.exit(exit_code(e))
+            return exit_code(e)
         finally:
             httpd.server_close()
+    raise AssertionError("serve_forever returns only when stopped")

@@ -12,17 +12,20 @@ import click
 from .. import engine as engines
 from ..engine.control import Control
 from ..engine.kernel import CompileJob, cache_dir, compile_job
+from ..engine.options import CheckOptions
 from ..lifetime import stop_on_signals
 from ..result import CheckResult
 from ..spec import Spec
 from ..views.progress import Progress
 
 
-def first_compile(spec: Spec, engine: str, control: Control) -> CompileJob | None:
+def first_compile(spec: Spec, options: CheckOptions) -> CompileJob | None:
     """The compile of `spec`'s kernel, started now in a child, when a fast
     check would race it (the kernel is not in the cache, and the check
-    neither waits for it nor runs interpreted only)."""
-    if engine != "fast" or control.checkpoints or os.environ.get("MODELCHECK_KERNEL") == "compiled":
+    neither waits for it, as one that checkpoints does, nor runs
+    interpreted only)."""
+    waits = options.local.checkpoint_dir or os.environ.get("MODELCHECK_KERNEL") == "compiled"
+    if options.engine != "fast" or waits:
         return None
     return compile_job(spec)
 
@@ -38,9 +41,8 @@ def after_compile(job: CompileJob | None, results: list[CheckResult], quiet: boo
         interpreted = sum(r.elapsed_s for r in results if r.run_info.get("kernel", "").startswith("interpreted"))
         waited = job.running() and job.failed is None and interpreted >= engines.KEEP_COMPILING_AFTER_S
         if waited:
-            control = Control()
-            with stop_on_signals() as control.stop, Progress(enabled=not quiet) as progress:
-                engines.finish_compile(job, control, progress)
+            with stop_on_signals() as stop, Progress(enabled=not quiet) as progress:
+                engines.finish_compile(job, Control(stop), progress)
         if quiet:
             return
         if job.ready():

@@ -19,14 +19,13 @@ import hashlib
 import json
 import math
 import re
-import sys
 import tomllib
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 from rich.text import Text
@@ -392,7 +391,7 @@ def against_command(
     as_json: bool,
     gate_file: str = "",
     summary: str | None = None,
-) -> NoReturn:
+) -> int:
     """`modelcheck gate --against REF`: each entry's variant against the same
     variant at revision REF (identity mapping): the first new behaviour, a
     shortest trace whose last step the old spec does not allow, or none.
@@ -412,7 +411,7 @@ def against_command(
                 result = refine(image, control=Control(stop=request))
             except Stopped as e:
                 console.print(f"{e.why}: {len(reports)} of {len(entries)} entries compared", markup=False)
-                sys.exit(exit_code(e))
+                return exit_code(e)
             names = (variant, f"{variant} at {ref}")
             reports.append((entry, names, image, result))
             console.print(
@@ -446,7 +445,7 @@ def against_command(
     if summary:
         lines = [(x.cell.name, r.holds, "" if r.holds else failure_line(n[1], r)) for x, n, _i, r in reports]
         outputs.append(summary, "--summary", against_markdown(gate_file, ref, lines))
-    outputs.exit(EXIT_VIOLATED if any(not r.holds for *_x, r in reports) else EXIT_HOLDS)
+    return outputs.status(EXIT_VIOLATED if any(not r.holds for *_x, r in reports) else EXIT_HOLDS)
 
 
 def gate_command(
@@ -464,7 +463,7 @@ def gate_command(
     against: str | None = None,
     load_at: Callable[[str], LoadAs] | None = None,
     summary: str | None = None,
-) -> NoReturn:
+) -> int:
     """`modelcheck gate`: the entries of `gate_file` run `jobs` at a time
     and judged, reported (JUnit XML, trace files, a table or JSON, and a
     markdown `summary` appended to a file) and, with `update`, their
@@ -493,7 +492,7 @@ def gate_command(
         fail(str(e))
     if against is not None:
         assert load_as is not None, "--against is given with the protocol's loaders"
-        against_command(load, load_as, load_old, against, entries, as_json, gate_file, summary)
+        return against_command(load, load_as, load_old, against, entries, as_json, gate_file, summary)
     try:
         jobs = min(jobs, len(entries))  # the processes, and the shares of memory, of the entries
         limit = cell_memory(max_memory, jobs)
@@ -572,6 +571,6 @@ def gate_command(
         click.echo(json.dumps(summary_rows(outcomes)))
     else:
         print_gate(outcomes)
-    outputs.exit(
+    return outputs.status(
         exit_code(stopped) if stopped else EXIT_VIOLATED if any(o.status == "failed" for o in outcomes) else EXIT_HOLDS
     )

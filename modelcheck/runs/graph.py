@@ -9,13 +9,14 @@ import click
 
 from ..config import ConfigError
 from ..engine import run as run_engine
+from ..engine.options import CheckOptions
 from ..output import check_file
 from ..views.graph import GraphTooLarge, dot, graphml, mark_path, state_graph
 from .exits import fail, write_output
 from .inputs import Loader, load_check_config
 
 
-def graph_command(load: Loader, config: str | None, overrides: tuple[str, ...], out: str, max_states: int) -> None:
+def graph_command(load: Loader, config: str | None, overrides: tuple[str, ...], out: str, max_states: int) -> int:
     """Write the graph of the config to `out`, in the format its suffix names."""
     writers = {".graphml": graphml, ".dot": dot}
     writer = writers.get(Path(out).suffix.lower())
@@ -29,7 +30,7 @@ def graph_command(load: Loader, config: str | None, overrides: tuple[str, ...], 
         fail(str(e))
     # the graph is small (--max-states): the reference engine finds the same
     # counterexample without compiling the kernel
-    result = run_engine(spec, engine="bfs") if any(bad for _n, bad in g.nodes(data="violated")) else None
+    result = run_engine(spec, CheckOptions(engine="bfs")) if any(bad for _n, bad in g.nodes(data="violated")) else None
     if result:
         mark_path(g, spec, result.trace)
     write_output(out, "-o", writer(g))
@@ -37,3 +38,4 @@ def graph_command(load: Loader, config: str | None, overrides: tuple[str, ...], 
         f"wrote {out}: {g.number_of_nodes():,} states, {g.number_of_edges():,} transitions"
         + (f"; counterexample to {result.invariant} marked ({len(result.trace) - 1} steps)" if result else "")
     )
+    return 0

@@ -17,11 +17,10 @@ from __future__ import annotations
 import json
 import os
 import platform
-import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
@@ -29,6 +28,7 @@ from ..config import ConfigError, read_file, shown
 from ..engine import refuse_unsupported
 from ..engine import run as run_engine
 from ..engine.control import Control
+from ..engine.options import CheckOptions
 from ..lifetime import Stopped, StopRequest, end_pool, exit_code, stop_on_signals, worker_pool
 from ..output import check_file
 from ..result import parse_expectation
@@ -52,6 +52,10 @@ class Cell:
     symmetry: bool = False  # check's --symmetry: one state of each class of renamed brokers
     exercises: tuple[str, ...] = ()  # actions (or coverage labels) a holds must have fired
     goals: tuple[str, ...] = ()  # reachability goals a complete check must reach
+
+    def options(self, max_memory: int | None = None) -> CheckOptions:
+        """How the cell is checked: the fast engine, its symmetry, `max_memory`."""
+        return CheckOptions.of(symmetry=self.symmetry, max_memory=max_memory)
 
 
 @dataclass
@@ -148,9 +152,7 @@ def read_entries(
             raise ConfigError(f"{where}: symmetry is {c['symmetry']!r}; allowed: true or false")
         try:
             spec = loader(config)
-            if c.get("symmetry"):
-                spec.enable_symmetry()
-            refuse_unsupported(spec, "fast", symmetry="symmetry = true")
+            refuse_unsupported(spec, CheckOptions(symmetry=c.get("symmetry", False)), symmetry="symmetry = true")
         except ConfigError as e:
             raise ConfigError(f"{where}: {e}") from None
         if "expect" in c:
@@ -212,10 +214,8 @@ def run_cell(loader: Loader, cell: Cell, max_memory: int | None = None, stop: St
     row whose verdict says so (it matches no pin), not an error that loses
     every other cell's. A stop signal propagates."""
     spec = loader(cell.config)
-    if cell.symmetry:
-        spec.enable_symmetry()
     try:
-        r = run_engine(spec, control=Control(stop=StopRequest() if stop is None else stop, max_memory=max_memory))
+        r = run_engine(spec, cell.options(max_memory), control=Control(stop=StopRequest() if stop is None else stop))
     except ConfigError as e:  # the entries were validated before any ran: a limit met while running
         return Row(cell, f"stopped: {e}", None, None, 0, 0, 0, 0.0, spec.config, memory={"memory_limit": max_memory})
     except Stopped as e:
@@ -417,7 +417,7 @@ def matrix_command(
     jobs: int,
     only: tuple[str, ...],
     max_memory: str | None,
-) -> NoReturn:
+) -> int:
     """`modelcheck matrix`: the cells of `matrix_file` (else `default`) run
     `jobs` at a time, their verdicts tabulated (and written to `out`);
     exits 0 if every cell is as pinned, 1 if one differs."""
@@ -454,7 +454,7 @@ def matrix_command(
                 highlight=False,
                 markup=False,
             )
-            sys.exit(exit_code(e))
+            return exit_code(e)
     outputs = Outputs()
     if out:
         command = "modelcheck matrix" + (f" {matrix_file}" if matrix_file else "") + f" --out {out}"
@@ -463,4 +463,4 @@ def matrix_command(
         click.echo(json.dumps(matrix_json(rows)))
     else:
         print_matrix(rows)
-    outputs.exit(EXIT_VIOLATED if any(r.as_expected is False for r in rows) else EXIT_HOLDS)
+    return outputs.status(EXIT_VIOLATED if any(r.as_expected is False for r in rows) else EXIT_HOLDS)

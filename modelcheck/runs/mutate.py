@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
@@ -246,7 +245,7 @@ def mutate_command(
     schemata: Callable[[str], Schema] | None = None,
     points: tuple[int, ...] = (),
     list_points: bool = False,
-) -> NoReturn:
+) -> int:
     """`modelcheck mutate GATE.toml`: every mutant (`mutants`: name -> base
     variant) and every generated point (`schemata`: a variant's schema) of
     the variants `[mutation] generate` names hunted on the gate's entries;
@@ -275,7 +274,7 @@ def mutate_command(
         for variant, ps in generated.items():
             for p in ps:
                 click.echo(f"{variant}#{p.number} {p.rule} ({p.where}): {p.kind}: {p.change}")
-        sys.exit(EXIT_HOLDS)
+        return EXIT_HOLDS
     console = stderr_console()
     verdicts: dict[str, Verdict] = {}
     # one task a generated variant names every kernel its points need (one a broker count)
@@ -288,7 +287,7 @@ def mutate_command(
                 console.print(f"{v.status}: {v.mutant}: {v.reason()}", highlight=False, markup=False, soft_wrap=True)
         except Stopped as e:  # a signal: what ran is said, nothing else
             console.print(f"{e.why}: {len(verdicts)} of {len(tasks)} mutants done", highlight=False, markup=False)
-            sys.exit(exit_code(e))
+            return exit_code(e)
     ordered = [verdicts[t.mutant] for t in tasks]
     named = [v for v in ordered if v.point is None]
     points_hunted = [v for v in ordered if v.point is not None]
@@ -299,7 +298,7 @@ def mutate_command(
     outputs = Outputs()
     if summary:
         outputs.append(summary, "--summary", mutate_markdown(gate_file, named, unexpected, points_hunted, low))
-    outputs.exit(EXIT_VIOLATED if unexpected or low else EXIT_HOLDS)
+    return outputs.status(EXIT_VIOLATED if unexpected or low else EXIT_HOLDS)
 
 
 def hunt_tasks(

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
@@ -64,7 +63,7 @@ def refines_command(
     quiet: bool,
     engine: str,
     trace_out: str | None = None,
-) -> NoReturn:
+) -> int:
     """Check that `impl` refines `abstract` on the config; exit 0 holds, 1
     violated, 2 bad input, 4 the trace file could not be written."""
     try:
@@ -85,7 +84,7 @@ def refines_command(
                 result: RefinementResult = run(image, engine, progress, Control(stop=request), note)
         except Stopped as e:
             print_stop(e, as_json)
-            sys.exit(exit_code(e))
+            return exit_code(e)
     names = (impl, abstract)
     outputs = Outputs()
     if trace_out and not result.holds:
@@ -101,4 +100,4 @@ def refines_command(
         if trace_out and not result.holds:
             view = f"modelcheck trace html {shlex.quote(trace_out)} -o PAGE.html"
             click.echo(f"trace written to {trace_out}; view it with: {view}")
-    outputs.exit(EXIT_HOLDS if result.holds else EXIT_VIOLATED)
+    return outputs.status(EXIT_HOLDS if result.holds else EXIT_VIOLATED)

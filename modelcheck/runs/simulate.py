@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
@@ -43,7 +42,7 @@ def simulate_command(
     trace_out: str | None,
     quiet: bool,
     max_memory: str | None,
-) -> NoReturn:
+) -> int:
     """The walks the options plan on the spec `load` makes of the config,
     reported; exits 1 on a violation, 0 when none was found."""
     try:
@@ -99,7 +98,7 @@ def simulate_command(
                 f"{e.distinct:,} distinct",
                 err=True,
             )
-            sys.exit(exit_code(e))
+            return exit_code(e)
         except ConfigError as e:  # the engine cannot start here (e.g. no Java for Spark)
             fail(str(e))
     trace = described(spec, result.trace)
@@ -114,7 +113,7 @@ def simulate_command(
         click.echo(json.dumps(simulation_json(spec, result, trace, the_plan, weight, rate)))
     else:
         print_simulation(spec, result, the_plan, trace_out, rate)
-    outputs.exit(EXIT_VIOLATED if result.invariant else EXIT_HOLDS)
+    return outputs.status(EXIT_VIOLATED if result.invariant else EXIT_HOLDS)
 
 
 def usable_workers(workers: int) -> int:

@@ -12,7 +12,7 @@ from ..output import check_file, writing
 from .exits import fail
 
 
-def spark_env_command(out: str) -> None:
+def spark_env_command(out: str) -> int:
     """Write the zip to `out` and say how large it is."""
     from ..engine.spark_session import package_archive
 
@@ -24,3 +24,4 @@ def spark_env_command(out: str) -> None:
         fail(str(e))
     size = f" ({os.path.getsize(out):,} bytes)" if os.path.isfile(out) else ""
     click.echo(f"wrote {out}{size}: modelcheck, specs and cli.py for --py-files")
+    return 0

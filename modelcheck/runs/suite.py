@@ -7,10 +7,9 @@ and reached each goal. One compile of the kernel serves them all."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
@@ -18,6 +17,7 @@ from ..config import ConfigError
 from ..engine.control import Control
 from ..engine.kernel import CompileJob
 from ..engine.kernel.compiled import kernel_key
+from ..engine.options import CheckOptions
 from ..lifetime import Stopped, exit_code, stop_on_signals
 from ..result import CheckResult
 from ..suite import Member, SuiteCoverage
@@ -37,30 +37,30 @@ def check_suite(
     members: list[Member],
     specs: list[Any],
     check_one: CheckOne,
-    engine: str,
-    workers: int,
-    control: Control,
+    options: CheckOptions,
     as_json: bool,
     quiet: bool,
     trace_out: str | None,
-) -> NoReturn:
-    """Check each member (`check_one`: the engine as the options say), a
+) -> int:
+    """Check each member (`check_one`: the engine as `options` say), a
     verdict line as each ends; then the coverage, each counterexample, the
-    first one's trace file (--trace-out); exit 1 if any is violated. A
-    first run compiles the members' kernel once, beside their checks."""
-    job = first_compile(specs[0], engine, control)
+    first one's trace file (--trace-out); its exit status: 1 if any is
+    violated. A first run compiles the members' kernel once, beside their
+    checks."""
+    job = first_compile(specs[0], options)
     shared = kernel_key(specs[0])
     results: list[CheckResult] = []
     try:
-        with stop_on_signals() as control.stop:
+        with stop_on_signals() as stop:
             for member, spec in zip(members, specs):
                 try:
                     with Progress(enabled=not quiet and not as_json) as progress:
-                        own = Control(max_memory=control.max_memory, stop=control.stop)
-                        results.append(check_one(spec, progress, own, job if kernel_key(spec) == shared else None))
+                        results.append(
+                            check_one(spec, progress, Control(stop), job if kernel_key(spec) == shared else None)
+                        )
                 except Stopped as e:
                     print_stop(e, as_json)
-                    sys.exit(exit_code(e))
+                    return exit_code(e)
                 except ConfigError as e:  # the engine cannot start here (e.g. no Java for Spark)
                     fail(str(e))
                 if not as_json:  # the heading with the first verdict: an engine that cannot start says only that
@@ -83,7 +83,7 @@ def check_suite(
                 {
                     "name": m.name,
                     "about": m.about,
-                    **check_json(s, r, described(s, r.trace), None, verdict_of(r), engine, workers, s.symmetric),
+                    **check_json(s, r, described(s, r.trace), None, verdict_of(r), options),
                 }
                 for (m, r), s in zip(runs, specs)
             ]
@@ -95,7 +95,7 @@ def check_suite(
                 click.echo(f"\n{member.name}: {member.about}")
                 print_result(spec, result, None, verdict_of(result), trace_out if number == 0 else None)
         after_compile(job, results, quiet or as_json)
-        outputs.exit(EXIT_VIOLATED if violated else EXIT_HOLDS)
+        return outputs.status(EXIT_VIOLATED if violated else EXIT_HOLDS)
     finally:
         if job is not None:
             job.end()

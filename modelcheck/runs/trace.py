@@ -44,7 +44,7 @@ def open_refinement(load: Loader, path: str, spec: Any, tf: TraceFile, steps: li
     return abstract, (spec.config["variant"], tf.refines["abstract"]), result
 
 
-def show_command(load: Loader, path: str, step_no: str | None, diff: bool) -> None:
+def show_command(load: Loader, path: str, step_no: str | None, diff: bool) -> int:
     """One row a step (or step `step_no` in full, or the changes only), and the violation explained."""
     spec, tf, steps = open_trace(load, path)
     if step_no is not None and not (re.fullmatch("[0-9]{1,9}", step_no) and int(step_no) < len(steps)):
@@ -54,7 +54,7 @@ def show_command(load: Loader, path: str, step_no: str | None, diff: bool) -> No
         abstract, names, result = open_refinement(load, path, spec, tf, steps)
         if step_no is None and not diff:
             print_failure(spec, abstract, names, result)
-            return
+            return 0
     if step_no is not None:
         out.print(step_table(spec, steps, int(step_no)))
     else:
@@ -63,9 +63,10 @@ def show_command(load: Loader, path: str, step_no: str | None, diff: bool) -> No
         out.print(Text(failure_line(names[1], result), style="bold red"))
     if tf.invariant and (step_no is None or int(step_no) == len(steps) - 1):
         out.print(Text.assemble((tf.invariant, "bold red"), ": ", spec.explain(tf.invariant, steps[-1].state)))
+    return 0
 
 
-def html_command(load: Loader, path: str, out: str) -> None:
+def html_command(load: Loader, path: str, out: str) -> int:
     """The trace as one self-contained HTML page written to `out`."""
     spec, tf, steps = open_trace(load, path)
     try:
@@ -78,9 +79,10 @@ def html_command(load: Loader, path: str, out: str) -> None:
     else:
         write_output(out, "-o", render_html(spec, steps, tf.config, tf.invariant, tf.loop))
     click.echo(f"wrote {out} ({len(steps)} steps)")
+    return 0
 
 
-def export_command(load: Loader, path: str, fmt: str, out: str) -> None:
+def export_command(load: Loader, path: str, fmt: str, out: str) -> int:
     """The trace converted to ITF or JSON, written to `out` (- for stdout)."""
     spec, tf, _steps = open_trace(load, path)
     try:
@@ -91,3 +93,4 @@ def export_command(load: Loader, path: str, fmt: str, out: str) -> None:
         to_itf(tf.config, tf.invariant, tf.steps, spec.itf_types, tf.loop, tf.refines) if fmt == "itf" else tf.to_json()
     )
     write_output(out, "-o", json.dumps(doc, indent=1) + "\n")
+    return 0

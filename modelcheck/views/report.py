@@ -11,6 +11,7 @@ from typing import Any
 import click
 from rich.text import Text
 
+from ..engine.options import CheckOptions
 from ..lifetime import Stopped
 from ..result import CheckResult, never_fired
 from .terminal import format_action, replay_table, stdout_console, trace_table
@@ -24,11 +25,10 @@ def check_json(
     trace: list[dict[str, Any]],
     expected: str | None,
     verdict: str,
-    engine: str,
-    workers: int,
-    symmetry: bool,
+    options: CheckOptions,
 ) -> dict[str, Any]:
     """check --json's object."""
+    engine = options.engine
     return {
         "verdict": result.verdict,
         "invariant": result.invariant,
@@ -45,8 +45,8 @@ def check_json(
         "expected": expected,
         "as_expected": None if expected is None else expected == verdict,
         "engine": engine,
-        "workers": workers if engine == "fast" else 1,
-        "symmetry": symmetry,
+        "workers": options.local.workers if engine == "fast" else 1,
+        "symmetry": options.symmetry,
         **result.run_info,
         "memory": result.memory,
     }
