@@ -28,7 +28,8 @@ import statistics
 import time
 from typing import Any
 
-from cli import simulate as simulate_command
+import cli  # noqa: F401  (registers the protocol)
+from modelcheck.cli.walks import simulate as simulate_command
 from modelcheck.engine.kernel import kernel_for
 from modelcheck.engine.simulate import simulate
 from modelcheck.engine.walks import PICKS, plan

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import main, specs_at
+from cli import main
+from modelcheck.cli.ci import specs_at
 from modelcheck.config import ConfigError
 from modelcheck.engine.refine import check
 from modelcheck.runs.gate import read_gate

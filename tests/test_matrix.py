@@ -7,9 +7,11 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from cli import DEFAULT_MATRIX, main
+from cli import main
 from modelcheck.runs.matrix import read_matrix
-from specs.kafka_elr import VARIANTS, load
+from specs.kafka_elr import PROTOCOL, VARIANTS, load
+
+DEFAULT_MATRIX = PROTOCOL.default_matrix
 
 CELLS = """
 title = "t"

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from typing import Any
@@ -236,7 +236,7 @@ def known_survivors(path: str) -> list[str]:
 
 def mutate_command(
     load: Loader,
-    mutants: dict[str, str],
+    mutants: Mapping[str, str],
     gate_file: str,
     only: tuple[str, ...],
     jobs: int,
@@ -303,7 +303,7 @@ def mutate_command(
 
 def hunt_tasks(
     load: Loader,
-    mutants: dict[str, str],
+    mutants: Mapping[str, str],
     entries: list[Entry],
     table: Mutation,
     generated: dict[str, tuple[Point, ...]],

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from modelcheck.config import ConfigError, resolve
+from modelcheck.protocol import Protocol
 from modelcheck.schemata import Schema
 from modelcheck.schemata import schema as mutant_schema
 
@@ -31,6 +32,7 @@ __all__ = [
     "MUTANTS",
     "Kip966",
     "DEFAULT_SUITE",
+    "PROTOCOL",
 ]
 
 # what `modelcheck check` checks without a config: the few configurations
@@ -151,3 +153,18 @@ def load_as(
     if "variant" in given:
         raise ConfigError(f"config key 'variant': the variants are named {named_where}; leave it out")
     return load({k: v for k, v in given.items() if k not in ("invariants", "properties")} | {"variant": variant})
+
+
+# what the command line needs of this protocol (modelcheck/protocol.py; cli.py registers it)
+PROTOCOL = Protocol(
+    name="kafka_elr",
+    package=__name__,
+    load=load,
+    load_as=load_as,
+    specs_dir=Path(__file__).resolve().parent.parent,
+    default_suite=DEFAULT_SUITE,
+    mutants=MUTANTS,
+    schemata=schemata,
+    variants=tuple(VARIANTS),
+    config_keys=tuple(key.name for key in schema()),
+)

@@ -1,0 +1,66 @@
+"""Options several commands share, and their types: each built once,
+here, from what it sets (check's search options build a CheckOptions)."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from ..config import ConfigError
+from ..memory import parse_size
+
+
+class Size(click.ParamType):
+    """A --max-memory, refused as it is parsed by modelcheck.memory's rule
+    ('' included, which a command would take for "not given")."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            parse_size(value)
+        except ConfigError as e:
+            raise click.UsageError(str(e), ctx) from None
+        return value
+
+
+class Seconds(click.FloatRange):
+    """A duration: a FloatRange that also refuses nan and inf."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        seconds = super().convert(value, param, ctx)
+        if not math.isfinite(seconds):
+            self.fail(f"{value!r} is not a finite number of seconds", param, ctx)
+        return seconds
+
+
+CELL_MEMORY_HELP = (
+    "Bound each cell's memory (e.g. 4G; see check --max-memory). Default: 80% of RAM shared "
+    "among the cells running at once (--jobs, or fewer cells). A cell stopped at it reports so, matching no pin."
+)
+
+
+def jobs_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--jobs/-j: how many of `what` (e.g. "Cells checked") run at once, a process each."""
+    return click.option(
+        "--jobs",
+        "-j",
+        type=click.IntRange(min=1),
+        default=os.cpu_count() or 1,
+        show_default="all cores",
+        help=f"{what} at a time, each in its own process.",
+    )
+
+
+def summary_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--summary: a markdown report appended to a file (a CI job's summary page)."""
+    return click.option(
+        "--summary",
+        metavar="FILE.md",
+        help=f"Append {what} as markdown to FILE.md, each finding with the command that shows its trace "
+        '(in GitHub Actions: --summary "$GITHUB_STEP_SUMMARY").',
+    )
