@@ -24,6 +24,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -74,20 +75,43 @@ def refinement_of(loaders: tuple[LoadAs, LoadAs], loader: Loader, entry: Entry, 
     return images(loaders, variant, target, rest, None, "by the entry's config and refines")
 
 
-def refinement_failures(loaders: tuple[LoadAs, LoadAs], loader: Loader, entry: Entry) -> list[str]:
+def refinement_failures(loaders: tuple[LoadAs, LoadAs], loader: Loader, entry: Entry) -> list[Failure]:
     """Why the entry's variant does not refine the one it pins (empty: it does, or pins none)."""
     if entry.refines is None:
         return []
     result = refine(refinement_of(loaders, loader, entry))
-    return [] if result.holds else [f"refines {entry.refines}: {failure_line(entry.refines, result)}"]
+    return (
+        []
+        if result.holds
+        else [Failure(Kind.REFINES, f"refines {entry.refines}: {failure_line(entry.refines, result)}")]
+    )
+
+
+class Kind(StrEnum):
+    """What an entry failed on (a budget overrun is a warning unless --strict-budgets)."""
+
+    VERDICT = "verdict"
+    COUNT = "distinct states"
+    VACUOUS = "vacuous"
+    REFINES = "refines"
+    BUDGET = "time"
+
+
+@dataclass(frozen=True)
+class Failure:
+    kind: Kind
+    text: str  # the line the gate prints, e.g. "verdict: expected holds, got violated: X"
+
+    def __str__(self) -> str:
+        return self.text
 
 
 @dataclass
 class Outcome:
     entry: Entry
     row: Row | None  # None: skipped (fail-fast)
-    failures: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)  # a budget overrun, unless strict
+    failures: list[Failure] = field(default_factory=list)
+    warnings: list[Failure] = field(default_factory=list)  # a budget overrun, unless strict
 
     @property
     def status(self) -> str:
@@ -136,22 +160,22 @@ def read_gate(path: str, loader: Loader, load_as: LoadAs | None = None) -> list[
     return entries
 
 
-def judge(entry: Entry, row: Row) -> list[str]:
+def judge(entry: Entry, row: Row) -> list[Failure]:
     """Why `row` fails `entry` (empty: it passes)."""
     failures = []
     if row.verdict != entry.cell.expect:
-        failures.append(f"verdict: expected {entry.cell.expect}, got {row.verdict}")
+        failures.append(Failure(Kind.VERDICT, f"verdict: expected {entry.cell.expect}, got {row.verdict}"))
     if entry.states is not None and row.distinct != entry.states:
-        failures.append(f"distinct states: pinned {entry.states:,}, got {row.distinct:,}")
-    failures += [f"vacuous: {why}" for why in row.vacuous]
+        failures.append(Failure(Kind.COUNT, f"distinct states: pinned {entry.states:,}, got {row.distinct:,}"))
+    failures += [Failure(Kind.VACUOUS, f"vacuous: {why}") for why in row.vacuous]
     return failures
 
 
-def over_budget(entry: Entry, row: Row) -> list[str]:
+def over_budget(entry: Entry, row: Row) -> list[Failure]:
     """The entry's time overrun, if it had one: wall-clock seconds, which
     a loaded machine stretches, so a warning unless the gate is strict."""
     if entry.budget_s is not None and row.elapsed_s > entry.budget_s:
-        return [f"time: {row.elapsed_s:.1f} s, over the budget of {entry.budget_s:g} s"]
+        return [Failure(Kind.BUDGET, f"time: {row.elapsed_s:.1f} s, over the budget of {entry.budget_s:g} s")]
     return []
 
 
@@ -223,8 +247,8 @@ def junit(
         if o.status == "skipped":
             ET.SubElement(case, "skipped", message=f"not run: {skipped_why}")
         elif o.status == "failed":
-            failure = ET.SubElement(case, "failure", message="; ".join(o.failures))
-            failure.text = "\n".join(o.failures) + (
+            failure = ET.SubElement(case, "failure", message="; ".join(map(str, o.failures)))
+            failure.text = "\n".join(map(str, o.failures)) + (
                 "\n\n" + trace_text(o.row, format_action) if o.row is not None and o.row.trace else ""
             )
         if o.warnings:
@@ -374,8 +398,9 @@ def summary_rows(outcomes: list[Outcome]) -> list[dict[str, Any]]:
             "trace_length": o.row.trace_len if o.row else None,
             "elapsed_s": round(o.row.elapsed_s, 3) if o.row else None,
             "budget_s": o.entry.budget_s,
-            "failures": o.failures,
-            "warnings": o.warnings,
+            "failures": [str(f) for f in o.failures],
+            "failed_on": sorted({str(f.kind) for f in o.failures}),
+            "warnings": [str(w) for w in o.warnings],
             **memory_json(o.row),
         }
         for o in outcomes
@@ -511,7 +536,7 @@ def gate_command(
         console.print(
             f"{o.status}: {o.entry.cell.name}: {o.row.verdict} ({o.row.distinct:,} states, "
             f"{o.row.elapsed_s:.1f} s)"
-            + (f" -- {'; '.join(o.failures)}" if o.failures else "")
+            + (f" -- {'; '.join(map(str, o.failures))}" if o.failures else "")
             + "".join(f" (warning: {w})" for w in o.warnings),
             highlight=False,
             markup=False,
@@ -529,7 +554,7 @@ def gate_command(
         update = False
     if update:  # the counts are re-pinned, not failures
         for o in filter(repinned, outcomes):
-            o.failures = [f for f in o.failures if not f.startswith("distinct states:")]
+            o.failures = [f for f in o.failures if f.kind is not Kind.COUNT]
     outputs = Outputs()  # each written whatever became of the others; a failure is said after the table
     if trace_dir and outputs.make_dir(trace_dir, "--trace-dir"):
         for o, name in zip(outcomes, trace_file_names([o.entry.cell.name for o in outcomes])):

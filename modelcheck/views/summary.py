@@ -53,7 +53,7 @@ def gate_markdown(gate_file: str, outcomes: Sequence[Any], stopped: str | None) 
         row = o.row
         states = "" if row is None else f"{row.distinct:,}" + (f" ({o.entry.states:,})" if o.entry.states else "")
         shows = check_command(o.entry.cell.config, o.entry.cell.symmetry) if o.failures else ""
-        why = "; ".join([*o.failures, *(f"warning: {w}" for w in o.warnings)])
+        why = "; ".join([*map(str, o.failures), *(f"warning: {w}" for w in o.warnings)])
         verdict = row.verdict if row else ""
         lines.append(
             f"| {cell(o.entry.cell.name)} | {o.status} | {cell(verdict)} | {states} | {cell(why)} | "

@@ -88,7 +88,7 @@ def print_gate(outcomes: list[Any]) -> None:
             o.row.verdict if o.row else "",
             states,
             f"{o.row.elapsed_s:.1f}" if o.row else "",
-            "; ".join([*o.failures, *(f"warning: {w}" for w in o.warnings)]),
+            "; ".join([*map(str, o.failures), *(f"warning: {w}" for w in o.warnings)]),
         )
     stdout_console().print(table)
     counts = {s: sum(o.status == s for o in outcomes) for s in ("passed", "failed", "skipped")}
