@@ -128,7 +128,7 @@ def report(
     verdict = verdict_of(result)
     outputs = Outputs()
     if trace_out and not result.holds:
-        text = TraceFile(spec.config, result.invariant, trace, result.loop).text()
+        text = TraceFile.of(spec, result.trace, result.invariant, result.loop).text()
         trace_out = trace_out if outputs.write(trace_out, "--trace-out", text) else None
     elif trace_out:
         outputs.clear_trace(trace_out, "--trace-out")

@@ -17,7 +17,6 @@ from ..lifetime import Stopped, exit_code, stop_on_signals
 from ..output import check_file
 from ..refinement import Image, Refinement, mapping_for
 from ..spec import Spec
-from ..trace import described
 from ..views.progress import Progress
 from ..views.refinement import print_refinement, refinement_json
 from ..views.report import print_stop
@@ -89,7 +88,7 @@ def refines_command(
     outputs = Outputs()
     if trace_out and not result.holds:
         refines = {"abstract": abstract, "mapping": image.mapping.name}
-        doc = TraceFile(image.impl.config, None, described(image.impl, result.trace), refines=refines).to_json()
+        doc = TraceFile.of(image.impl, result.trace, None, refines=refines).to_json()
         trace_out = trace_out if outputs.write(trace_out, "--trace-out", json.dumps(doc, indent=1) + "\n") else None
     elif trace_out:
         outputs.clear_trace(trace_out, "--trace-out")

@@ -104,7 +104,7 @@ def simulate_command(
     trace = described(spec, result.trace)
     outputs = Outputs()
     if trace_out and result.invariant:
-        text = TraceFile(spec.config, result.invariant, trace).text()
+        text = TraceFile.of(spec, result.trace, result.invariant).text()
         trace_out = trace_out if outputs.write(trace_out, "--trace-out", text) else None
     elif trace_out:
         outputs.clear_trace(trace_out, "--trace-out")

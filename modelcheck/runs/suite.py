@@ -74,7 +74,7 @@ def check_suite(
         violated = [(m, s, r) for (m, r), s in zip(runs, specs) if not r.holds]
         if trace_out and violated:
             _, spec, result = violated[0]
-            text = TraceFile(spec.config, result.invariant, described(spec, result.trace), result.loop).text()
+            text = TraceFile.of(spec, result.trace, result.invariant, result.loop).text()
             trace_out = trace_out if outputs.write(trace_out, "--trace-out", text) else None
         elif trace_out:
             outputs.clear_trace(trace_out, "--trace-out")

@@ -89,8 +89,11 @@ def export_command(load: Loader, path: str, fmt: str, out: str) -> int:
         check_file(out, "-o", stdout=True)
     except ConfigError as e:
         fail(str(e))
+    walk = None if tf.path is None else tf.path.to_json()
     doc = (
-        to_itf(tf.config, tf.invariant, tf.steps, spec.itf_types, tf.loop, tf.refines) if fmt == "itf" else tf.to_json()
+        to_itf(tf.config, tf.invariant, tf.steps, spec.itf_types, tf.loop, tf.refines, walk)
+        if fmt == "itf"
+        else tf.to_json()
     )
     write_output(out, "-o", json.dumps(doc, indent=1) + "\n")
     return 0

@@ -37,10 +37,10 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..config import ConfigError, shown
 from ..engine.reach import Reach
+from ..path import path_of
 from ..result import Step
 from ..scenario import ScenarioStep, to_toml
 from ..spec import Spec
-from ..trace import described
 from .render import CSS, config_line, detail, diff_html, timeline
 from .terminal import format_action, rows
 from .tracefile import TraceFile
@@ -147,17 +147,7 @@ class Explorer:
 
     def path_of(self, trace: list[Step]) -> tuple[int, ...]:
         """The URL path of a trace that starts at the initial state."""
-        path = []
-        for before, step in zip(trace, trace[1:]):
-            want = self.spec.canonical(step.state)
-            path.append(
-                next(
-                    i
-                    for i, (name, args, nxt) in enumerate(self.spec.successors(before.state))
-                    if (name, args) == (step.action, step.args) and self.spec.canonical(nxt) == want
-                )
-            )
-        return tuple(path)
+        return path_of(self.spec, trace).steps
 
     def get(self, target: str) -> tuple[int, str, str]:
         """(status, content type, body) of a request target."""
@@ -314,7 +304,7 @@ class Explorer:
         spec, walked = self.spec, self.steps(path)
         bad = [spec.violated(s.state) for s in walked]
         invariant = bad[-1][0] if bad[-1] and not any(bad[:-1]) else None
-        return TraceFile(spec.config, invariant, described(spec, walked)).text()
+        return TraceFile.of(spec, walked, invariant).text()
 
 
 def error_page(e: NotFound) -> str:

@@ -169,13 +169,15 @@ def to_itf(
     types: dict[str, Type],
     loop: int | None = None,
     refines: dict[str, str] | None = None,
+    path: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Steps `{"action", "args", "state"}` (described states) as an ITF
     trace. A lasso (the last step returns to step `loop`) uses ITF's `loop`:
     the states up to the last but one, `loop` the index the last returns
     to, and the closing step's action in `#meta.loopAction`; a lasso that
     stutters at its last state loops to that state itself. A refinement
-    failure's abstract variant and mapping go in `#meta.refines`."""
+    failure's abstract variant and mapping go in `#meta.refines`, the
+    trace's path (modelcheck/path.py) in `#meta.path`."""
     names = list(steps[0]["state"])
     closing = loop is not None and loop < len(steps) - 1
     doc: dict[str, Any] = {
@@ -201,6 +203,8 @@ def to_itf(
         doc["loop"] = loop
     if refines is not None:
         doc["#meta"]["refines"] = refines
+    if path is not None:
+        doc["#meta"]["path"] = path
     if closing:
         doc["#meta"]["loopAction"] = {"action": steps[-1]["action"], "args": steps[-1]["args"]}
     return doc

@@ -15,10 +15,11 @@ from typing import Any
 
 from ..config import ConfigError, Malformed, parse_text, read_text, shown
 from ..engine.refine import RefinementResult, explained
+from ..path import Path, PathError, path_of, walk
 from ..refinement import Image, mapping_for
 from ..result import Step, checked_invariant
 from ..spec import Spec
-from ..trace import TraceError, apply_step, check_step, validate, validate_lasso
+from ..trace import TraceError, apply_step, check_step, described, validate, validate_lasso
 from .itf import ItfError, from_itf, is_itf
 
 NOT_A_TRACE = "not a trace (expected the JSON of check --trace-out or an ITF trace written by trace export)"
@@ -31,6 +32,19 @@ class TraceFile:
     steps: list[dict[str, Any]]  # {"action", "args", "state"}, the first being Init
     loop: int | None = None  # a temporal property's lasso: the step the last one returns to
     refines: dict[str, str] | None = None  # a refinement failure's {"abstract": variant, "mapping": name}
+    path: Path | None = None  # the steps as the spec takes them (the states are for people; this is replayed)
+
+    @classmethod
+    def of(
+        cls,
+        spec: Spec,
+        trace: list[Step],
+        invariant: str | None,
+        loop: int | None = None,
+        refines: dict[str, str] | None = None,
+    ) -> TraceFile:
+        """The file of a trace the spec produced: its states described, and its path."""
+        return cls(spec.config, invariant, described(spec, trace), loop, refines, path_of(spec, trace))
 
     def to_json(self) -> dict[str, Any]:
         """The document `check --trace-out` (or `refines --trace-out`) writes."""
@@ -39,6 +53,8 @@ class TraceFile:
             doc["loop"] = self.loop
         if self.refines is not None:
             doc["refines"] = self.refines
+        if self.path is not None:
+            doc["path"] = self.path.to_json()
         return doc
 
     def text(self) -> str:
@@ -46,27 +62,31 @@ class TraceFile:
         return json.dumps(self.to_json(), indent=1) + "\n"
 
 
-def read(path: str) -> TraceFile:
+def read(path_name: str) -> TraceFile:
     """A trace file's config, invariant and steps, their shapes checked
     (what they mean is checked by `replay`)."""
     try:
-        data = parse_text(read_text(path), path, "json")
+        data = parse_text(read_text(path_name), path_name, "json")
     except Malformed:
-        raise ConfigError(f"{path}: {NOT_A_TRACE}: not JSON") from None
+        raise ConfigError(f"{path_name}: {NOT_A_TRACE}: not JSON") from None
     refines = None
+    path = None
     if is_itf(data):
         try:
             config, invariant, steps, loop = from_itf(data)
             refines = (data.get("#meta") or {}).get("refines")  # from_itf has checked #meta is an object or absent
+            path = (data.get("#meta") or {}).get("path")
         except ItfError as e:
-            raise ConfigError(f"{path}: malformed ITF: {e}") from None
+            raise ConfigError(f"{path_name}: malformed ITF: {e}") from None
         if config is None:
-            raise ConfigError(f"{path}: an ITF trace without modelcheck's #meta.config cannot be replayed")
+            raise ConfigError(f"{path_name}: an ITF trace without modelcheck's #meta.config cannot be replayed")
     elif isinstance(data, dict) and {"config", "invariant", "trace"} <= set(data):
         config, invariant, steps, loop = data["config"], data["invariant"], data["trace"], data.get("loop")
         refines = data.get("refines")
+        path = data.get("path")
     else:
-        raise ConfigError(f"{path}: {NOT_A_TRACE}")
+        raise ConfigError(f"{path_name}: {NOT_A_TRACE}")
+    path = None if path is None else Path.from_json(path, path_name)
     if refines is not None and not (
         isinstance(refines, dict)
         and set(refines) == {"abstract", "mapping"}
@@ -74,7 +94,7 @@ def read(path: str) -> TraceFile:
         and invariant is None
     ):
         raise ConfigError(
-            f'{path}: refines is {shown(refines)}; allowed: {{"abstract": VARIANT, "mapping": NAME}} '
+            f'{path_name}: refines is {shown(refines)}; allowed: {{"abstract": VARIANT, "mapping": NAME}} '
             "in a refinement failure (whose invariant is null), as refines --trace-out writes it"
         )
     well_formed = (
@@ -91,13 +111,13 @@ def read(path: str) -> TraceFile:
         )
     )
     if not well_formed:
-        raise ConfigError(f"{path}: {NOT_A_TRACE}")
+        raise ConfigError(f"{path_name}: {NOT_A_TRACE}")
     if loop is not None and not (type(loop) is int and 0 <= loop < len(steps) and invariant is not None):
         raise ConfigError(
-            f"{path}: loop is {shown(loop)}; allowed: the number of a step (0..{len(steps) - 1}) "
+            f"{path_name}: loop is {shown(loop)}; allowed: the number of a step (0..{len(steps) - 1}) "
             "that the last step returns to, in a temporal property's counterexample"
         )
-    return TraceFile(config, invariant, steps, loop, refines)
+    return TraceFile(config, invariant, steps, loop, refines, path)
 
 
 def open_trace(path: str, load: Callable[[dict[str, Any]], Spec]) -> tuple[Spec, TraceFile, list[Step]]:
@@ -133,7 +153,46 @@ def refinement_failure(
 
 def replay(spec: Spec, tf: TraceFile, where: str) -> list[Step]:
     """The trace as spec states; ConfigError naming the first step that the
-    spec cannot take, or if the last state does not violate the invariant."""
+    spec cannot take, or if the last state does not violate the invariant.
+    A file with a path is walked along it (and must show the states it
+    leads to); one without (ITF, or written by hand) is searched for each
+    step's described state."""
+    along = walked(spec, tf)
+    steps = along or searched(spec, tf, where)
+    if tf.invariant is not None:
+        checked_invariant(spec, tf.invariant, f"{where}: invariant")
+        temporal = tf.invariant in spec.checked_properties()
+        if temporal and tf.loop is None:
+            raise ConfigError(f"{where}: {tf.invariant} is a temporal property: its counterexample needs a loop")
+        try:
+            if tf.loop is not None and temporal:
+                validate_lasso(spec, steps, tf.loop, tf.invariant)
+            else:
+                validate(spec, steps, tf.invariant)
+        except TraceError as e:
+            raise ConfigError(f"{where}: not a counterexample to {tf.invariant}: {e}") from None
+    if tf.path is not None and along is None:
+        raise ConfigError(f"{where}: the path does not lead to the steps the trace shows (one of them was edited)")
+    return steps
+
+
+def walked(spec: Spec, tf: TraceFile) -> list[Step] | None:
+    """The file's path walked, if it has one that leads to the steps the
+    file shows; else None: the shown steps are searched (whose errors name
+    the step a hand's edit broke), and a file whose shown steps replay but
+    not on its own path is refused after (one of the two was edited)."""
+    if tf.path is None:
+        return None
+    try:
+        steps = walk(spec, tf.path)
+    except PathError:
+        steps = []
+    shown = [(s["action"], s["args"], s["state"]) for s in tf.steps]
+    return steps if [(s.action, s.args, spec.describe(s.state)) for s in steps] == shown else None
+
+
+def searched(spec: Spec, tf: TraceFile, where: str) -> list[Step]:
+    """Each step's described state found among the successors of the last."""
     first = tf.steps[0]
     state = next((s for s in spec.init_states() if spec.describe(s) == first["state"]), None)
     if first["action"] is not None or state is None:
@@ -154,16 +213,4 @@ def replay(spec: Spec, tf: TraceFile, where: str) -> list[Step]:
                 f"{where}: step {i} ({s['action']}) does not follow from step {i - 1} under the trace's config"
             )
         steps.append(Step(s["action"], s["args"], state))
-    if tf.invariant is not None:
-        checked_invariant(spec, tf.invariant, f"{where}: invariant")
-        temporal = tf.invariant in spec.checked_properties()
-        if temporal and tf.loop is None:
-            raise ConfigError(f"{where}: {tf.invariant} is a temporal property: its counterexample needs a loop")
-        try:
-            if tf.loop is not None and temporal:
-                validate_lasso(spec, steps, tf.loop, tf.invariant)
-            else:
-                validate(spec, steps, tf.invariant)
-        except TraceError as e:
-            raise ConfigError(f"{where}: not a counterexample to {tf.invariant}: {e}") from None
     return steps
