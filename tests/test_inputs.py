@@ -32,6 +32,8 @@ from cli import main
 from modelcheck.config import ConfigError, parse_override, read_file
 from modelcheck.engine import run
 from modelcheck.engine.options import CheckOptions
+from modelcheck.formats.itf import to_itf
+from modelcheck.formats.tracefile import TraceFile
 from modelcheck.result import parse_expectation
 from modelcheck.runs.gate import read_gate  # the commands import gate and matrix lazily: here, before
 from modelcheck.runs.inputs import load_check_config
@@ -39,9 +41,8 @@ from modelcheck.runs.matrix import read_matrix  # as_nobody's child, which canno
 from modelcheck.runs.replay import parse_steps, replay, split_scenario
 from modelcheck.trace import described
 from modelcheck.views.html import render as render_html
-from modelcheck.views.itf import to_itf
 from modelcheck.views.terminal import diff_table, replay_table, step_table, trace_table
-from modelcheck.views.tracefile import TraceFile, open_trace
+from modelcheck.views.tracefile import open_trace
 from specs.kafka_elr import VARIANTS, load, schema
 
 ROOT = Path(__file__).parent.parent

@@ -132,7 +132,7 @@ def test_the_walk_sees_the_imports_it_judges():
     assert "modelcheck.views.report" in edges["modelcheck.runs.check"]
     assert "modelcheck.engine.kernel" in edges["modelcheck.engine.reach"]  # a lazy import, in a function
     assert "modelcheck.engine.batch" in edges["modelcheck.engine.fast"]  # from . import batch
-    assert "modelcheck.scenario" in edges["modelcheck.views.explorer"]
+    assert "modelcheck.formats.scenario" in edges["modelcheck.views.explorer"]
     assert "specs.kafka_elr" in edges["cli"] or "specs" in edges["cli"]
 
 

@@ -28,11 +28,11 @@ from modelcheck.config import ConfigError
 from modelcheck.engine import run
 from modelcheck.engine.liveness import Recorder
 from modelcheck.engine.options import CheckOptions
+from modelcheck.formats.itf import from_itf, to_itf
 from modelcheck.lifetime import Stopped
 from modelcheck.memory import anon_rss
 from modelcheck.result import Step
 from modelcheck.trace import TraceError, validate_lasso
-from modelcheck.views.itf import from_itf, to_itf
 from specs.kafka_elr import load
 
 HOLDS = {"RequestGranted", "GrantedOften"}

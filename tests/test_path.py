@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from modelcheck.config import ConfigError
 from modelcheck.engine import run
 from modelcheck.engine.options import CheckOptions
+from modelcheck.formats.tracefile import TraceFile
 from modelcheck.path import Path, PathError, path_of, walk
-from modelcheck.views.tracefile import TraceFile, open_trace
+from modelcheck.views.tracefile import open_trace
 from specs.kafka_elr import load
 
 paths = st.builds(Path, st.integers(0, 10**9 - 1), st.lists(st.integers(0, 10**9 - 1), max_size=30).map(tuple))

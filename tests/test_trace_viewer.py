@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from tools import need
 
 from cli import main
-from modelcheck.views.itf import decode
+from modelcheck.formats.itf import decode
 
 
 def invoke(*args: str):

@@ -18,6 +18,7 @@ from ..engine.checkpoint import Checkpoints
 from ..engine.control import Control
 from ..engine.kernel import CompileJob
 from ..engine.options import CheckOptions
+from ..formats.tracefile import TraceFile
 from ..lifetime import Stopped, exit_code, stop_on_signals
 from ..output import check_file
 from ..result import CheckResult, parse_expectation
@@ -25,7 +26,6 @@ from ..suite import read_suite
 from ..trace import described
 from ..views.progress import Progress
 from ..views.report import check_json, print_result, print_stop
-from ..views.tracefile import TraceFile
 from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
 from .first_compile import after_compile, first_compile, warn_if_interpreted
 from .inputs import Loader, load_check_config

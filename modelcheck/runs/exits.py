@@ -13,8 +13,8 @@ from typing import NoReturn
 import click
 
 from ..config import ConfigError
+from ..formats import tracefile
 from ..output import append_text, make_dir, write_text
-from ..views import tracefile
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT_FAILED = 0, 1, 2, 3, 4
 

@@ -36,13 +36,13 @@ from ..engine.control import Control
 from ..engine.kernel import compiling_ahead
 from ..engine.refine import RefinementResult
 from ..engine.refine import check as refine
+from ..formats.tracefile import TraceFile
 from ..lifetime import Stopped, StopRequest, exit_code, stop_on_signals
 from ..output import check_dir, check_file
 from ..refinement import Image
 from ..views.refinement import failure_line, print_refinement, refinement_json
 from ..views.summary import against_markdown, gate_markdown
 from ..views.terminal import format_action, stderr_console, stdout_console
-from ..views.tracefile import TraceFile
 from ..views.verdicts import memory_json, print_gate
 from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
 from .inputs import cell_memory

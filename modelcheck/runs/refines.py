@@ -13,6 +13,7 @@ import click
 from ..config import ConfigError
 from ..engine.control import Control
 from ..engine.refine import RefinementResult
+from ..formats.tracefile import TraceFile
 from ..lifetime import Stopped, exit_code, stop_on_signals
 from ..output import check_file
 from ..refinement import Image, Refinement, mapping_for
@@ -20,7 +21,6 @@ from ..spec import Spec
 from ..views.progress import Progress
 from ..views.refinement import print_refinement, refinement_json
 from ..views.report import print_stop
-from ..views.tracefile import TraceFile
 from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
 from .inputs import load_check_config
 

@@ -20,11 +20,11 @@ from typing import Any
 import click
 
 from ..config import ConfigError, read_file, shown
+from ..formats.itf import Type, conforms
+from ..formats.scenario import ScenarioStep, StepReport
 from ..result import checked_invariant
-from ..scenario import ScenarioStep, StepReport
 from ..spec import Spec
 from ..trace import apply_step, check_step
-from ..views.itf import Type, conforms
 from ..views.report import print_replay, replay_json
 from .exits import EXIT_HOLDS, EXIT_VIOLATED, fail
 from .inputs import Loader

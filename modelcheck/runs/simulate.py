@@ -13,13 +13,13 @@ import click
 from ..config import ConfigError
 from ..engine.simulate import simulate as run_simulation
 from ..engine.walks import plan as make_plan
+from ..formats.tracefile import TraceFile
 from ..lifetime import Stopped, exit_code, stop_on_signals
 from ..memory import default_limit, parse_size
 from ..output import check_file
 from ..trace import described
 from ..views.progress import Progress
 from ..views.report import print_simulation, simulation_json, simulation_stop_json
-from ..views.tracefile import TraceFile
 from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
 from .inputs import Loader, check_spark_options, load_check_config
 

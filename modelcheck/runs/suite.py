@@ -18,6 +18,7 @@ from ..engine.control import Control
 from ..engine.kernel import CompileJob
 from ..engine.kernel.compiled import kernel_key
 from ..engine.options import CheckOptions
+from ..formats.tracefile import TraceFile
 from ..lifetime import Stopped, exit_code, stop_on_signals
 from ..result import CheckResult
 from ..suite import Member, SuiteCoverage
@@ -25,7 +26,6 @@ from ..trace import described
 from ..views.progress import Progress
 from ..views.report import check_json, print_result, print_stop
 from ..views.suite import print_suite_coverage, suite_heading, suite_line
-from ..views.tracefile import TraceFile
 from .exits import EXIT_HOLDS, EXIT_VIOLATED, Outputs, fail
 from .first_compile import after_compile, first_compile, warn_if_interpreted
 

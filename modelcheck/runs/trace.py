@@ -12,14 +12,15 @@ import click
 from rich.text import Text
 
 from ..config import ConfigError
+from ..formats.itf import to_itf
+from ..formats.tracefile import TraceFile
 from ..output import check_file
 from ..views.html import render as render_html
 from ..views.html import render_refinement
-from ..views.itf import to_itf
 from ..views.refinement import failure_line, print_failure
 from ..views.terminal import diff_table, stdout_console, step_table, trace_table
-from ..views.tracefile import TraceFile, refinement_failure
 from ..views.tracefile import open_trace as read_and_replay
+from ..views.tracefile import refinement_failure
 from .exits import fail, write_output
 from .inputs import Loader
 

@@ -37,13 +37,13 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..config import ConfigError, shown
 from ..engine.reach import Reach
+from ..formats.scenario import ScenarioStep, to_toml
+from ..formats.tracefile import TraceFile
 from ..path import path_of
 from ..result import Step
-from ..scenario import ScenarioStep, to_toml
 from ..spec import Spec
 from .render import CSS, config_line, detail, diff_html, timeline
 from .terminal import format_action, rows
-from .tracefile import TraceFile
 
 MAX_STEPS = 1000  # a longer path is refused (414): each step of it is replayed
 CACHED_STEPS = 1 << 15  # path prefixes whose last step is kept

@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..formats.scenario import StepReport
 from ..result import Step
-from ..scenario import StepReport
 from ..spec import Cell, Spec
 
 CHANGED = "bold yellow"
