@@ -210,10 +210,10 @@ def test_a_cell_the_search_cannot_finish_is_a_stopped_row_and_the_others_are_rep
 
     real = mx.run_engine
 
-    def too_big_for_legacy(spec, **kwargs):
+    def too_big_for_legacy(spec, *args, **kwargs):
         if spec.config["variant"] == "legacy":
             raise ConfigError("the behaviour graph needs 2.0 GiB beyond what the check holds")
-        return real(spec, **kwargs)
+        return real(spec, *args, **kwargs)
 
     monkeypatch.setattr(mx, "run_engine", too_big_for_legacy)
     r = run(tmp_path, CELLS, "--json", "--out", str(tmp_path / "v.md"))
