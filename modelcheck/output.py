@@ -21,6 +21,7 @@ from contextlib import contextmanager, suppress
 from typing import IO
 
 from .config import ConfigError
+from .durable import replacing
 
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)  # signals whose default ends the process without a `finally`
 
@@ -127,19 +128,15 @@ def writing(path: str, option: str, binary: bool = False) -> Iterator[IO]:
             with open(target, mode, encoding=encoding) as f:  # a device or a FIFO
                 yield f
             return
-        directory = os.path.dirname(target)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".modelcheck-", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".modelcheck-", suffix=".tmp")
+        os.close(fd)
         try:
-            with _removed_if_terminated(tmp), os.fdopen(fd, mode, encoding=encoding) as f:
+            with _removed_if_terminated(tmp), replacing(target, text=not binary, tmp=tmp) as f:
                 _take_mode(f.fileno(), st)
                 yield f
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
         finally:
             with suppress(FileNotFoundError):
                 os.unlink(tmp)
-        _fsync_dir(directory)
     except OSError as e:
         raise ConfigError(f"{option} {path}: cannot write: {e.strerror or e}") from None
 
@@ -180,17 +177,6 @@ def _take_mode(fd: int, st: os.stat_result | None) -> None:
     os.fchmod(fd, stat.S_IMODE(st.st_mode))
     with suppress(PermissionError):  # only root may keep another's ownership
         os.fchown(fd, st.st_uid, st.st_gid)
-
-
-def _fsync_dir(directory: str) -> None:
-    """Make the rename durable; the file is already in place, so a file
-    system that cannot sync a directory is no reason to fail."""
-    with suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def write_text(path: str, option: str, text: str) -> None:

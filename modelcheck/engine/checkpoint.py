@@ -6,7 +6,7 @@ uninterrupted run.
 A checkpoint directory holds `manifest.json` (which run it is, where the
 search stood, and the files that hold its arrays, each with its size and
 sha256) and raw array files. Each file is written whole under a temporary
-name, fsync'd and renamed (the temporary removed if the write fails); the
+name, fsync'd and renamed (durable.replacing; the temporary removed if the write fails); the
 manifest is replaced the same way only once every file it names is on
 disk, and a file the previous manifest named is removed only after the new
 one has landed. A kill at any moment therefore leaves the last complete
@@ -43,6 +43,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..config import ConfigError
+from ..durable import replacing
 from .manifest import MANIFEST, Invalid, validate_manifest
 from .spill import raw
 
@@ -52,32 +53,14 @@ OURS = {MANIFEST, LOCK, f".{MANIFEST}.tmp"}  # what a checkpoint directory holds
 MANIFEST_MAX = 64 << 20  # bytes: a manifest is a few KB; more is not ours
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write_whole(path: Path, chunks: Iterable[np.ndarray | bytes]) -> str:
-    """Write `path` whole (a temporary, renamed); its sha256. The temporary
-    is removed if anything fails (a full disk, a second Ctrl-C)."""
-    tmp = path.with_name(f".{path.name}.tmp")
+    """Write `path` whole (durable.replacing, synced); its sha256."""
     digest = hashlib.sha256()
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        with open(fd, "wb") as f:
-            for chunk in chunks:
-                data = chunk if isinstance(chunk, bytes) else chunk.data
-                digest.update(data)
-                f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with replacing(path, tmp=path.with_name(f".{path.name}.tmp"), mode=0o644) as f:
+        for chunk in chunks:
+            data = chunk if isinstance(chunk, bytes) else chunk.data
+            digest.update(data)
+            f.write(data)
     return digest.hexdigest()
 
 
@@ -255,7 +238,6 @@ class Checkpoints:
         files: dict[str, dict[str, Any]] = {}
         for name, filename, parts, once in jobs:
             files[name] = kept[filename] if once and filename in kept else self._write(filename, parts, once)
-        _fsync_dir(self.dir)
         stale = self._owned() - {f["file"] for f in files.values()}
         self.serial = serial
         self._publish(state, files, stale)
@@ -293,8 +275,7 @@ class Checkpoints:
         }
         manifest["digest"] = _sealed(manifest)
         text = json.dumps(manifest, indent=1, allow_nan=False)
-        _write_whole(self.dir / MANIFEST, [text.encode()])
-        _fsync_dir(self.dir)
+        _write_whole(self.dir / MANIFEST, [text.encode()])  # synced, with the directory (durable.py)
         # as written, not the engine's live objects (its coverage changes as the search goes on)
         self.manifest, self.pending = json.loads(text), pending
 

@@ -55,6 +55,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from ..durable import replacing
 from ..lifetime import Stopped
 from ..result import CheckResult, symmetry_info
 from ..spec import Spec
@@ -90,13 +91,10 @@ def _child_paths(paths: np.ndarray, rows: np.ndarray, index: np.ndarray) -> np.n
 
 def _save(path: str, *arrays: np.ndarray) -> int:
     """Arrays into one file, whole under `path` or not at all; its bytes."""
-    part = f"{path}.{os.getpid()}.tmp"  # a task and its retry (or speculative copy) write apart
-    with open(part, "wb") as f:
+    with replacing(path, sync=False) as f:  # scratch: a task and its retry (or speculative copy) write apart
         for a in arrays:
             np.save(f, a, allow_pickle=False)
-        size = f.tell()
-    os.replace(part, path)
-    return size
+        return f.tell()
 
 
 def _mkdir(path: str) -> None:

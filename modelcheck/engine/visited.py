@@ -29,12 +29,15 @@ shard's runs between jobs).
 from __future__ import annotations
 
 import mmap
-import os
 import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
+from typing import IO, Any
 
 import numpy as np
 from numba import njit, uint64
+
+from ..durable import replacing
 
 jit = njit(cache=True, nogil=True)
 inlined = njit(cache=True, nogil=True, inline="always")
@@ -311,9 +314,11 @@ class Run:
         to disk if `durable`) or to a nameless file in `directory`."""
         header = np.zeros(RUN_HEADER, np.uint64)
         header[0], header[1], header[2] = RUN_MAGIC, key_words, rows or 0
-        part = f"{path}.{os.getpid()}.tmp"  # two writers of one run (a task and its retry) do not mix
-        f = open(part, "w+b") if path else tempfile.TemporaryFile(dir=directory)
-        try:
+        # two writers of one run (a task and its retry) write apart (durable.replacing)
+        opened: AbstractContextManager[IO[Any]] = (
+            replacing(path, sync=durable) if path else tempfile.TemporaryFile(dir=directory)
+        )
+        with opened as f:
             f.write(header.tobytes())
             offset, written = 0, 0
             for b, keys in enumerate(buckets):
@@ -328,13 +333,8 @@ class Run:
             f.seek(0)
             f.write(header.tobytes())
             f.flush()
-            if path:
-                if durable:
-                    os.fsync(f.fileno())
-                os.replace(part, path)
-            return Run(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), path)
-        finally:
-            f.close()
+            view = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)  # the inode, whatever its name becomes
+        return Run(view, path)
 
 
 # ---- the visited set ------------------------------------------------------------------

@@ -10,6 +10,8 @@ import sys
 import types
 from pathlib import Path
 
+from ...durable import write_text
+
 GENERATOR_VERSION = "3"  # bump when the generated code changes shape
 
 
@@ -29,9 +31,7 @@ def load_module(cache_dir: Path, kind: str, source: str) -> types.ModuleType:
     cache_dir.mkdir(parents=True, exist_ok=True)
     path = cache_dir / f"{name}.py"
     if not path.is_file() or path.read_text() != source:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(source)
-        os.replace(tmp, path)
+        write_text(path, source, sync=False)
     loader = importlib.util.spec_from_file_location(name, path)
     if loader is None or loader.loader is None:
         raise ImportError(f"{path} cannot be imported")

@@ -20,6 +20,7 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
+from ...durable import write_text
 from ...spec import Spec
 from ..batch import Candidates
 from .cache import cache_dir, load_module, module_name
@@ -207,10 +208,7 @@ class Kernel:
         compiles on this machine are estimated from it (`estimate`)."""
         times = _compile_times(self.cache_dir)
         times[module_name("glue", self.source["glue"])] = {"seconds": round(seconds, 1), "kb": round(self.size_kb())}
-        path = self.cache_dir / COMPILE_TIMES
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(times, indent=1, sort_keys=True))
-        os.replace(tmp, path)
+        write_text(self.cache_dir / COMPILE_TIMES, json.dumps(times, indent=1, sort_keys=True), sync=False)
 
     def estimate_s(self) -> float:
         """About how long this kernel takes to compile on this machine: its
