@@ -16,9 +16,10 @@ import time
 import tomllib
 from typing import Any
 
-from modelcheck.engine import fast, visited
+from modelcheck.engine import fast
 from modelcheck.engine.kernel import kernel_for
 from modelcheck.engine.options import CheckOptions
+from modelcheck.engine.storage import visited
 from specs.kafka_elr import load
 
 

@@ -1,4 +1,4 @@
-"""Benchmark: the compiled engines' visited set (engine/batch.py) at
+"""Benchmark: the compiled engines' visited set (engine/storage/batch.py) at
 scale, without a spec: N random keys arrive in BFS-like levels (each level
 also re-offers as many already-visited keys, as successors do), inserted
 a level at a time with `insert_new`; prints the set's own bytes a state,
@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from modelcheck.engine.visited import Visited
+from modelcheck.engine.storage.visited import Visited
 
 
 def main() -> None:

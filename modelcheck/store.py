@@ -3,7 +3,7 @@
 One operation, `put(fp, parent) -> is_new`, as TLC's FPSet. Parent links
 are fingerprints only, so a trace is rebuilt by regenerating successors
 (see trace.py) rather than by keeping whole states. The compiled engines'
-visited set is engine/batch.py's.
+visited set is engine/storage/batch.py's.
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ from collections.abc import Callable
 import pytest
 
 from modelcheck.engine import run
-from modelcheck.engine.checkpoint import Checkpoints
 from modelcheck.engine.control import Control
 from modelcheck.engine.options import CheckOptions
+from modelcheck.engine.storage.checkpoint import Checkpoints
 from modelcheck.lifetime import Stopped, StopRequest
 from specs.kafka_elr import load
 

@@ -18,9 +18,9 @@ from processes import ROOT
 from resuming import interrupted, resume, stop_after
 
 from modelcheck.engine import fast, run
-from modelcheck.engine.checkpoint import Checkpoints
 from modelcheck.engine.control import Control
 from modelcheck.engine.options import CheckOptions
+from modelcheck.engine.storage.checkpoint import Checkpoints
 from modelcheck.lifetime import Stopped
 from modelcheck.memory import anon_rss, parse_size, release_freed
 from specs.kafka_elr import load

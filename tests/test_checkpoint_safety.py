@@ -29,8 +29,8 @@ from strategies import fuzzing
 
 from cli import main
 from modelcheck.config import ConfigError
-from modelcheck.engine.checkpoint import LOCK, MANIFEST, Checkpoints
-from modelcheck.engine.state_json import dump_states, load_states
+from modelcheck.engine.storage.checkpoint import LOCK, MANIFEST, Checkpoints
+from modelcheck.engine.storage.state_json import dump_states, load_states
 from modelcheck.fingerprint import fingerprint
 from specs.kafka_elr import load
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from cli import main
 from modelcheck.cli.ci import specs_at
 from modelcheck.config import ConfigError
-from modelcheck.engine.refine import check
+from modelcheck.engine.refinement.refine import check
 from modelcheck.runs.gate import read_gate
 from modelcheck.runs.refines import images
 from specs.kafka_elr import load, load_as

@@ -16,10 +16,10 @@ import pytest
 from test_engine import Counters
 
 from modelcheck.engine import run
-from modelcheck.engine.batch import expand
 from modelcheck.engine.kernel import Kernel, KernelError, KernelUnavailable, compiling_ahead, kernel_for
 from modelcheck.engine.kernel.compiled import kernel_family
 from modelcheck.engine.options import CheckOptions
+from modelcheck.engine.storage.batch import expand
 from modelcheck.ops import replace_at
 from modelcheck.spec import Field, Param, action
 from specs.kafka_elr import VARIANTS, Kip966, load

@@ -131,9 +131,41 @@ def test_the_walk_sees_the_imports_it_judges():
     assert layer("modelcheck.cli.check") == "cli"
     assert "modelcheck.views.report" in edges["modelcheck.runs.check"]
     assert "modelcheck.engine.kernel" in edges["modelcheck.engine.reach"]  # a lazy import, in a function
-    assert "modelcheck.engine.batch" in edges["modelcheck.engine.fast"]  # from . import batch
+    assert "modelcheck.engine.storage.batch" in edges["modelcheck.engine.fast"]  # from . import batch
     assert "modelcheck.formats.scenario" in edges["modelcheck.views.explorer"]
     assert "specs.kafka_elr" in edges["cli"] or "specs" in edges["cli"]
+
+
+ENGINE_FOLDERS = ("kernel", "storage", "walks", "refinement")  # engine/ by concern
+
+
+def test_the_engine_folders_are_the_engine_layer():
+    """A module in a folder of engine/ is of the engine layer, and the walk
+    finds the imports into and out of the folders."""
+    edges = graph()
+    for folder in ENGINE_FOLDERS:
+        found = [m for m in edges if m.startswith(f"modelcheck.engine.{folder}.")]
+        assert found and {layer(m) for m in found} == {"engine"}, folder
+        assert (ROOT / "modelcheck" / "engine" / folder / "__init__.py").is_file()
+    assert "modelcheck.engine.storage.visited" in edges["modelcheck.engine.fast"]
+    assert "modelcheck.engine.storage.batch" in edges["modelcheck.engine.refinement.refine_fast"]
+    assert "modelcheck.engine.walks.walk" in edges["modelcheck.engine.walks.simulate"]
+    assert "modelcheck.config" in edges["modelcheck.engine.storage.checkpoint"]  # three dots: the core
+    assert layering_violations({"modelcheck.engine.storage.visited": {"modelcheck.views.report"}}) != []
+
+
+def test_storage_imports_no_search():
+    """What the searches keep sits below them: engine/storage/ imports the
+    core and itself, never a search, a walk or the kernel."""
+    edges = graph()
+    storage = [m for m in edges if m.startswith("modelcheck.engine.storage")]
+    assert storage
+    assert [
+        f"{m} -> {t}"
+        for m in sorted(storage)
+        for t in sorted(edges[m])
+        if layer(t) != "core" and not t.startswith("modelcheck.engine.storage")
+    ] == []
 
 
 def test_a_crossed_layer_or_a_cycle_is_found():
@@ -146,7 +178,7 @@ def test_a_crossed_layer_or_a_cycle_is_found():
     assert layering_violations({"modelcheck.trace": {"modelcheck.engine.bfs"}}) != []
     assert cycles(
         {
-            "modelcheck.engine.simulate": {"modelcheck.engine.simulate_spark"},
-            "modelcheck.engine.simulate_spark": {"modelcheck.engine.simulate"},
+            "modelcheck.engine.walks.simulate": {"modelcheck.engine.walks.simulate_spark"},
+            "modelcheck.engine.walks.simulate_spark": {"modelcheck.engine.walks.simulate"},
         }
-    ) == [["modelcheck.engine.simulate", "modelcheck.engine.simulate_spark"]]
+    ) == [["modelcheck.engine.walks.simulate", "modelcheck.engine.walks.simulate_spark"]]

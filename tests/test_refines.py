@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from cli import main
 from modelcheck.config import ConfigError
-from modelcheck.engine.refine import check, replay
-from modelcheck.engine.refine_fast import run as run_engine
+from modelcheck.engine.refinement.refine import check, replay
+from modelcheck.engine.refinement.refine_fast import run as run_engine
 from modelcheck.refinement import Image, Refinement, identity, mapping_for
 from modelcheck.result import Step
 from modelcheck.spec import Spec, action

@@ -16,8 +16,8 @@ from processes import alive, descendants, start, wait_for
 
 from cli import main
 from modelcheck.engine.kernel import kernel_for
-from modelcheck.engine.simulate import simulate
-from modelcheck.engine.walks import PICKS, Stream, pick, plan, swarm_weights
+from modelcheck.engine.walks.simulate import simulate
+from modelcheck.engine.walks.walk import PICKS, Stream, pick, plan, swarm_weights
 from modelcheck.trace import validate
 from modelcheck.views.tracefile import open_trace
 from specs.kafka_elr import load
@@ -392,7 +392,7 @@ def test_simulate_refuses_temporal_properties_in_one_line():
 
 def test_more_workers_than_cpus_run_as_many_as_the_cpus_with_a_warning(monkeypatch):
     """`-w 40` forked 40 processes on 2 cores."""
-    import modelcheck.engine.simulate as engine
+    import modelcheck.engine.walks.simulate as engine
 
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0})
     monkeypatch.setattr(engine, "_on_processes", lambda *a: pytest.fail(f"{a[4]} worker processes on one CPU"))

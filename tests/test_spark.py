@@ -440,8 +440,8 @@ def test_simulate_on_spark_gives_the_local_walks_exactly(by, expected):
     seed, the same walks, counts and shrunk trace as one local process,
     for swarm walks (each drawing its own mix of actions) too."""
     from modelcheck.engine.kernel import kernel_for
-    from modelcheck.engine.simulate import simulate
-    from modelcheck.engine.walks import plan
+    from modelcheck.engine.walks.simulate import simulate
+    from modelcheck.engine.walks.walk import plan
 
     spec = load({"max_unclean_shutdowns": 2})
     p = plan(spec, 300, 40, 3, {}, by)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from modelcheck.engine.visited import BUCKET_BITS, Run, Visited, first_occurrences, reshard, shard_of, sort_keys
+from modelcheck.engine.storage.visited import BUCKET_BITS, Run, Visited, first_occurrences, reshard, shard_of, sort_keys
 
 
 def rows(values: list[tuple[int, ...]], width: int) -> np.ndarray:

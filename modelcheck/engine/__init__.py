@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING
 from ..config import ConfigError
 from ..result import CheckResult
 from ..spec import Spec
-from .checkpoint import Checkpoints
 from .control import Control
 from .options import CheckOptions
 from .progress import Progress
+from .storage.checkpoint import Checkpoints
 
 if TYPE_CHECKING:
     from .kernel import CompileJob, Kernel

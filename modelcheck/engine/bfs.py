@@ -22,12 +22,12 @@ from ..result import CheckResult, collision_probability, symmetry_info
 from ..spec import Spec
 from ..store import DictStore
 from ..trace import rebuild, validate
-from .checkpoint import Checkpoints
 from .control import Control, check_identity, out_of_memory, over_memory, spec_source
 from .liveness import Recorder, check_properties
 from .options import CheckOptions
 from .progress import Progress, progress_counts
-from .state_json import dump_states, load_states
+from .storage.checkpoint import Checkpoints
+from .storage.state_json import dump_states, load_states
 
 PROGRESS_EVERY = 4096  # states between progress reports inside a level
 POLL_EVERY = 256  # states between looks at stop requests and memory

@@ -13,7 +13,7 @@ from ..config import ConfigError
 from ..lifetime import Stopped, StopRequest
 from ..memory import anon_rss, show_size
 from ..spec import Spec
-from .checkpoint import Checkpoints
+from .storage.checkpoint import Checkpoints
 
 
 @dataclass

@@ -65,16 +65,16 @@ from ..memory import anon_rss, release_freed
 from ..result import CheckResult, symmetry_info
 from ..spec import Spec
 from ..trace import replay_path
-from . import batch
-from .batch import LINK_DTYPE, Abandoned, Candidates, Parts, run_info
-from .checkpoint import Checkpoints
 from .control import Control, check_identity, out_of_memory, over_memory
 from .kernel import Kernel
 from .liveness import Recorder, check_properties
 from .options import CheckOptions
 from .progress import Progress, progress_counts
-from .spill import blank_on_disk, on_disk, to_disk
-from .visited import BUCKET_BITS, Visited, first_occurrences, reshard, shard_of
+from .storage import batch
+from .storage.batch import LINK_DTYPE, Abandoned, Candidates, Parts, run_info
+from .storage.checkpoint import Checkpoints
+from .storage.spill import blank_on_disk, on_disk, to_disk
+from .storage.visited import BUCKET_BITS, Visited, first_occurrences, reshard, shard_of
 
 MIN_SEGMENT = 1 << 12  # frontier rows: a level is not split finer
 MANY_SEGMENTS = 4  # more segments than this for the rest of a level: move the visited set to disk

@@ -20,8 +20,8 @@ import numpy as np
 
 from ..fingerprint import fingerprint
 from ..spec import Spec
-from . import batch
-from .visited import Visited
+from .storage import batch
+from .storage.visited import Visited
 
 COMPILED_BUDGET = 1_000_000  # states indexed by default: a few seconds compiled,
 INTERPRETED_BUDGET = 50_000  # and about as long interpreted

@@ -59,8 +59,6 @@ from ..durable import replacing
 from ..lifetime import Stopped
 from ..result import CheckResult, symmetry_info
 from ..spec import Spec
-from .batch import expand as expand_rows
-from .batch import run_info
 from .control import Control
 from .kernel import Kernel
 from .progress import Progress, progress_counts
@@ -73,7 +71,9 @@ from .spark_session import (
     scratch_dir,
     spark_context,
 )
-from .visited import BUCKETS, Run, Visited, _merge_two, first_occurrences, shard_of
+from .storage.batch import expand as expand_rows
+from .storage.batch import run_info
+from .storage.visited import BUCKETS, Run, Visited, _merge_two, first_occurrences, shard_of
 
 KEY_BYTES = 2  # a successor index (or an initial state's position) in a path
 PHASES = ("settle", "expand", "write")  # a task's seconds, summed over a level's tasks

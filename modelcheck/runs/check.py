@@ -14,10 +14,10 @@ import click
 from ..config import ConfigError
 from ..engine import refuse_unsupported
 from ..engine import run as run_engine
-from ..engine.checkpoint import Checkpoints
 from ..engine.control import Control
 from ..engine.kernel import CompileJob
 from ..engine.options import CheckOptions
+from ..engine.storage.checkpoint import Checkpoints
 from ..formats.tracefile import TraceFile
 from ..lifetime import Stopped, exit_code, stop_on_signals
 from ..output import check_file

@@ -34,8 +34,8 @@ from rich.text import Text
 from ..config import ConfigError, read_text
 from ..engine.control import Control
 from ..engine.kernel import compiling_ahead
-from ..engine.refine import RefinementResult
-from ..engine.refine import check as refine
+from ..engine.refinement.refine import RefinementResult
+from ..engine.refinement.refine import check as refine
 from ..formats.tracefile import TraceFile
 from ..lifetime import Stopped, StopRequest, exit_code, stop_on_signals
 from ..output import check_dir, check_file

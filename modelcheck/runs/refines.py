@@ -12,7 +12,7 @@ import click
 
 from ..config import ConfigError
 from ..engine.control import Control
-from ..engine.refine import RefinementResult
+from ..engine.refinement.refine import RefinementResult
 from ..formats.tracefile import TraceFile
 from ..lifetime import Stopped, exit_code, stop_on_signals
 from ..output import check_file
@@ -74,7 +74,9 @@ def refines_command(
             check_file(trace_out, "--trace-out")
     except ConfigError as e:
         fail(str(e))
-    from ..engine.refine_fast import run  # here, not at import: it loads numba, which `--help` should not wait for
+    from ..engine.refinement.refine_fast import (
+        run,  # here, not at import: it loads numba, which `--help` should not wait for
+    )
 
     with stop_on_signals() as request:
         try:

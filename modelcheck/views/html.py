@@ -14,7 +14,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from ..engine.refine import RefinementResult
+from ..engine.refinement.refine import RefinementResult
 from ..result import Step
 from ..spec import Spec
 from .refinement import shown, step_reading

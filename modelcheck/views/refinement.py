@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ..engine.refine import RefinementResult
+from ..engine.refinement.refine import RefinementResult
 from ..result import Step
 from ..spec import Spec
 from ..trace import described

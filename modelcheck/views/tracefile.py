@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..config import ConfigError
-from ..engine.refine import RefinementResult, explained
+from ..engine.refinement.refine import RefinementResult, explained
 from ..formats.tracefile import TraceFile, read
 from ..path import PathError, walk
 from ..refinement import Image, mapping_for

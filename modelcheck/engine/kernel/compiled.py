@@ -22,7 +22,7 @@ from typing import Any
 
 from ...durable import write_text
 from ...spec import Spec
-from ..batch import Candidates
+from ..storage.batch import Candidates
 from .cache import cache_dir, load_module, module_name
 from .errors import FieldOutOfRange, KernelError, KernelUnavailable
 from .flatten import Flattener

@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterator
 from itertools import islice
 from typing import Any
 
-from ..lifetime import StopRequest
-from ..spec import Spec
-from .spark_session import spark_context
-from .walks import Chunk, Fold, KernelSteps, Plan, chunks, walk_chunk
+from ...lifetime import StopRequest
+from ...spec import Spec
+from ..spark_session import spark_context
+from .walk import Chunk, Fold, KernelSteps, Plan, chunks, walk_chunk
 
 CHUNKS_A_TASK = 8  # chunks a task runs in a round (a job): fewer jobs, a little work past a violation
 

@@ -23,14 +23,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..fingerprint import fingerprint
-from ..refinement import Image
-from ..result import Step
-from ..spec import Spec
-from ..store import DictStore
-from ..trace import TraceError, apply_step, rebuild
-from .control import Control
-from .progress import Progress, progress_counts
+from ...fingerprint import fingerprint
+from ...refinement import Image
+from ...result import Step
+from ...spec import Spec
+from ...store import DictStore
+from ...trace import TraceError, apply_step, rebuild
+from ..control import Control
+from ..progress import Progress, progress_counts
 
 POLL_EVERY = 256  # states between looks at a stop request
 CLOSEST = 3  # abstract steps shown beside a failing one

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ..config import ConfigError
-from ..fingerprint import fingerprint
-from ..spec import Spec
-from .batch import Candidates
+from ...config import ConfigError
+from ...fingerprint import fingerprint
+from ...spec import Spec
+from ..storage.batch import Candidates
 
 CHUNK = 32  # consecutive walks a task runs
 MAX_DEPTH = 100_000  # steps a walk may take: each walk holds arrays of --depth entries
@@ -243,7 +243,7 @@ class KernelSteps:
     invariant checks."""
 
     def __init__(self, kernel: Any, spec: Spec):
-        from .kernel.cache import load_module
+        from ..kernel.cache import load_module
 
         self.kernel = k = kernel
         self.checked = spec.checked_invariants()

@@ -42,8 +42,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..config import ConfigError
-from ..durable import replacing
+from ...config import ConfigError
+from ...durable import replacing
 from .manifest import MANIFEST, Invalid, validate_manifest
 from .spill import raw
 

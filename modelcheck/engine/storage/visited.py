@@ -37,7 +37,7 @@ from typing import IO, Any
 import numpy as np
 from numba import njit, uint64
 
-from ..durable import replacing
+from ...durable import replacing
 
 jit = njit(cache=True, nogil=True)
 inlined = njit(cache=True, nogil=True, inline="always")

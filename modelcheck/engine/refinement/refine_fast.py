@@ -25,14 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from ..refinement import Image
-from ..result import Step
-from . import batch
-from .control import Control
-from .progress import Progress, progress_counts
+from ...refinement import Image
+from ...result import Step
+from ..control import Control
+from ..progress import Progress, progress_counts
+from ..storage import batch
+from ..storage.visited import Visited
 from .refine import RefinementResult, Refines
 from .refine import check as interpreted
-from .visited import Visited
 
 
 def _pairs(parents: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -169,7 +169,7 @@ def run(
     interpreted (the reference)."""
     if engine == "bfs":
         return interpreted(image, progress, control)
-    from .kernel import KernelUnavailable, kernel_for
+    from ..kernel import KernelUnavailable, kernel_for
 
     try:
         kernels = (kernel_for(image.impl, note), kernel_for(image.abstract, note))

@@ -50,13 +50,13 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..lifetime import Stopped, StopRequest, end_pool
-from ..memory import anon_rss, show_size
-from ..result import Step
-from ..spec import Spec
-from ..trace import validate
-from .progress import Progress
-from .walks import Chunk, Fold, KernelSteps, Plan, SpecSteps, chunks, walk_chunk
+from ...lifetime import Stopped, StopRequest, end_pool
+from ...memory import anon_rss, show_size
+from ...result import Step
+from ...spec import Spec
+from ...trace import validate
+from ..progress import Progress
+from .walk import Chunk, Fold, KernelSteps, Plan, SpecSteps, chunks, walk_chunk
 
 # ---- the search: chunks in order, here, on processes, or on Spark ------------------
 
@@ -221,7 +221,7 @@ _worker: dict[str, Any] = {}
 
 
 def _setup(spec: Spec, kernel: Any | None, parent: int) -> None:
-    from ..lifetime import die_with_parent
+    from ...lifetime import die_with_parent
 
     die_with_parent(parent)
     _worker["steps"] = KernelSteps(kernel, spec) if kernel is not None else SpecSteps(spec)

@@ -24,8 +24,8 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
-from ..result import Step
-from ..spec import Spec
+from ...result import Step
+from ...spec import Spec
 
 Move = tuple[str, dict[str, Any]]
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..config import ConfigError
-from ..fingerprint import fingerprint
-from ..spec import Spec, State
+from ...config import ConfigError
+from ...fingerprint import fingerprint
+from ...spec import Spec, State
 
 FORMAT = "modelcheck states"
 VERSION = 1

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..result import collision_probability
+from ...result import collision_probability
 
 LINK_DTYPE = np.dtype([("parent", np.uint32), ("index", np.uint16)])  # 6 bytes a state
 
