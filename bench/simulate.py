@@ -18,8 +18,8 @@ import tomllib
 from typing import Any
 
 from modelcheck.engine.kernel import kernel_for
+from modelcheck.engine.walks.plan import PICKS, plan
 from modelcheck.engine.walks.simulate import simulate
-from modelcheck.engine.walks.walk import PICKS, plan
 from specs.kafka_elr import load
 
 

@@ -31,8 +31,8 @@ from typing import Any
 import cli  # noqa: F401  (registers the protocol)
 from modelcheck.cli.walks import simulate as simulate_command
 from modelcheck.engine.kernel import kernel_for
+from modelcheck.engine.walks.plan import PICKS, plan
 from modelcheck.engine.walks.simulate import simulate
-from modelcheck.engine.walks.walk import PICKS, plan
 from modelcheck.runs.matrix import machine, read_matrix
 from specs.kafka_elr import load
 

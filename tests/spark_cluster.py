@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from modelcheck.engine.spark_session import require_spark
+from modelcheck.engine.spark.environment import require_spark
 
 
 @contextmanager

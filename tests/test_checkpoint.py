@@ -17,8 +17,9 @@ import pytest
 from processes import ROOT
 from resuming import interrupted, resume, stop_after
 
-from modelcheck.engine import fast, run
+from modelcheck.engine import run
 from modelcheck.engine.control import Control
+from modelcheck.engine.fast import memory as fast_memory
 from modelcheck.engine.options import CheckOptions
 from modelcheck.engine.storage.checkpoint import Checkpoints
 from modelcheck.lifetime import Stopped
@@ -117,7 +118,7 @@ def test_with_symmetry_a_visited_set_on_disk_counts_the_states_its_classes_hold_
     and their states are counted when the level is resolved: the same
     classes and class states as in memory, though about half the
     provisional rows of a level are taken back."""
-    monkeypatch.setattr(fast, "VISITED_SHARE", 0.0)
+    monkeypatch.setattr(fast_memory, "VISITED_SHARE", 0.0)
     spec = load({})
     spec.enable_symmetry()
     whole = run(spec, CheckOptions.of(engine="fast", workers=2))
@@ -136,7 +137,7 @@ def test_a_visited_set_moved_to_disk_gives_the_same_answer_and_resumes_from_disk
     of memory moves its keys to sorted runs on disk (nameless: nothing is
     left behind) and ends with the same answer; stopped there, its
     checkpoint resumes onto disk again, on another number of workers."""
-    monkeypatch.setattr(fast, "VISITED_SHARE", 0.0)
+    monkeypatch.setattr(fast_memory, "VISITED_SHARE", 0.0)
     spec = load({})
     whole = uninterrupted("fast", "{}")
     spill = tmp_path / "spill"
@@ -192,7 +193,7 @@ def test_a_violation_found_with_the_visited_set_on_disk_has_the_exact_counts_and
     """Duplicates in the runs are detected late; at a violation the search
     first settles them, so its counts, coverage and shortest trace are the
     in-memory search's."""
-    monkeypatch.setattr(fast, "VISITED_SHARE", 0.0)
+    monkeypatch.setattr(fast_memory, "VISITED_SHARE", 0.0)
     config = {"brokers": 4, "min_isr": 3, "max_unclean_shutdowns": 3, "max_records": 1, "max_fences": 0}
     whole = uninterrupted("fast", json.dumps(config))
     r = run(

@@ -131,12 +131,12 @@ def test_the_walk_sees_the_imports_it_judges():
     assert layer("modelcheck.cli.check") == "cli"
     assert "modelcheck.views.report" in edges["modelcheck.runs.check"]
     assert "modelcheck.engine.kernel" in edges["modelcheck.engine.reach"]  # a lazy import, in a function
-    assert "modelcheck.engine.storage.batch" in edges["modelcheck.engine.fast"]  # from . import batch
+    assert "modelcheck.engine.storage.batch" in edges["modelcheck.engine.fast.search"]  # from ..storage import batch
     assert "modelcheck.formats.scenario" in edges["modelcheck.views.explorer"]
     assert "specs.kafka_elr" in edges["cli"] or "specs" in edges["cli"]
 
 
-ENGINE_FOLDERS = ("kernel", "storage", "walks", "refinement")  # engine/ by concern
+ENGINE_FOLDERS = ("fast", "kernel", "liveness", "refinement", "spark", "storage", "walks")  # engine/ by concern
 
 
 def test_the_engine_folders_are_the_engine_layer():
@@ -147,7 +147,8 @@ def test_the_engine_folders_are_the_engine_layer():
         found = [m for m in edges if m.startswith(f"modelcheck.engine.{folder}.")]
         assert found and {layer(m) for m in found} == {"engine"}, folder
         assert (ROOT / "modelcheck" / "engine" / folder / "__init__.py").is_file()
-    assert "modelcheck.engine.storage.visited" in edges["modelcheck.engine.fast"]
+    assert "modelcheck.engine.storage.visited" in edges["modelcheck.engine.fast.state"]
+    assert "modelcheck.engine.spark.environment" in edges["modelcheck.engine.spark.session"]
     assert "modelcheck.engine.storage.batch" in edges["modelcheck.engine.refinement.refine_fast"]
     assert "modelcheck.engine.walks.walk" in edges["modelcheck.engine.walks.simulate"]
     assert "modelcheck.config" in edges["modelcheck.engine.storage.checkpoint"]  # three dots: the core

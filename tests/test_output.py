@@ -205,7 +205,7 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_run(tmp_path, tr
         "modelcheck.runs.trace.render_html",
         "modelcheck.runs.matrix.run",
         "modelcheck.runs.gate.run_gate",
-        "modelcheck.engine.spark_session.package_archive",
+        "modelcheck.engine.spark.environment.package_archive",
     ):
         monkeypatch.setattr(work, ran)
     out = {"missing directory": "no/x.dot", "a directory": "d.dot", "read-only file": "ro.dot"}[where]

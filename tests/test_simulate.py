@@ -16,8 +16,8 @@ from processes import alive, descendants, start, wait_for
 
 from cli import main
 from modelcheck.engine.kernel import kernel_for
+from modelcheck.engine.walks.plan import PICKS, Stream, pick, plan, swarm_weights
 from modelcheck.engine.walks.simulate import simulate
-from modelcheck.engine.walks.walk import PICKS, Stream, pick, plan, swarm_weights
 from modelcheck.trace import validate
 from modelcheck.views.tracefile import open_trace
 from specs.kafka_elr import load

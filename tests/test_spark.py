@@ -21,8 +21,10 @@ from strategies import SMALL
 from tools import need
 
 from cli import main
-from modelcheck.engine import run, spark_session
+from modelcheck.engine import run
 from modelcheck.engine.options import CheckOptions
+from modelcheck.engine.spark import environment as spark_environment
+from modelcheck.engine.spark import session as spark_session
 from specs.kafka_elr import load
 
 need("pyspark", "the spark extra is not installed")
@@ -238,9 +240,9 @@ def test_why_spark_failed_is_read_from_its_log(monkeypatch, tmp_path):
 
 
 def test_without_pyspark_the_spark_engine_says_how_to_install_it(monkeypatch):
-    real = spark_session.importlib_util.find_spec
+    real = spark_environment.importlib_util.find_spec
     monkeypatch.setattr(
-        spark_session.importlib_util, "find_spec", lambda name: None if name == "pyspark" else real(name)
+        spark_environment.importlib_util, "find_spec", lambda name: None if name == "pyspark" else real(name)
     )
     r = cli("check", "--engine", "spark", "-q")
     assert r.exit_code == 2
@@ -275,7 +277,7 @@ def test_without_java_17_the_spark_engine_says_so(monkeypatch, tmp_path):
 def test_spark_env_zips_what_executors_import(tmp_path):
     r = cli("spark-env", "-o", str(tmp_path / "mc.zip"))
     assert r.exit_code == 0, r.output
-    probe = "import cli, modelcheck.engine.spark, specs.kafka_elr; print(modelcheck.__file__, specs.__file__)"
+    probe = "import cli, modelcheck.engine.spark.tasks, specs.kafka_elr; print(modelcheck.__file__, specs.__file__)"
     p = subprocess.run(
         [sys.executable, "-c", probe],
         capture_output=True,
@@ -440,8 +442,8 @@ def test_simulate_on_spark_gives_the_local_walks_exactly(by, expected):
     seed, the same walks, counts and shrunk trace as one local process,
     for swarm walks (each drawing its own mix of actions) too."""
     from modelcheck.engine.kernel import kernel_for
+    from modelcheck.engine.walks.plan import plan
     from modelcheck.engine.walks.simulate import simulate
-    from modelcheck.engine.walks.walk import plan
 
     spec = load({"max_unclean_shutdowns": 2})
     p = plan(spec, 300, 40, 3, {}, by)

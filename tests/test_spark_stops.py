@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from tools import need
 
-from modelcheck.engine.spark_session import REGISTRATION, job_failure, memory_defaults
+from modelcheck.engine.spark.environment import REGISTRATION, memory_defaults
+from modelcheck.engine.spark.session import job_failure
 
 need("pyspark", "the spark extra is not installed")
 

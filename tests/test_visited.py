@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from modelcheck.engine.storage.visited import BUCKET_BITS, Run, Visited, first_occurrences, reshard, shard_of, sort_keys
+from modelcheck.engine.storage.sorted_keys import first_occurrences, sort_keys
+from modelcheck.engine.storage.visited import BUCKET_BITS, Run, Visited, reshard, shard_of
 
 
 def rows(values: list[tuple[int, ...]], width: int) -> np.ndarray:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ..engine.walks.walk import PICKS
+from ..engine.walks.plan import PICKS
 from ..runs.spark_env import spark_env_command
 from .app import main, protocol
 

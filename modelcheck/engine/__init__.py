@@ -105,8 +105,8 @@ def _run(
 
     note = (lambda text: progress({"note": text})) if progress else (lambda text: None)
     if engine == "spark":
-        from .spark import check as spark_check
-        from .spark_session import EngineUnavailable, require_spark
+        from .spark.driver import check as spark_check
+        from .spark.environment import EngineUnavailable, require_spark
 
         require_spark()
 

@@ -98,7 +98,7 @@ class CheckOptions:
                 "yarn or k8s://https://HOST:PORT"
             )
         if self.engine == "spark":
-            from .spark_session import check_own_settings
+            from .spark.environment import check_own_settings
 
             check_own_settings(dict(spark.settings))
         saving = [("checkpoint", local.checkpoint_dir and not local.resume), ("resume", local.resume)]

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..config import ConfigError, parse_override, read_file
-from ..engine.spark_session import check_own_settings
+from ..engine.spark.environment import check_own_settings
 from ..memory import default_limit, parse_size
 
 Loader = Callable[[dict[str, Any]], Any]  # config -> spec (raises ConfigError): the CLI's protocol

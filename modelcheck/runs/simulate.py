@@ -11,8 +11,8 @@ from typing import Any
 import click
 
 from ..config import ConfigError
+from ..engine.walks.plan import plan as make_plan
 from ..engine.walks.simulate import simulate as run_simulation
-from ..engine.walks.walk import plan as make_plan
 from ..formats.tracefile import TraceFile
 from ..lifetime import Stopped, exit_code, stop_on_signals
 from ..memory import default_limit, parse_size

@@ -14,7 +14,7 @@ from .exits import fail
 
 def spark_env_command(out: str) -> int:
     """Write the zip to `out` and say how large it is."""
-    from ..engine.spark_session import package_archive
+    from ..engine.spark.environment import package_archive
 
     try:
         check_file(out, "--out")

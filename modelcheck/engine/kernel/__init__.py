@@ -34,15 +34,16 @@ the cache and it was asked not to compile.
 Its modules, one job each: flatten.py (the spec's methods as free
 functions), layout.py (where each field sits in a row of words), glue.py
 (the generated module that packs, expands, checks and keys rows),
-cache.py (generated modules on disk, named by their text) and compiled.py
-(the Kernel engines call, loaded or compiled, and CompileJob, a compile
-in a child while the interpreted engine checks; __main__.py is that
-child, run with its parent's sys.path).
+cache.py (generated modules on disk, named by their text), compiled.py
+(the Kernel engines call, loaded or compiled) and job.py (CompileJob, a
+compile in a child while the interpreted engine checks; __main__.py is
+that child, run with its parent's sys.path).
 """
 
 from .cache import cache_dir
-from .compiled import CompileJob, Kernel, compile_ahead, compile_job, compiling_ahead, kernel_for
+from .compiled import Kernel, kernel_for
 from .errors import FieldOutOfRange, KernelError, KernelUnavailable
+from .job import CompileJob, compile_ahead, compile_job, compiling_ahead
 
 __all__ = [
     "CompileJob",

@@ -4,6 +4,6 @@ search for a moment so that the engine's own compiled helpers are cached
 too (fast.warm), and dies with PID."""
 
 from ..fast import warm
-from .compiled import compile_here
+from .job import compile_here
 
 warm(*compile_here())

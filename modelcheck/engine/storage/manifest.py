@@ -86,7 +86,7 @@ COMMON = {
     "represented": COUNT,
     "elapsed_s": SECONDS,
 }
-STATES = {  # what each engine's state holds (bfs.py, fast.py: checkpoint)
+STATES = {  # what each engine's state holds (bfs.py, fast/saved.py: checkpoint)
     "bfs": {**COMMON, "coverage": MapOf(COUNT), "reached": MapOf(FLAG)},
     "fast": {
         **COMMON,

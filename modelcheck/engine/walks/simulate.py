@@ -56,7 +56,8 @@ from ...result import Step
 from ...spec import Spec
 from ...trace import validate
 from ..progress import Progress
-from .walk import Chunk, Fold, KernelSteps, Plan, SpecSteps, chunks, walk_chunk
+from .plan import Plan
+from .walk import Chunk, Fold, KernelSteps, SpecSteps, chunks, walk_chunk
 
 # ---- the search: chunks in order, here, on processes, or on Spark ------------------
 

@@ -1,4 +1,4 @@
-"""Random walks on Spark executors: the chunks of walks.py as Spark
+"""Random walks on Spark executors: the chunks of walk.py as Spark
 tasks, a round of them a job, folded on the driver in walk order exactly
 as the local runs fold them, so the same seed gives the same result.
 Executors walk on the compiled kernel (broadcast with the spec, loaded
@@ -12,8 +12,9 @@ from typing import Any
 
 from ...lifetime import StopRequest
 from ...spec import Spec
-from ..spark_session import spark_context
-from .walk import Chunk, Fold, KernelSteps, Plan, chunks, walk_chunk
+from ..spark.session import spark_context
+from .plan import Plan
+from .walk import Chunk, Fold, KernelSteps, chunks, walk_chunk
 
 CHUNKS_A_TASK = 8  # chunks a task runs in a round (a job): fewer jobs, a little work past a violation
 

@@ -1,0 +1,173 @@
+"""The behaviour graph of a temporal check: what an engine records while
+it explores (Recorder: each state's key and labels, each transition),
+numbered into a Graph once the search is complete (see the package
+docstring)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...config import ConfigError
+from ...lifetime import Stopped
+from ...memory import anon_rss, show_size
+from ...trace import TraceError
+from ..storage.checkpoint import Arrays
+from .jit import jit
+
+# ---- what an engine keeps while it explores ------------------------------------------
+
+
+class Recorder:
+    """The states and transitions an engine found, in the order it found
+    them, for the properties it was asked to check. `keep` decides where
+    each array lives (memory, or a file under memory pressure)."""
+
+    def __init__(self, key_words: int, max_memory: int | None = None):
+        self.key_words = key_words
+        self.max_memory = max_memory
+        self.keys: list[np.ndarray] = []  # uint64 [m, K], state numbers in order
+        self.labels: list[np.ndarray] = []  # uint64 [m]
+        self.sources: list[np.ndarray] = []  # uint32 [e]
+        self.targets: list[np.ndarray] = []  # uint64 [e, K]
+        self.instances: list[np.ndarray] = []  # uint16 [e]
+        self.states = 0
+        self.transitions = 0
+
+    def add_states(self, keys: np.ndarray, labels: np.ndarray) -> None:
+        self.keys.append(keys)
+        self.labels.append(labels)
+        self.states += len(keys)
+
+    def add_transitions(self, sources: np.ndarray, targets: np.ndarray, instances: np.ndarray) -> None:
+        if self.states > np.iinfo(np.uint32).max:
+            raise ConfigError(f"temporal properties number states in 32 bits; this check has {self.states:,}")
+        self.sources.append(sources.astype(np.uint32))
+        self.targets.append(targets)
+        self.instances.append(instances)
+        self.transitions += len(sources)
+        if self.over_limit():
+            raise self.too_big()
+
+    def arrays(self) -> dict[str, list[np.ndarray]]:
+        return {
+            "keys": self.keys,
+            "labels": self.labels,
+            "sources": self.sources,
+            "targets": self.targets,
+            "instances": self.instances,
+        }
+
+    def load(self, arrays: dict[str, list[np.ndarray]]) -> None:
+        """What arrays() gave, back (a checkpoint resumed)."""
+        for name, parts in arrays.items():
+            setattr(self, name, [p for p in parts if len(p)])
+        self.states = sum(len(k) for k in self.keys)
+        self.transitions = sum(len(s) for s in self.sources)
+
+    def moved(self, keep: Callable[[np.ndarray], np.ndarray]) -> None:
+        """Every array passed through `keep` (to disk, under memory pressure)."""
+        for name, parts in self.arrays().items():
+            setattr(self, name, [keep(p) for p in parts])
+
+    def bytes_needed(self) -> int:
+        """Memory the numbered graph and the search of it take at their
+        peak: a transition's key, number, source and instance while the
+        targets are numbered; two copies of the state keys for the sort;
+        labels, offsets and the searches' per-state arrays."""
+        return self.transitions * (8 * self.key_words + 14) + self.states * (16 * self.key_words + 72)
+
+    def over_limit(self) -> bool:
+        """Whether searching the graph recorded so far would pass
+        --max-memory, on top of what the process holds now (its recorded
+        arrays included: the search copies them)."""
+        return self.max_memory is not None and anon_rss() + self.bytes_needed() > self.max_memory
+
+    def too_big(self) -> Stopped:
+        """A stop at the memory limit, as the engines' own (its counts are
+        the graph's: the states recorded, and a transition a state generated)."""
+        return Stopped(
+            f"temporal properties: the behaviour graph of {self.states:,} states and {self.transitions:,} "
+            f"transitions so far needs about {show_size(self.bytes_needed())} to search for fair cycles, more "
+            f"than is left of --max-memory {show_size(self.max_memory or 0)}: stopped before exploring further "
+            "(check the properties on smaller bounds, or raise --max-memory)",
+            distinct=self.states,
+            generated=self.transitions,
+        )
+
+    def saved(self) -> tuple[dict[str, int], dict[str, np.ndarray]]:
+        """What a checkpoint holds: the number of parts of each array, and
+        the parts, each written once (they never change once made)."""
+        recorded = self.arrays()
+        counts = {name: len(p) for name, p in recorded.items()}
+        return counts, {f"graph-{name}-{i}": x for name, p in recorded.items() for i, x in enumerate(p)}
+
+    def restore(self, counts: dict[str, int], arrays: Arrays) -> None:
+        """What saved() gave, back from a checkpoint's arrays."""
+        self.load({name: [arrays[f"graph-{name}-{i}"] for i in range(n)] for name, n in counts.items()})
+
+    def graph(self, initial: int) -> Graph:
+        """The numbered behaviour graph (one sort of the state keys)."""
+        if self.over_limit():
+            raise self.too_big()
+        keys = np.concatenate(self.keys) if self.keys else np.empty((0, self.key_words), np.uint64)
+        order = np.lexsort(keys.T[::-1]) if len(keys) else np.empty(0, np.int64)
+        targets = np.concatenate(self.targets) if self.targets else np.empty((0, self.key_words), np.uint64)
+        numbers = _number(np.ascontiguousarray(keys[order]), order, targets)
+        if len(numbers) and numbers.min() < 0:
+            raise TraceError("a transition leads to a state the search never numbered")
+        sources = np.concatenate(self.sources) if self.sources else np.empty(0, np.uint32)
+        offsets = np.zeros(self.states + 1, np.int64)
+        np.cumsum(np.bincount(sources, minlength=self.states), out=offsets[1:])
+        return Graph(
+            initial,
+            np.concatenate(self.labels) if self.labels else np.empty(0, np.uint64),
+            offsets,
+            numbers,
+            np.concatenate(self.instances) if self.instances else np.empty(0, np.uint16),
+            keys,
+        )
+
+
+@jit
+def _less(a, i, b, j):
+    for w in range(a.shape[1]):
+        if a[i, w] != b[j, w]:
+            return a[i, w] < b[j, w]
+    return False
+
+
+@jit
+def _number(sorted_keys, order, targets):
+    """Each target key's state number (-1 where there is none)."""
+    out = np.empty(len(targets), np.int64)
+    for e in range(len(targets)):
+        lo, hi = 0, len(sorted_keys)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if _less(sorted_keys, mid, targets, e):
+                lo = mid + 1
+            else:
+                hi = mid
+        out[e] = order[lo] if lo < len(sorted_keys) and not _less(targets, e, sorted_keys, lo) else -1
+    return out
+
+
+@dataclass
+class Graph:
+    """The behaviour graph: states 0..n-1 (0..initial-1 the initial ones),
+    each one's labels and key; transitions grouped by source (those of s
+    are offsets[s]..offsets[s+1]), each with its target and instance."""
+
+    initial: int
+    labels: np.ndarray  # uint64 [n]
+    offsets: np.ndarray  # int64 [n + 1]
+    target: np.ndarray  # int64 [e]
+    instance: np.ndarray  # uint16 [e]
+    keys: np.ndarray  # uint64 [n, K]
+
+    @property
+    def size(self) -> int:
+        return len(self.labels)
