@@ -18,6 +18,17 @@ from test_engine import Counters
 from modelcheck.engine import run
 from modelcheck.engine.kernel import Kernel, KernelError, KernelUnavailable, compiling_ahead, kernel_for
 from modelcheck.engine.kernel.compiled import kernel_family
+from modelcheck.engine.kernel.glue import (
+    FLAG,
+    KEY_FMIX,
+    KEY_HASH,
+    KEY_HASH128,
+    KEY_MIX128,
+    LAYOUT,
+    TABLE,
+    Flags,
+    Tables,
+)
 from modelcheck.engine.options import CheckOptions
 from modelcheck.engine.storage.batch import expand
 from modelcheck.ops import replace_at
@@ -250,6 +261,20 @@ def test_a_kernel_travels_as_its_source_and_loads_again():
     assert np.array_equal(copy.pack(init), kernel.pack(init))
     a, b = (expand(k, k.pack(init).reshape(1, -1), 0, 1) for k in (kernel, copy))
     assert np.array_equal(a.words, b.words) and np.array_equal(a.keys, b.keys)
+
+
+def test_the_glue_reads_each_table_where_the_kernel_puts_it():
+    """glue.Tables names the slots of the tuple C once: the kernel builds
+    it by those names, the generated code reads C at their places."""
+    kernel = kernel_for(load({"max_records": 1}))
+    tables = Tables(*kernel.tables)  # a plain tuple to numba; named here
+    assert type(kernel.tables) is tuple and len(kernel.tables) == len(Tables._fields)
+    assert tables.layout is kernel.tables[LAYOUT] and tables.layout.shape[1] == 4
+    flags = Flags(*tables.flags.tolist())
+    assert flags.words == kernel.words and flags.key_mode in (KEY_FMIX, KEY_MIX128, KEY_HASH, KEY_HASH128)
+    glue = kernel.source["glue"]
+    assert f"CHECKED = {TABLE['checked']}" in glue and f"if {FLAG['symmetric']}:" in glue
+    assert f"unpack_into({TABLE['layout']}, rows[i], v)" in glue and "C[10]" not in glue
 
 
 def toy(limit: int) -> str:

@@ -23,7 +23,7 @@ from ..storage.batch import Candidates
 from .cache import cache_dir, load_module, module_name
 from .errors import FieldOutOfRange, KernelError, KernelUnavailable
 from .flatten import Flattener
-from .glue import KEY_FMIX, KEY_HASH, KEY_HASH128, KEY_MIX128, Rules, glue_source
+from .glue import KEY_FMIX, KEY_HASH, KEY_HASH128, KEY_MIX128, LAYOUT, Flags, Rules, Tables, glue_source
 from .layout import plan_layout
 
 MAX_SUCCESSORS = 1 << 16  # a successor's index under its parent is a uint16
@@ -116,17 +116,23 @@ class Kernel:
         width = max([1, *map(len, domains)])
         dormant = spec.never_enabled()
         invariants, goals, properties = list(rules.invariants), list(cls.goals), list(cls.properties)
-        self.tables = (
-            np.array([(s.word, s.shift, (1 << s.width) - 1, s.lo) for s in slots], dtype=np.int64),
-            np.array([d + [0] * (width - len(d)) for d in domains] or [[0]], dtype=np.int64),
-            np.array([len(d) for d in domains] or [0], dtype=np.int64),
-            np.array([a in cls.actions and a not in dormant for a in rules.actions], dtype=np.uint8),
-            np.array([invariants.index(n) for n in spec.checked_invariants()], dtype=np.int64),
-            np.array([self.words, mode, spec.symmetric], dtype=np.int64),
-            np.array([spec.first_label(a) if a in cls.actions else 0 for a in rules.actions] or [0], dtype=np.int64),
-            np.array([spec.instance_base.get(a, 0) for a in rules.actions] or [0], dtype=np.int64),
-            np.array([goals.index(g) if g in goals else -1 for g in rules.goals] or [0], dtype=np.int64),
-            np.array([properties.index(p) if p in properties else -1 for p in rules.properties] or [0], np.int64),
+        self.tables = tuple(
+            Tables(
+                layout=np.array([(s.word, s.shift, (1 << s.width) - 1, s.lo) for s in slots], dtype=np.int64),
+                domains=np.array([d + [0] * (width - len(d)) for d in domains] or [[0]], dtype=np.int64),
+                domain_sizes=np.array([len(d) for d in domains] or [0], dtype=np.int64),
+                live=np.array([a in cls.actions and a not in dormant for a in rules.actions], dtype=np.uint8),
+                checked=np.array([invariants.index(n) for n in spec.checked_invariants()], dtype=np.int64),
+                flags=np.array(Flags(self.words, mode, spec.symmetric), dtype=np.int64),
+                label=np.array(
+                    [spec.first_label(a) if a in cls.actions else 0 for a in rules.actions] or [0], dtype=np.int64
+                ),
+                base=np.array([spec.instance_base.get(a, 0) for a in rules.actions] or [0], dtype=np.int64),
+                goal=np.array([goals.index(g) if g in goals else -1 for g in rules.goals] or [0], dtype=np.int64),
+                properties=np.array(
+                    [properties.index(p) if p in properties else -1 for p in rules.properties] or [0], np.int64
+                ),
+            )
         )
         self.cache_dir = cache_dir
         self.module = self._load()
@@ -157,13 +163,13 @@ class Kernel:
         import numpy as np
 
         row = np.zeros(self.words, dtype=np.uint64)
-        bad = self.module.pack(self.tables[0], state, row)
+        bad = self.module.pack(self.tables[LAYOUT], state, row)
         if bad:
             raise self.field_error(bad)
         return row
 
     def unpack(self, row: Any) -> Any:
-        return self.module.unpack(self.tables[0], row)
+        return self.module.unpack(self.tables[LAYOUT], row)
 
     def keys(self, rows: Any) -> Any:
         """The visited-set keys of packed states."""

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
 
 from ...spec import LEADS_TO, Spec
 from .flatten import Flattener, internal_decorator
@@ -14,16 +17,40 @@ from .flatten import Flattener, internal_decorator
 # every class of the family (Spec.kernel_family, each instance choosing its
 # own by the parameters P); what a class and config change (each field's
 # bits, the argument domains, which actions can fire, which invariants are
-# checked, symmetry, how keys are made) is the table tuple
-# C = (L, D, DN, LIVE, CHECKED, FLAGS, LABEL, BASE, GOAL, PROPERTY) passed at
-# run time, so a new config, or another variant of the family, compiles nothing.
-#   L[slot] = (word, shift, mask, lo): where each element of each field lives
-#   D[param, :DN[param]]: the values of each argument of each action (none: omitted)
-#   LIVE[action]: whether the config can enable it; CHECKED: invariants to check
-#   FLAGS = (words a row, key mode, symmetric)
-#   LABEL[action]: its first coverage label (one more a value of a coverage_by argument)
-#   BASE[action]: the number of its first instance
-#   GOAL[goal], PROPERTY[property]: its place in the class's own (-1: omitted)
+# checked, symmetry, how keys are made) is the table tuple C (Tables) passed
+# at run time, so a new config, or another variant of the family, compiles
+# nothing.
+
+
+class Tables(NamedTuple):
+    """The tuple C every generated function takes: its slots named once.
+    The glue reads C[i] at the place of each name here (TABLE), and
+    compiled.py builds it, passing numba a plain tuple (the compiled
+    signature, and so the cache, is a tuple's)."""
+
+    layout: np.ndarray  # L[slot] = (word, shift, mask, lo): where each element of each field lives
+    domains: np.ndarray  # D[param, :DN[param]]: the values of each argument of each action (none: omitted)
+    domain_sizes: np.ndarray  # DN[param]
+    live: np.ndarray  # LIVE[action]: whether the config can enable it
+    checked: np.ndarray  # CHECKED: the invariants to check, as places among the family's
+    flags: np.ndarray  # FLAGS: Flags
+    label: np.ndarray  # LABEL[action]: its first coverage label (one more a value of a coverage_by argument)
+    base: np.ndarray  # BASE[action]: the number of its first instance
+    goal: np.ndarray  # GOAL[goal]: its place among the class's own goals (-1: omitted)
+    properties: np.ndarray  # PROPERTY[property]: its place among the class's own properties (-1: omitted)
+
+
+class Flags(NamedTuple):
+    """Tables.flags, slot by slot."""
+
+    words: int  # words a row
+    key_mode: int  # KEY_FMIX, KEY_MIX128, KEY_HASH or KEY_HASH128
+    symmetric: int
+
+
+TABLE = {name: f"C[{i}]" for i, name in enumerate(Tables._fields)}  # each table as the glue reads it
+FLAG = {name: f"{TABLE['flags']}[{i}]" for i, name in enumerate(Flags._fields)}
+LAYOUT = Tables._fields.index("layout")
 
 
 @dataclass(frozen=True)
@@ -112,13 +139,13 @@ def key(mode, row, out):
 @internal
 def key_of(P, C, s, row, scratch, out):
     \"\"\"The visited-set key of state s (packed in row): its representative's row, mixed or hashed.\"\"\"
-    if C[5][2]:
-        bad = pack(C[0], REPRESENTATIVE(P, s), scratch)
+    if {symmetric}:
+        bad = pack({layout}, REPRESENTATIVE(P, s), scratch)
         if bad:
             return bad
-        key(C[5][1], scratch, out)
+        key({key_mode}, scratch, out)
     else:
-        key(C[5][1], row, out)
+        key({key_mode}, row, out)
     return 0
 
 @jit
@@ -126,11 +153,11 @@ def expand(P, C, frontier, lo, hi, words, keys, parents, index, action, instance
     \"\"\"Successors of frontier rows lo..hi-1 into the buffers from position k: (rows
     expanded, the new k, status: 0 done, -1 buffers full, -2 - field for a field out of
     its range).\"\"\"
-    scratch = np.empty(C[5][0], np.uint64)
+    scratch = np.empty({words}, np.uint64)
     v = np.empty(SLOTS, np.int64)
     cap = len(words)
     for i in range(lo, hi):
-        end = successors(P, C, unpack_into(C[0], frontier[i], v), i, words, keys, parents, index, action, instance,
+        end = successors(P, C, unpack_into({layout}, frontier[i], v), i, words, keys, parents, index, action, instance,
                          k, cap, scratch, reached)
         if end < 0:
             return i - lo, k, end
@@ -139,10 +166,10 @@ def expand(P, C, frontier, lo, hi, words, keys, parents, index, action, instance
 
 @jit
 def keys_of_rows(P, C, rows, out):
-    scratch = np.empty(C[5][0], np.uint64)
+    scratch = np.empty({words}, np.uint64)
     v = np.empty(SLOTS, np.int64)
     for i in range(len(rows)):
-        bad = key_of(P, C, unpack_into(C[0], rows[i], v), rows[i], scratch, out[i])
+        bad = key_of(P, C, unpack_into({layout}, rows[i], v), rows[i], scratch, out[i])
         if bad:
             return bad
     return 0
@@ -150,6 +177,7 @@ def keys_of_rows(P, C, rows, out):
 
 
 def glue_source(spec: Spec, flat: Flattener, rules: Rules, spec_module: str) -> str:
+    T = TABLE
     fields = spec.layout()
     values = []  # every slot's value, read from a state s
     for f in fields:
@@ -173,7 +201,7 @@ def glue_source(spec: Spec, flat: Flattener, rules: Rules, spec_module: str) -> 
         "inlined = njit(cache=True, nogil=True, inline='always')",
         *internal_decorator("internal"),
         f"SLOTS = {len(values)}",
-        GLUE_HELPERS.replace("REPRESENTATIVE", flat.method("representative", "representative")),
+        GLUE_HELPERS.format(**TABLE, **FLAG).replace("REPRESENTATIVE", flat.method("representative", "representative")),
         "# a state's slots are one flat tuple of ints, so packing and unpacking are",
         "# loops over the layout table (small code for numba to compile)",
         "@inlined",
@@ -215,7 +243,8 @@ def glue_source(spec: Spec, flat: Flattener, rules: Rules, spec_module: str) -> 
         '    """Append the successors of s (frontier row `row`) from position k; the new k,',
         "    -1 when the buffers are full, or -2 - field for a field out of range; mark in",
         '    `reached` the goals its steps reach."""',
-        "    D, DN, LIVE, LABEL, BASE, GOAL = C[1], C[2], C[3], C[6], C[7], C[8]",
+        f"    D, DN, LIVE, LABEL, BASE, GOAL = {T['domains']}, {T['domain_sizes']}, {T['live']}, {T['label']}, "
+        f"{T['base']}, {T['goal']}",
         "    j = 0",
     ]
     param = 0
@@ -242,7 +271,7 @@ def glue_source(spec: Spec, flat: Flattener, rules: Rules, spec_module: str) -> 
             f"{indent}if t is not None:",
             f"{indent}    if k >= cap:",
             f"{indent}        return -1",
-            f"{indent}    bad = pack(C[0], t, words[k])",
+            f"{indent}    bad = pack({T['layout']}, t, words[k])",
             f"{indent}    if not bad:",
             f"{indent}        bad = key_of(P, C, t, words[k], scratch, keys[k])",
             f"{indent}    if bad:",
@@ -269,7 +298,7 @@ def glue_source(spec: Spec, flat: Flattener, rules: Rules, spec_module: str) -> 
         "    v = np.empty(SLOTS, np.int64)",
         "    total = 0",
         "    for i in range(lo, hi):",
-        f"        total += {flat.method('class_size', 'class_size')}(P, unpack_into(C[0], rows[i], v))",
+        f"        total += {flat.method('class_size', 'class_size')}(P, unpack_into({T['layout']}, rows[i], v))",
         "    return total",
         "",
     ]
@@ -278,10 +307,10 @@ def glue_source(spec: Spec, flat: Flattener, rules: Rules, spec_module: str) -> 
         "def check(P, C, rows, lo, hi):",
         '    """The first row in lo..hi-1 that violates a checked invariant, and its place in',
         '    CHECKED (-1, -1: none)."""',
-        "    CHECKED = C[4]",
+        f"    CHECKED = {T['checked']}",
         "    v = np.empty(SLOTS, np.int64)",
         "    for i in range(lo, hi):",
-        "        s = unpack_into(C[0], rows[i], v)",
+        f"        s = unpack_into({T['layout']}, rows[i], v)",
         "        for j in range(len(CHECKED)):",
         "            which = CHECKED[j]",
         "            ok = True",
@@ -298,13 +327,13 @@ def glue_source(spec: Spec, flat: Flattener, rules: Rules, spec_module: str) -> 
         "def labels(P, C, rows, out):",
         "    v = np.empty(SLOTS, np.int64)",
         "    for i in range(len(rows)):",
-        "        s = unpack_into(C[0], rows[i], v)",
+        f"        s = unpack_into({T['layout']}, rows[i], v)",
         "        bits = uint64(0)",
     ]
     for number, (name, fn) in enumerate(rules.properties.items()):
         # PROPERTY[property]: its place among the instance's class's properties, -1 if it omits it
         call = f"{flat.method(fn.__name__, name)}(P, s)"
-        at = f"C[9][{number}]"
+        at = f"{T['properties']}[{number}]"
         if rules.property_form[name] == LEADS_TO:
             lines += [
                 f"        if {at} >= 0:",
