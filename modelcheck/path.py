@@ -12,10 +12,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import ConfigError, shown
-from .result import Step
 from .spec import Spec
 
 ENCODED = re.compile(r"[0-9]{1,9}(\.[0-9]{1,9})*")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a trace: the action (None for the initial state), its
+    arguments, and the state it led to."""
+
+    action: str | None
+    args: dict[str, Any]
+    state: Any
 
 
 class PathError(ValueError):

@@ -6,16 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import ConfigError
+from .path import Path, Step
 
-
-@dataclass(frozen=True)
-class Step:
-    """One step of a trace: the action (None for the initial state), its
-    arguments, and the state it led to."""
-
-    action: str | None
-    args: dict[str, Any]
-    state: Any
+__all__ = ["CheckResult", "Path", "Step"]
 
 
 @dataclass
@@ -44,6 +37,9 @@ class CheckResult:
     # each checked temporal property: the reachable states where a violation
     # could begin (0: it held vacuously, the check exercised nothing of it)
     triggers: dict[str, int] = field(default_factory=dict)
+    # the counterexample as the engine found it (modelcheck/path.py): None
+    # where it holds, and for a lasso (its trace is whole)
+    path: Path | None = None
 
     @property
     def holds(self) -> bool:

@@ -1,6 +1,6 @@
 """Counterexample traces: rebuilt from parent fingerprints (the reference
-engine) or successor indices (`replay_path`, the compiled engines), then
-re-validated.
+engine) or a path (`replay_path`, the compiled engines: modelcheck/path.py),
+then re-validated.
 
 A trace is never shown on the word of the fingerprints alone: `validate`
 replays it through the spec by action name and arguments and checks that each
@@ -17,6 +17,7 @@ from typing import Any, cast
 
 from .config import ConfigError, shown
 from .fingerprint import fingerprint
+from .path import Path, PathError, walk
 from .result import Step
 from .spec import Fairness, Spec
 from .store import VisitedStore
@@ -86,17 +87,15 @@ def apply_step(spec: Spec, state: Any, action: str, args: dict[str, Any]) -> lis
     return [(a, t) for a, t in spec.instances(action, state) if all(k in a and a[k] == v for k, v in args.items())]
 
 
-def replay_path(spec: Spec, kernel: Any, init: Any, indices: list[int], row: Any, invariant: str) -> list[Step]:
-    """A counterexample of a compiled engine from its path (successor
-    indices from an initial state), replayed through the interpreted spec;
-    it must arrive at the state the kernel packed (`row`), and is
-    re-validated by replay."""
-    steps = [Step(None, {}, init)]
-    state = init
-    for i in indices:
-        name, args, state = spec.successors(state)[i]
-        steps.append(Step(name, args, state))
-    if kernel.pack(state).tolist() != list(row):
+def replay_path(spec: Spec, kernel: Any, path: Path, row: Any, invariant: str) -> list[Step]:
+    """A counterexample of a compiled engine from its path, walked through
+    the interpreted spec; it must arrive at the state the kernel packed
+    (`row`), and is re-validated by replay."""
+    try:
+        steps = walk(spec, path)
+    except PathError as e:
+        raise TraceError(f"the compiled engine's path leaves the interpreted spec: {e}") from None
+    if kernel.pack(steps[-1].state).tolist() != list(row):
         raise TraceError("the compiled kernel and the interpreted spec disagree on the counterexample's last state")
     validate(spec, steps, invariant)
     return steps

@@ -75,3 +75,12 @@ def test_a_trace_file_is_read_back_along_its_path(tmp_path, violation):
     del doc["path"]
     file.write_text(json.dumps(doc))
     assert open_trace(str(file), load)[2] == result.trace
+
+
+def test_every_engine_returns_the_path_its_trace_walks(violation):
+    """The reference engine and the compiled one find the same shortest
+    counterexample, and each returns it as a path that walks to its trace."""
+    spec, reference = violation
+    fast = run(spec, CheckOptions.of(engine="fast", workers=2))
+    assert reference.path is not None and fast.path == reference.path
+    assert walk(spec, fast.path) == fast.trace == reference.trace

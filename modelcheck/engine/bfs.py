@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from ..fingerprint import fingerprint
+from ..path import path_of
 from ..result import CheckResult, collision_probability, symmetry_info
 from ..spec import Spec
 from ..store import DictStore
@@ -242,11 +243,12 @@ class Reference:
         return result
 
     def result(self, invariant: str | None, fp: int | None = None, depth: int | None = None) -> CheckResult:
-        trace = []
+        trace, path = [], None
         if invariant is not None:
             assert fp is not None, "a violation names its state"
             trace = rebuild(self.spec, self.store, fp)
             validate(self.spec, trace, invariant)
+            path = path_of(self.spec, trace)
         # the store keys states by 64-bit fingerprints: TLC's collision estimate
         info = {
             "state_keys": "fingerprint",
@@ -269,4 +271,5 @@ class Reference:
             trace,
             goals=self.reached if invariant is None else {},
             run_info=info,
+            path=path,
         )

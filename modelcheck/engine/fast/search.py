@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...lifetime import Stopped
+from ...path import Path
 from ...result import CheckResult, symmetry_info
 from ...spec import Spec
 from ...trace import replay_path
@@ -314,9 +315,16 @@ class Search(Saved):
         self.generated += position + 1
         if cur.depth:
             self.coverage += np.bincount(level.action[: position + 1], minlength=len(self.coverage))
-        init, path = self.path(cur.depth, int(level.parents[position]), int(level.index[position]))
-        trace = replay_path(self.spec, self.kernel, self.inits[init], path, level.words[position], invariant)
-        return self.result("violated", invariant, cur.depth + 1, trace)
+        init, indices = self.path(cur.depth, int(level.parents[position]), int(level.index[position]))
+        path = Path(init, tuple(indices))
+        result = self.result(
+            "violated",
+            invariant,
+            cur.depth + 1,
+            replay_path(self.spec, self.kernel, path, level.words[position], invariant),
+        )
+        result.path = path
+        return result
 
     def path(self, depth: int, parent: int, index: int) -> tuple[int, list[int]]:
         """A state's initial state and successor indices, from its parent

@@ -286,6 +286,7 @@ class Search:
     def violated(self, first: tuple) -> CheckResult:
         """The result at the first violation (smallest path) of level
         self.depth: the counts the reference engine has when it meets it."""
+        from ...path import Path
         from ...trace import replay_path  # the driver's only: executors need not import the trace's fingerprints
 
         path, which, row = first
@@ -306,8 +307,12 @@ class Search:
             self.coverage += counts
         invariant = self.spec.checked_invariants()[which]
         indices = [int.from_bytes(path[i : i + KEY_BYTES], "big") for i in range(0, len(path), KEY_BYTES)]
-        trace = replay_path(self.spec, self.kernel, self.inits[indices[0]], indices[1:], row, invariant)
-        return self.result("violated", invariant, self.depth + 1, trace)
+        found = Path(indices[0], tuple(indices[1:]))
+        result = self.result(
+            "violated", invariant, self.depth + 1, replay_path(self.spec, self.kernel, found, row, invariant)
+        )
+        result.path = found
+        return result
 
     def result(
         self, verdict: str, invariant: str | None, depth: int, trace: list, goals: dict | None = None
