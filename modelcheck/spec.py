@@ -69,12 +69,13 @@ class Field:
     length: int | None = None
 
 
-def action(name: str, coverage_by: str | None = None, **params: Param) -> Callable:
+def action(name: str, coverage_by: str | None = None, *, needs: str | None = None, **params: Param) -> Callable:
     """Mark a method `(self, state, *args) -> State | None` as the action
     `name`, its arguments ranging over `params` (in this order). With
     `coverage_by` (one of the arguments), coverage counts each value of it
     apart, as `Name(value)`: an action that multiplexes several kinds of
-    step (an election type) then shows which kinds fired."""
+    step (an election type) then shows which kinds fired. `needs` names
+    the feature of the protocol it belongs to (see `Spec.lacks`)."""
     if coverage_by is not None and coverage_by not in params:
         raise SpecDefinitionError(f"action {name!r}: coverage_by={coverage_by!r} is not one of its arguments")
 
@@ -82,22 +83,31 @@ def action(name: str, coverage_by: str | None = None, **params: Param) -> Callab
         fn._mc_action = name
         fn._mc_params = params
         fn._mc_coverage_by = coverage_by
+        fn._mc_needs = needs
         return fn
 
     return mark
 
 
-def invariant(name: str) -> Callable:
-    """Mark a predicate method `(self, state) -> bool` that must always hold."""
+Explanation = Callable[[Any, Any], str]  # (spec, state) -> why the state breaks a check
+
+
+def invariant(name: str, explain: Explanation | None = None, needs: str | None = None) -> Callable:
+    """Mark a predicate method `(self, state) -> bool` that must always hold.
+    `explain(self, state)` words why a state breaks it, beside the predicate
+    so that both read one witness (default: the predicate's docstring);
+    `needs` names the feature it is a claim of (see `Spec.lacks`)."""
 
     def mark(fn: Any) -> Any:
         fn._mc_invariant = name
+        fn._mc_explain = explain
+        fn._mc_needs = needs
         return fn
 
     return mark
 
 
-def goal(name: str, *actions: str) -> Callable:
+def goal(name: str, *actions: str, needs: str | None = None) -> Callable:
     """Mark a predicate method `(self, before, after) -> bool` over steps
     (of `actions` only, if named) that some reachable step should satisfy:
     a reachability goal, as Stateright's `sometimes`. Engines report, for a
@@ -107,6 +117,7 @@ def goal(name: str, *actions: str) -> Callable:
     def mark(fn: Any) -> Any:
         fn._mc_goal = name
         fn._mc_goal_actions = actions
+        fn._mc_needs = needs
         return fn
 
     return mark
@@ -142,7 +153,7 @@ def strong(*actions: str, each: str | None = None) -> tuple[Fairness, ...]:
 ALWAYS_EVENTUALLY, EVENTUALLY_ALWAYS, LEADS_TO = "[]<>", "<>[]", "~>"
 
 
-def _temporal(form: str, name: str, fairness: tuple) -> Callable:
+def _temporal(form: str, name: str, fairness: tuple, explain: Explanation | None) -> Callable:
     flat = tuple(f for group in fairness for f in (group if isinstance(group, tuple) else (group,)))
     bad = [f for f in flat if not isinstance(f, Fairness)]
     if bad:
@@ -152,46 +163,57 @@ def _temporal(form: str, name: str, fairness: tuple) -> Callable:
         fn._mc_property = name
         fn._mc_form = form
         fn._mc_fairness = flat
+        fn._mc_explain = explain
         return fn
 
     return mark
 
 
-def always_eventually(name: str, *fairness: Fairness | tuple[Fairness, ...]) -> Callable:
+def always_eventually(
+    name: str, *fairness: Fairness | tuple[Fairness, ...], explain: Explanation | None = None
+) -> Callable:
     """Mark a predicate `(self, state) -> bool` P as the property []<>P:
-    every fair behaviour meets P again and again."""
-    return _temporal(ALWAYS_EVENTUALLY, name, fairness)
+    every fair behaviour meets P again and again (`explain` as for an
+    invariant: how a lasso's last state misses it)."""
+    return _temporal(ALWAYS_EVENTUALLY, name, fairness, explain)
 
 
-def eventually_always(name: str, *fairness: Fairness | tuple[Fairness, ...]) -> Callable:
+def eventually_always(
+    name: str, *fairness: Fairness | tuple[Fairness, ...], explain: Explanation | None = None
+) -> Callable:
     """Mark a predicate `(self, state) -> bool` P as the property <>[]P:
     every fair behaviour ends in states where P holds for good."""
-    return _temporal(EVENTUALLY_ALWAYS, name, fairness)
+    return _temporal(EVENTUALLY_ALWAYS, name, fairness, explain)
 
 
-def leads_to(name: str, *fairness: Fairness | tuple[Fairness, ...]) -> Callable:
+def leads_to(name: str, *fairness: Fairness | tuple[Fairness, ...], explain: Explanation | None = None) -> Callable:
     """Mark a method `(self, state) -> (bool, bool)`, the predicates (P, Q),
     as the property P ~> Q: in every fair behaviour, a state where P holds
     is followed (or accompanied) by one where Q holds."""
-    return _temporal(LEADS_TO, name, fairness)
+    return _temporal(LEADS_TO, name, fairness, explain)
 
 
-def _collect(cls: type, marker: str) -> dict[str, tuple[Any, Any]]:
-    """Marked methods by declared name: (the method, the nearest definition
-    that carries the mark). An override keeps the name (and, for an action,
-    the arguments) its base declared, so a variant may redefine an action
-    without re-marking it, or re-mark it to change its arguments."""
-    found: dict[str, tuple[Any, Any]] = {}
+def _collect(cls: type, marker: str) -> dict[str, tuple[Any, list[Any]]]:
+    """Marked methods by declared name: (the method, the definitions along
+    the MRO that carry the mark, nearest first). An override keeps the name
+    (and, for an action, the arguments) its base declared, so a variant may
+    redefine an action without re-marking it, or re-mark it to change its
+    arguments; what a re-mark leaves out (None) it keeps from its base's."""
+    found: dict[str, tuple[Any, list[Any]]] = {}
     for attr in dir(cls):  # dir() is sorted: deterministic
-        defs = [vars(k)[attr] for k in cls.__mro__ if attr in vars(k)]
-        marked = next((d for d in defs if hasattr(d, marker)), None)
-        if marked is None:
+        marks = [d for d in (vars(k)[attr] for k in cls.__mro__ if attr in vars(k)) if hasattr(d, marker)]
+        if not marks:
             continue
-        name = getattr(marked, marker)
+        name = getattr(marks[0], marker)
         if name in found:
             raise SpecDefinitionError(f"{cls.__name__}: two methods declare {name!r}")
-        found[name] = (getattr(cls, attr), marked)
+        found[name] = (getattr(cls, attr), marks)
     return found
+
+
+def _declared(marks: list[Any], key: str) -> Any:
+    """What the nearest of `marks` that says declares as `key` (None if none does)."""
+    return next((v for m in marks if (v := getattr(m, key, None)) is not None), None)
 
 
 def _check_params(cls: type, name: str, fn: Callable, params: dict[str, Any]) -> None:
@@ -219,6 +241,8 @@ class Spec:
     """
 
     omit: ClassVar[frozenset[str]] = frozenset()
+    # features of the protocol the spec lacks: what `needs` one is omitted
+    lacks: ClassVar[frozenset[str]] = frozenset()
     actions: ClassVar[dict[str, Callable]] = {}
     params: ClassVar[dict[str, dict[str, Param]]] = {}  # action -> its arguments, in order
     coverage_by: ClassVar[dict[str, str | None]] = {}  # action -> the argument its coverage splits on
@@ -228,6 +252,8 @@ class Spec:
     properties: ClassVar[dict[str, Callable]] = {}  # temporal properties: name -> their predicate(s)
     property_form: ClassVar[dict[str, str]] = {}  # name -> ALWAYS_EVENTUALLY, EVENTUALLY_ALWAYS or LEADS_TO
     fairness: ClassVar[dict[str, tuple[Fairness, ...]]] = {}  # name -> the fairness it is checked under
+    explanations: ClassVar[dict[str, Explanation]] = {}  # invariant or property -> its declared explanation
+    needs: ClassVar[dict[str, str]] = {}  # action, invariant or goal -> the feature it needs (if any)
     state_type: ClassVar[Any] = tuple  # the NamedTuple class of the spec's states
     symmetric: bool = False  # set by enable_symmetry()
     n: int  # processes (a state's per-process tuples): a kernel is compiled for n
@@ -242,33 +268,47 @@ class Spec:
         unknown = sorted(cls.omit - acts.keys() - invs.keys() - goals.keys() - props.keys())
         if unknown:
             raise SpecDefinitionError(f"{cls.__name__}.omit names nothing defined: {unknown}")
-        cls.actions = {n: acts[n][0] for n in sorted(acts) if n not in cls.omit}
-        cls.params = {n: acts[n][1]._mc_params for n in cls.actions}
-        cls.coverage_by = {n: acts[n][1]._mc_coverage_by for n in cls.actions}
+        needs = {
+            n: f for found in (acts, invs, goals) for n, (_, m) in found.items() if (f := _declared(m, "_mc_needs"))
+        }
+        unknown = sorted(cls.lacks - set(needs.values()))
+        if unknown:
+            raise SpecDefinitionError(f"{cls.__name__}.lacks names no feature anything needs: {unknown}")
+        omit = cls.omit | {n for n, feature in needs.items() if feature in cls.lacks}
+        cls.actions = {n: acts[n][0] for n in sorted(acts) if n not in omit}
+        cls.params = {n: acts[n][1][0]._mc_params for n in cls.actions}
+        cls.coverage_by = {n: acts[n][1][0]._mc_coverage_by for n in cls.actions}
         for n, fn in cls.actions.items():
             _check_params(cls, n, fn, cls.params[n])
-        cls.invariants = {n: invs[n][0] for n in sorted(invs) if n not in cls.omit}
-        cls.goals = {n: goals[n][0] for n in sorted(goals) if n not in cls.omit}
-        cls.goal_actions = {n: goals[n][1]._mc_goal_actions for n in cls.goals}
+        cls.invariants = {n: invs[n][0] for n in sorted(invs) if n not in omit}
+        cls.goals = {n: goals[n][0] for n in sorted(goals) if n not in omit}
+        cls.goal_actions = {n: goals[n][1][0]._mc_goal_actions for n in cls.goals}
         for n, about in cls.goal_actions.items():
             unknown = [a for a in about if a not in acts]
             if unknown:
                 raise SpecDefinitionError(f"{cls.__name__}: goal {n!r} names no action {unknown[0]!r}")
-        cls.properties = {n: props[n][0] for n in sorted(props) if n not in cls.omit}
-        cls.property_form = {n: props[n][1]._mc_form for n in cls.properties}
+        cls.properties = {n: props[n][0] for n in sorted(props) if n not in omit}
+        cls.property_form = {n: props[n][1][0]._mc_form for n in cls.properties}
+        cls.needs = {n: f for n, f in needs.items() if n not in omit}
+        cls.explanations = {
+            n: e
+            for found, names in ((invs, cls.invariants), (props, cls.properties))
+            for n in names
+            if (e := _declared(found[n][1], "_mc_explain")) is not None
+        }
         cls.fairness = {}
         for n in cls.properties:
-            for f in props[n][1]._mc_fairness:
+            for f in props[n][1][0]._mc_fairness:
                 if f.action not in acts:
                     raise SpecDefinitionError(
                         f"{cls.__name__}: property {n!r}: fairness of {f.action!r}, which is not an action of it"
                     )
-                if f.each is not None and f.each not in acts[f.action][1]._mc_params:
+                if f.each is not None and f.each not in acts[f.action][1][0]._mc_params:
                     raise SpecDefinitionError(
                         f"{cls.__name__}: property {n!r}: {f}: {f.action} has no argument {f.each!r}"
                     )
             # an action a variant omits is never enabled: fairness of it asks nothing
-            cls.fairness[n] = tuple(f for f in props[n][1]._mc_fairness if f.action in cls.actions)
+            cls.fairness[n] = tuple(f for f in props[n][1][0]._mc_fairness if f.action in cls.actions)
         abstract = vars(cls).get("abstract", False)
         if not abstract and not cls.actions:
             raise SpecDefinitionError(f"{cls.__name__} defines no actions")
@@ -355,8 +395,11 @@ class Spec:
         return {c: [(self.format_value(c, state[c]), "")] for c in self.trace_columns}, {}
 
     def explain(self, invariant: str, state: State) -> str:
-        """One sentence on why `state` violates `invariant` (for a temporal
-        property: what the property asks, its docstring's first paragraph)."""
+        """One sentence on why `state` violates `invariant`: its declared
+        explanation, else (and for a temporal property without one) what it
+        asks, its docstring's first paragraph."""
+        if invariant in self.explanations:
+            return self.explanations[invariant](self, state)
         fn = self.invariants[invariant] if invariant in self.invariants else self.properties[invariant]
         doc = (fn.__doc__ or "").strip().split("\n\n")[0]
         return " ".join(doc.split())

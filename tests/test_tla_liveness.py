@@ -1,7 +1,7 @@
 """TLC on the TLA+ mirror's temporal properties agrees with modelcheck.
 
 specs/tla/KIP966.tla states the seven `@leads_to` properties of
-specs/kafka_elr/invariants.py and their fairness (ControllerSpec,
+specs/kafka_elr/temporal.py and their fairness (ControllerSpec,
 RestartsSpec, ReplicationSpec, ReassignmentSpec,
 ReplicationWithoutRestartsSpec: docs/tla.md "Temporal
 properties in the mirror"). For each small config of specs/tla/liveness/ TLC and the
@@ -28,7 +28,7 @@ from modelcheck.result import Step
 from modelcheck.tlc import cfg_properties, parse_output, run_tlc
 from modelcheck.trace import validate_lasso
 from specs.kafka_elr import load
-from specs.kafka_elr.invariants import CONTROLLER, REASSIGNMENT, REPLICATION, RESTARTS
+from specs.kafka_elr.temporal import CONTROLLER, REASSIGNMENT, REPLICATION, RESTARTS
 
 LIVE = "liveness"
 
@@ -51,7 +51,7 @@ DOCUMENTED = {"none_leaderless", "none_restart", "balanced_restart", "balanced_l
 
 ALL = sorted(p.stem for p in (TLA_DIR / LIVE).glob("*.cfg"))
 
-# the specification of each fairness set of invariants.py
+# the specification of each fairness set of temporal.py
 SPEC_OF_FAIRNESS = {
     frozenset(CONTROLLER): "ControllerSpec",
     frozenset(CONTROLLER + RESTARTS): "RestartsSpec",
@@ -94,7 +94,7 @@ def test_liveness_cfg_matches_its_python_config(name):
     (prop,) = spec.checked_properties()
     assert cfg_properties(text) == [prop]
     specification = re.search(r"^SPECIFICATION\s+(\w+)", text, re.M).group(1)
-    # the variant's fairness: invariants.py's tuples less the actions it lacks
+    # the variant's fairness: temporal.py's tuples less the actions it lacks
     assert {specification} == {
         tla
         for fairness, tla in SPEC_OF_FAIRNESS.items()

@@ -16,6 +16,7 @@ from .types import (
     NO_PROPOSAL,
     RECOVERED,
     RECOVERING,
+    RECOVERY_MANAGER,
     State,
     bit,
     contains,
@@ -283,7 +284,7 @@ class Controller:
         """The controller elects a leader that no other change triggered."""
         return self.reelect(s, leader) if s.leader == NO_LEADER else None
 
-    @action("UncleanRecovery", leader=LEADER)
+    @action("UncleanRecovery", leader=LEADER, needs=RECOVERY_MANAGER)
     def unclean_recovery(self, s: State, leader: int) -> State | None:
         """The KIP-966 unclean recovery manager elects by GetReplicaLogInfo."""
         winners = self.recovery_winners(s, self.strategy_in(s))

@@ -20,7 +20,7 @@ from modelcheck.spec import Param, SymmetryError, action
 from . import rules
 from .arguments import ADMIN_TYPE, BROKER, ELECTED, PREFERRED, UNCLEAN
 from .protocol import Kip966
-from .types import NEW, NO_LEADER, RECOVERED, State, bit, size
+from .types import NEW, NO_LEADER, RECOVERED, RECOVERY_MANAGER, State, bit, size
 
 # PartitionChangeBuilder's election types
 ELECTION_ONLINE, ELECTION_PREFERRED, ELECTION_UNCLEAN = range(3)
@@ -39,13 +39,12 @@ class Kafka4(Kip966):
     # no separate completion of a reassignment either: every build() completes one that
     # may be (completeReassignmentIfNeeded), so the goal and the property that name the
     # completion action go too
+    lacks = frozenset({RECOVERY_MANAGER})
     omit = frozenset(
         {
-            "UncleanRecovery",
             "CompleteRecovery",
             "RecoveryCompletes",
             "RecoveringLeaderRecovers",
-            *Kip966.RECOVERY_MANAGER,
             "CompleteReassignment",
             "ReassignmentMovesLeader",
             "ReassignmentEnds",

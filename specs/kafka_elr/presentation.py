@@ -1,11 +1,11 @@
-"""How Kafka states read in trace tables and violation explanations."""
+"""How Kafka states read in trace tables (each check's explanation is
+declared beside its predicate: invariants.py, temporal.py)."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from . import logs
-from .types import ITF_TYPES, NO_LEADER, PER_BROKER, State, bit, describe, lost_unregistered, members
+from .types import ITF_TYPES, NO_LEADER, PER_BROKER, State, members
 
 # Log entries are coloured by the leader epoch that wrote them (a
 # colour-blind-safe light palette, so black text stays readable).
@@ -83,73 +83,3 @@ class KafkaPresentation:
         controller ignores the fields it still holds."""
         shown = "{" + ",".join(map(str, members(s.elr))) + "}"
         return shown if self.elr_in_force(s) == s.elr else f"{shown} (ignored: eligible.leader.replicas.version is 0)"
-
-    def explain(self, invariant: str, s: State) -> str:
-        d = describe(s)
-        if invariant in ("NoAckedLoss", "NoAckedLossUnderElr"):
-            electable = s.isr | self.elr_in_force(s) | (bit(s.leader) if s.leader != NO_LEADER else 0)
-            lost = [r for r in members(s.acked) if not any(logs.records(s.log[b]) & bit(r) for b in members(electable))]
-            holders = {r: [b for b in range(len(s.log)) if logs.records(s.log[b]) & bit(r)] for r in lost}
-            return (
-                "acked record(s) "
-                + ", ".join(f"r{r}" for r in lost)
-                + f" are on no replica the controller may elect cleanly (leader {s.leader}, "
-                f"ISR {d['isr']}, ELR {self.elr_shown(s)}); still held by "
-                + "; ".join(f"r{r}: brokers {h or 'none'}" for r, h in holders.items())
-            )
-        if invariant in ("ConsistentRead", "ConsistentReadUnderElr"):
-            return (
-                f"leader {s.leader} does not hold what consumers may already have read "
-                f"({self.format_value('exposed', d['exposed'])}): its log is "
-                f"{self.format_value('exposed', d['log'][s.leader])}"
-            )
-        if invariant in ("ElrHasDataToHwm", "ElrHasDataToHwmUnderElr"):
-            bad = [
-                b
-                for b in members(self.elr_in_force(s) & ~lost_unregistered(s))
-                if not logs.is_prefix(s.exposed, s.log[b])
-            ]
-            return (
-                f"ELR member(s) {bad} lack data below the high watermark ({self.format_value('exposed', d['exposed'])})"
-            )
-        simple = {
-            "LeaderUnfenced": f"leader {s.leader} is fenced (fenced: {d['fenced']}): the controller elected a broker "
-            f"it had not unfenced",
-            "LeaderInIsr": f"leader {s.leader} is not in the ISR {d['isr']}",
-            "IsrMembersEligible": f"ISR {d['isr']} holds fenced or shutting-down broker(s) "
-            f"{members(s.isr & (s.fenced | s.in_controlled_shutdown))} (leader {s.leader})",
-            "ElrDisjointIsr": f"broker(s) {members(s.isr & s.elr)} are in both ISR {d['isr']} and ELR {d['elr']}",
-            "ElrOnlyUnderMinIsr": f"ELR {d['elr']} is not empty while the ISR {d['isr']} has min ISR "
-            f"({self.eff_min_isr(s)}) members",
-            "ElectableAtLeastMinIsr": f"ISR {d['isr']} + ELR {d['elr']} is below min ISR "
-            f"({self.eff_min_isr(s)}) and no unclean shutdown has been registered",
-            "ElrWithinReplicas": f"ELR {d['elr']} or LastKnownELR {d['last_known_elr']} names a broker outside "
-            f"the replica set {d['replicas']}",
-            "ReassignmentKeepsMinIsr": f"a reassignment ended with ISR {d['isr']}, below min ISR "
-            f"({self.eff_min_isr(s)})",
-            "RecoveringIsrSingleton": f"the partition is RECOVERING with leader {s.leader} and ISR {d['isr']}",
-        }
-        if invariant in simple:
-            return simple[invariant]
-        down = [b for b, st in enumerate(d["status"]) if st != "RUNNING"]
-        if invariant.startswith("Leaderless") or invariant == "BalancedElectsOnceLastKnownElrIsBack":
-            return (
-                f"the partition stays without a leader for ever: ISR {d['isr']}, ELR {d['elr']}, "
-                f"LastKnownELR {d['last_known_elr']}, fenced {d['fenced']}, not running {down}"
-            )
-        if invariant == "ReassignmentEnds":
-            return (
-                f"the reassignment (adding {d['adding']}, removing {d['removing']}) never ends: ISR {d['isr']}, "
-                f"leader {s.leader}, fenced {d['fenced']}, not running {down}"
-            )
-        if invariant == "RecoveringLeaderRecovers":
-            return (
-                f"the partition stays RECOVERING for ever under leader {s.leader} (ISR {d['isr']}): "
-                f"RECOVERED is never written"
-            )
-        if invariant in ("HwmAdvancesAtMinIsr", "HwmAdvancesAtMinIsrWithoutRestarts"):
-            return (
-                f"leader {s.leader}'s HWM stays at {d['hwm'][s.leader]} below its log end "
-                f"{len(d['log'][s.leader])} for ever with ISR {d['isr']} at min ISR {d['min_isr']}"
-            )
-        return super().explain(invariant, s)  # type: ignore[misc]  # Spec's, after this mixin in Kip966's MRO

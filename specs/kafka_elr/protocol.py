@@ -14,7 +14,7 @@ the KIP source of every rule.
 from __future__ import annotations
 
 import marshal
-from typing import Any
+from typing import Any, ClassVar
 
 from modelcheck.ops import popcount
 from modelcheck.refinement import Refinement
@@ -33,13 +33,15 @@ from .arguments import (
 )
 from .broker import Broker
 from .controller import Controller
-from .invariants import Properties
+from .invariants import Invariants
 from .metadata import Metadata
 from .operators import Operators
 from .presentation import KafkaPresentation
 from .story import KafkaStory
+from .temporal import Temporal
 from .types import (
     ALWAYS,
+    ELR_VERSION,
     NEW,
     NO_EPOCH,
     NO_LEADER,
@@ -64,7 +66,9 @@ from .types import layout as declared_layout
 from .versions import Versions
 
 
-class Kip966(Controller, Broker, Metadata, Operators, Versions, Properties, KafkaStory, KafkaPresentation, Spec):
+class Kip966(
+    Controller, Broker, Metadata, Operators, Versions, Invariants, Temporal, KafkaStory, KafkaPresentation, Spec
+):
     """The full KIP-966 design: ELR, LastKnownELR/LastKnownLeader, the HWM
     rule, clean-shutdown detection and the unclean recovery manager."""
 
@@ -258,23 +262,8 @@ class Kip966(Controller, Broker, Metadata, Operators, Versions, Properties, Kafk
         controller's state), the replica set without reassignments."""
         return describe(state, self.visible)
 
-    # the unclean recovery manager's properties and goals (a variant without it omits them)
-    RECOVERY_MANAGER = (
-        "RecoveryKeepsLastKnownElrData",
-        "NoneNeverElectsUnclean",
-        "RecoveryElects",
-        "BalancedRecoveryWaitsForLastKnownElr",
-    )
-
-    # the operator's steps on versions (Versions, versions.py)
-    VERSION_STEPS = (
-        "UpgradeMetadataVersion",
-        "DowngradeMetadataVersion",
-        "UpgradeElrVersion",
-        "DowngradeElrVersion",
-        "UpgradeSoftware",
-        "DowngradeSoftware",
-    )
+    # the operator's steps on versions (Versions, versions.py): set below, from their `needs`
+    VERSION_STEPS: ClassVar[tuple[str, ...]]
 
     # actions whose first guard is `counter >= config[bound]`, the counter
     # starting at 0 and never decreasing: never enabled when the bound is 0
@@ -331,3 +320,6 @@ class Kip966(Controller, Broker, Metadata, Operators, Versions, Properties, Kafk
                 "so brokers are not interchangeable with max_admin_elections > 0"
             )
         self.symmetric = True
+
+
+Kip966.VERSION_STEPS = tuple(a for a in Kip966.actions if Kip966.needs.get(a) == ELR_VERSION)

@@ -33,6 +33,10 @@ RECOVERY_NAMES = ("RECOVERED", "RECOVERING")
 # docs/model.md "Upgrades and downgrades" maps them to Kafka's releases
 OLD, NEW = 0, 1
 VERSION_NAMES = ("old", "new")
+# features a variant may lack (`Spec.lacks`): the rules and claims that `need` one go with it
+ELR = "eligible leader replicas"
+RECOVERY_MANAGER = "unclean recovery manager"
+ELR_VERSION = "eligible.leader.replicas.version"
 
 
 # ---- the state variables, each declared once ----------------------------------------

@@ -8,7 +8,7 @@ from . import rules
 from .arguments import PREFERRED, UNCLEAN
 from .kafka4 import Kafka4
 from .protocol import Kip966
-from .types import NEW, NO_LEADER, State, bit, size
+from .types import ELR, ELR_VERSION, NEW, NO_LEADER, RECOVERY_MANAGER, State, bit, size
 
 
 class Legacy(Kip966):
@@ -18,20 +18,7 @@ class Legacy(Kip966):
 
     variant = "legacy"
     admin_types = (PREFERRED, UNCLEAN)  # KIP-460 only
-    omit = frozenset(
-        {
-            "UncleanRecovery",
-            "ElrDisjointIsr",
-            "ElrOnlyUnderMinIsr",
-            "ElrWithinReplicas",
-            "ElrHasDataToHwm",
-            "ElectableAtLeastMinIsr",
-            *Kip966.RECOVERY_MANAGER,
-            "ElrMemberElected",
-            *Kip966.VERSION_STEPS,
-            *Kip966.UNDER_ELR,
-        }
-    )
+    lacks = frozenset({ELR, RECOVERY_MANAGER, ELR_VERSION})
 
     has_versions = False  # no eligible.leader.replicas.version to turn on
 
@@ -60,7 +47,7 @@ class ElrOnly(Kip966):
 
     variant = "kip966-elr-only"
     admin_types = (PREFERRED, UNCLEAN)  # no LONGEST_LOG_* or DESIGNATION without the recovery manager
-    omit = frozenset({"UncleanRecovery", *Kip966.RECOVERY_MANAGER})
+    lacks = frozenset({RECOVERY_MANAGER})
 
     def candidates(self, s: State) -> tuple[int, bool]:
         if not self.elr_enabled(s):

@@ -14,7 +14,7 @@ from modelcheck.ops import replace_at
 from modelcheck.spec import action
 
 from .arguments import BROKER
-from .types import NEW, NO_LEADER, OLD, RUNNING, State, size
+from .types import ELR_VERSION, NEW, NO_LEADER, OLD, RUNNING, State, size
 
 
 class Versions:
@@ -65,7 +65,7 @@ class Versions:
         return s._replace(version_changes=s.version_changes + 1)
 
     # ---- the operator: kafka-features.sh upgrade / downgrade -----------------------------
-    @action("UpgradeMetadataVersion")
+    @action("UpgradeMetadataVersion", needs=ELR_VERSION)
     def upgrade_metadata_version(self, s: State) -> State | None:
         """The operator finalizes the new metadata version once every broker
         runs the new software (the rolling upgrade comes first)."""
@@ -73,7 +73,7 @@ class Versions:
             return None
         return self.versions_changed(s)._replace(metadata_version=NEW)
 
-    @action("DowngradeMetadataVersion")
+    @action("DowngradeMetadataVersion", needs=ELR_VERSION)
     def downgrade_metadata_version(self, s: State) -> State | None:
         """The operator goes back to the old metadata version, the ELR feature
         off first (it depends on the version). KIP-966: "a metadata delta will
@@ -87,7 +87,7 @@ class Versions:
         """The partition once the metadata version is old: its ELR fields gone."""
         return self.without_elr_fields(s)
 
-    @action("UpgradeElrVersion")
+    @action("UpgradeElrVersion", needs=ELR_VERSION)
     def upgrade_elr_version(self, s: State) -> State | None:
         """eligible.leader.replicas.version goes to 1 (needs the new metadata
         version). No partition record is written: KIP-966 loads a partition
@@ -109,7 +109,7 @@ class Versions:
         has no ELR fields: empty)."""
         return s
 
-    @action("DowngradeElrVersion")
+    @action("DowngradeElrVersion", needs=ELR_VERSION)
     def downgrade_elr_version(self, s: State) -> State | None:
         """eligible.leader.replicas.version goes to 0. No partition record: the
         controller ignores the ELR fields from now on, and the next change of
@@ -135,7 +135,7 @@ class Versions:
     def on_software(self, s: State, b: int, software: int) -> State:
         return s._replace(software=replace_at(s.software, b, software), software_changes=s.software_changes + 1)
 
-    @action("UpgradeSoftware", broker=BROKER)
+    @action("UpgradeSoftware", needs=ELR_VERSION, broker=BROKER)
     def upgrade_software(self, s: State, b: int) -> State | None:
         """A stopped broker starts on the new software and registers (as
         StartBroker: its CleanShutdownFile is as the old software left it): a
@@ -145,7 +145,7 @@ class Versions:
             return None
         return self.started(self.on_software(s, b, NEW), b)
 
-    @action("DowngradeSoftware", broker=BROKER)
+    @action("DowngradeSoftware", needs=ELR_VERSION, broker=BROKER)
     def downgrade_software(self, s: State, b: int) -> State | None:
         """A stopped broker starts on the old software, once the metadata
         version is old (KIP-966: "After the MV version is downgraded ... the
