@@ -69,13 +69,24 @@ class Field:
     length: int | None = None
 
 
-def action(name: str, coverage_by: str | None = None, *, needs: str | None = None, **params: Param) -> Callable:
+def action(
+    name: str,
+    coverage_by: str | None = None,
+    *,
+    needs: str | None = None,
+    told: Callable[[Any], str] | None = None,
+    decides: Callable[[Any, Args, Any], dict[str, Any]] | None = None,
+    **params: Param,
+) -> Callable:
     """Mark a method `(self, state, *args) -> State | None` as the action
     `name`, its arguments ranging over `params` (in this order). With
     `coverage_by` (one of the arguments), coverage counts each value of it
     apart, as `Name(value)`: an action that multiplexes several kinds of
     step (an election type) then shows which kinds fired. `needs` names
-    the feature of the protocol it belongs to (see `Spec.lacks`)."""
+    the feature of the protocol it belongs to (see `Spec.lacks`). So that
+    a story's words sit beside the rule: `told(step)` says what a step of
+    it did (the step as the spec's `story` hands it), `decides(self, args,
+    state)` what the protocol decided in it, by the spec's predicates."""
     if coverage_by is not None and coverage_by not in params:
         raise SpecDefinitionError(f"action {name!r}: coverage_by={coverage_by!r} is not one of its arguments")
 
@@ -84,6 +95,8 @@ def action(name: str, coverage_by: str | None = None, *, needs: str | None = Non
         fn._mc_params = params
         fn._mc_coverage_by = coverage_by
         fn._mc_needs = needs
+        fn._mc_told = told
+        fn._mc_decides = decides
         return fn
 
     return mark
@@ -254,6 +267,8 @@ class Spec:
     fairness: ClassVar[dict[str, tuple[Fairness, ...]]] = {}  # name -> the fairness it is checked under
     explanations: ClassVar[dict[str, Explanation]] = {}  # invariant or property -> its declared explanation
     needs: ClassVar[dict[str, str]] = {}  # action, invariant or goal -> the feature it needs (if any)
+    told: ClassVar[dict[str, Callable[[Any], str]]] = {}  # action -> its words for a step (if declared)
+    decides: ClassVar[dict[str, Callable[[Any, Args, Any], dict[str, Any]]]] = {}  # action -> its decisions
     state_type: ClassVar[Any] = tuple  # the NamedTuple class of the spec's states
     symmetric: bool = False  # set by enable_symmetry()
     n: int  # processes (a state's per-process tuples): a kernel is compiled for n
@@ -278,6 +293,8 @@ class Spec:
         cls.actions = {n: acts[n][0] for n in sorted(acts) if n not in omit}
         cls.params = {n: acts[n][1][0]._mc_params for n in cls.actions}
         cls.coverage_by = {n: acts[n][1][0]._mc_coverage_by for n in cls.actions}
+        cls.told = {n: f for n in cls.actions if (f := _declared(acts[n][1], "_mc_told")) is not None}
+        cls.decides = {n: f for n in cls.actions if (f := _declared(acts[n][1], "_mc_decides")) is not None}
         for n, fn in cls.actions.items():
             _check_params(cls, n, fn, cls.params[n])
         cls.invariants = {n: invs[n][0] for n in sorted(invs) if n not in omit}

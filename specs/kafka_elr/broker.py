@@ -6,10 +6,12 @@ the controller's, controller.py).
 
 from __future__ import annotations
 
-from modelcheck.ops import replace_at
-from modelcheck.spec import action
+from typing import Any
 
-from . import logs, rules
+from modelcheck.ops import replace_at
+from modelcheck.spec import Args, action
+
+from . import logs, rules, story
 from .arguments import ACKS, ACKS_ALL, AT, BROKER, BROKER_SET, ELECTED, KEEP
 from .types import (
     NEW,
@@ -38,7 +40,11 @@ class Broker:
     def running(self, s: State, b: int) -> bool:
         return s.status[b] == RUNNING
 
-    @action("Produce", acks=ACKS, at=AT)
+    @staticmethod
+    def _produce_told(t: story.Told) -> str:
+        return f"{t.leader(t.args['acks'] == 'all')} appends r{t.b['produced']} (acks={t.args['acks']})"
+
+    @action("Produce", acks=ACKS, at=AT, told=_produce_told)
     def produce(self, s: State, acks: int, at: int) -> State | None:
         """A client produces to the leader (running; under "propagated", any
         broker that believes it leads, in the epoch it knows)."""
@@ -55,7 +61,16 @@ class Broker:
             acks_all=with_(s.acks_all, record) if acks == ACKS_ALL else s.acks_all,
         )
 
-    @action("Fetch", broker=BROKER)
+    @staticmethod
+    def _fetch_told(t: story.Told) -> str:
+        source = t.facts["source"]
+        deposed = f" from deposed leader {source}" if source != t.a["leader"] else ""
+        return f"broker {t.who} fetches{deposed} and holds {story.records(t.b['log'][t.who])}"
+
+    def _fetch_decides(self, args: Args, s: State) -> dict[str, Any]:
+        return {"source": self.leader_seen_by(s, args["broker"])}
+
+    @action("Fetch", broker=BROKER, told=_fetch_told, decides=_fetch_decides)
     def fetch(self, s: State, b: int) -> State | None:
         """A running follower (a replica of the partition: one a reassignment
         adds starts with an empty log) fetches (a fenced one too unless fencing cuts
@@ -81,7 +96,13 @@ class Broker:
             return None
         return s._replace(log=replace_at(s.log, b, new), hwm=replace_at(s.hwm, b, hwm))
 
-    @action("AdvanceHwm", at=AT)
+    @staticmethod
+    def _advance_hwm_told(t: story.Told) -> str:
+        newly = [r for r in t.b["acked"] if r not in t.a["acked"]]
+        acked = f", acknowledging {', '.join(f'r{r}' for r in newly)}" if newly else ""
+        return f"{t.leader(True)} raises the HWM to {t.b['hwm'][t.args.get('at', t.a['leader'])]}{acked}"
+
+    @action("AdvanceHwm", at=AT, told=_advance_hwm_told)
     def advance_hwm(self, s: State, at: int) -> State | None:
         """The leader raises its HWM to the smallest matching log end over the
         maximal ISR; acks=all records below it become acked."""
@@ -151,7 +172,11 @@ class Broker:
             return t
         return t._replace(pending_from=ld, pending_stale=0 if self.view_is_current(s, ld) else 1)
 
-    @action("ShrinkIsr", brokers=BROKER_SET, at=AT)
+    @staticmethod
+    def _shrink_isr_told(t: story.Told) -> str:
+        return f"{t.leader()} proposes to drop {story.brokers(t.args['brokers'])}"
+
+    @action("ShrinkIsr", brokers=BROKER_SET, at=AT, told=_shrink_isr_told)
     def shrink_isr(self, s: State, group: int, at: int) -> State | None:
         """The leader proposes to drop slow followers (any may be slow)."""
         ld = self.acting_leader(s, at)
@@ -162,7 +187,11 @@ class Broker:
             return None
         return self.propose(s._replace(isr_shrinks=s.isr_shrinks + 1), ld, isr & ~group)
 
-    @action("ExpandIsr", brokers=BROKER_SET, at=AT)
+    @staticmethod
+    def _expand_isr_told(t: story.Told) -> str:
+        return f"{t.leader()} proposes to add {story.brokers(t.args['brokers'])}"
+
+    @action("ExpandIsr", brokers=BROKER_SET, at=AT, told=_expand_isr_told)
     def expand_isr(self, s: State, group: int, at: int) -> State | None:
         """The leader proposes to add caught-up followers. A RECOVERING leader
         does not grow the ISR (KIP-704)."""
@@ -190,7 +219,13 @@ class Broker:
         return found
 
     # ---- broker processes stop and start --------------------------------------------------
-    @action("UncleanShutdown", broker=BROKER, keep=KEEP)
+    @staticmethod
+    def _unclean_shutdown_told(t: story.Told) -> str:
+        return (
+            f"broker {t.who} crashes and keeps {story.records(t.b['log'][t.who])} of {story.records(t.a['log'][t.who])}"
+        )
+
+    @action("UncleanShutdown", broker=BROKER, keep=KEEP, told=_unclean_shutdown_told)
     def unclean_shutdown(self, s: State, b: int, keep: int) -> State | None:
         """A broker's process dies; its unflushed suffix is lost (any `keep`
         entries survive). No CleanShutdownFile is written."""
@@ -224,7 +259,15 @@ class Broker:
             clean_shutdowns=s.clean_shutdowns + 1,
         )
 
-    @action("CleanShutdown", broker=BROKER, leader=ELECTED)
+    @staticmethod
+    def _clean_shutdown_told(t: story.Told) -> str:
+        b = t.b
+        return (
+            f"the controller shuts down broker {t.who} (ISR {story.brokers(b['isr'])}, "
+            f"ELR {story.brokers(b['elr'])}){t.elected}"
+        )
+
+    @action("CleanShutdown", broker=BROKER, leader=ELECTED, told=_clean_shutdown_told)
     def clean_shutdown(self, s: State, b: int, leader: int) -> State | None:
         """Controlled shutdown the controller answers: the broker writes its
         epoch to its CleanShutdownFile, it is fenced, leadership moves, it
@@ -235,7 +278,11 @@ class Broker:
             return None
         return self.remove_broker(self.stopped_cleanly(s, b), b, leader)
 
-    @action("StopBroker", broker=BROKER)
+    @staticmethod
+    def _stop_broker_told(t: story.Told) -> str:
+        return f"broker {t.who} stops in order, unanswered by the controller, and writes its CleanShutdownFile"
+
+    @action("StopBroker", broker=BROKER, told=_stop_broker_told)
     def stop_broker(self, s: State, b: int) -> State | None:
         """An orderly stop the controller does not answer (the controlled
         shutdown timed out, or the broker is cut off from the controller):
@@ -245,7 +292,14 @@ class Broker:
             return None
         return self.stopped_cleanly(s, b)
 
-    @action("StartBroker", broker=BROKER)
+    @staticmethod
+    def _start_broker_told(t: story.Told) -> str:
+        return f"broker {t.who} restarts and registers {t.registers()}"
+
+    def _start_broker_decides(self, args: Args, s: State) -> dict[str, Any]:
+        return {"clean": self.registration_is_clean(s, args["broker"])}
+
+    @action("StartBroker", broker=BROKER, told=_start_broker_told, decides=_start_broker_decides)
     def start_broker(self, s: State, b: int) -> State | None:
         """A stopped broker restarts and registers with the epoch from its
         CleanShutdownFile; a mismatch is an unclean shutdown: the controller

@@ -6,9 +6,11 @@ registration, and runs the unclean recovery manager (KIP-966, KIP-704).
 
 from __future__ import annotations
 
-from modelcheck.spec import action
+from typing import Any
 
-from . import rules
+from modelcheck.spec import Args, action
+
+from . import rules, story
 from .arguments import BROKER, ELECTED, LEADER, STRATEGY_AGGRESSIVE, STRATEGY_BALANCED, STRATEGY_NONE
 from .types import (
     NEW,
@@ -171,7 +173,16 @@ class Controller:
         return s.replicas & ~s.fenced, True
 
     # ---- AlterPartition -------------------------------------------------------------------
-    @action("CommitAlterPartition")
+    @staticmethod
+    def _commit_alter_partition_told(t: story.Told) -> str:
+        if not t.facts["accepted"]:
+            return "the controller rejects the ISR proposal"
+        return f"the controller commits ISR {story.brokers(t.b['isr'])} with ELR {story.brokers(t.b['elr'])}"
+
+    def _commit_alter_partition_decides(self, args: Args, s: State) -> dict[str, Any]:
+        return {"accepted": self.alter_partition_valid(s)}
+
+    @action("CommitAlterPartition", told=_commit_alter_partition_told, decides=_commit_alter_partition_decides)
     def commit_alter_partition(self, s: State) -> State | None:
         """The controller validates the proposal (made at the current
         partition epoch, members unfenced and registered with the epoch the
@@ -210,7 +221,15 @@ class Controller:
         return True
 
     # ---- fencing and broker registration --------------------------------------------------
-    @action("FenceBroker", broker=BROKER, leader=ELECTED)
+    @staticmethod
+    def _fence_broker_told(t: story.Told) -> str:
+        b = t.b
+        return (
+            f"the controller fences broker {t.who} (ISR {story.brokers(b['isr'])}, "
+            f"ELR {story.brokers(b['elr'])}){t.elected}"
+        )
+
+    @action("FenceBroker", broker=BROKER, leader=ELECTED, told=_fence_broker_told)
     def fence_broker(self, s: State, b: int, leader: int) -> State | None:
         """The controller fences a broker that missed heartbeats: crashed
         (free) or cut off while running (bounded by max_fences)."""
@@ -222,7 +241,11 @@ class Controller:
             s = s._replace(fences=s.fences + 1)
         return self.remove_broker(s, b, leader)
 
-    @action("UnfenceBroker", broker=BROKER, leader=ELECTED)
+    @staticmethod
+    def _unfence_broker_told(t: story.Told) -> str:
+        return f"broker {t.who} is unfenced{t.elected}"
+
+    @action("UnfenceBroker", broker=BROKER, leader=ELECTED, told=_unfence_broker_told)
     def unfence_broker(self, s: State, b: int, leader: int) -> State | None:
         """A running, registered broker is unfenced; with no leader, elect
         (an ELR member when the ISR is empty)."""
@@ -279,12 +302,20 @@ class Controller:
         )
 
     # ---- elections and the unclean recovery manager ---------------------------------------
-    @action("ElectLeader", leader=LEADER)
+    @staticmethod
+    def _elect_leader_told(t: story.Told) -> str:
+        return t.elects("the controller elects")
+
+    @action("ElectLeader", leader=LEADER, told=_elect_leader_told)
     def elect_leader(self, s: State, leader: int) -> State | None:
         """The controller elects a leader that no other change triggered."""
         return self.reelect(s, leader) if s.leader == NO_LEADER else None
 
-    @action("UncleanRecovery", leader=LEADER, needs=RECOVERY_MANAGER)
+    @staticmethod
+    def _unclean_recovery_told(t: story.Told) -> str:
+        return t.elects("the unclean recovery elects")
+
+    @action("UncleanRecovery", leader=LEADER, needs=RECOVERY_MANAGER, told=_unclean_recovery_told)
     def unclean_recovery(self, s: State, leader: int) -> State | None:
         """The KIP-966 unclean recovery manager elects by GetReplicaLogInfo."""
         winners = self.recovery_winners(s, self.strategy_in(s))
@@ -328,7 +359,11 @@ class Controller:
                 return False
         return True
 
-    @action("CompleteRecovery")
+    @staticmethod
+    def _complete_recovery_told(t: story.Told) -> str:
+        return f"leader {t.b['leader']} completes its recovery"
+
+    @action("CompleteRecovery", told=_complete_recovery_told)
     def complete_recovery(self, s: State) -> State | None:
         """A RECOVERING leader finishes recovery (KIP-704: aborts open
         transactions, then tells the controller it is RECOVERED)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from modelcheck.ops import replace_at
 from modelcheck.spec import action
 
+from . import story
 from .arguments import RECEIVER
 from .types import NO_LEADER, State, proposed
 
@@ -81,7 +82,11 @@ class Metadata:
         )
 
     # ---- the metadata log reaches a broker ------------------------------------------------
-    @action("MetadataUpdate", broker=RECEIVER)
+    @staticmethod
+    def _metadata_update_told(t: story.Told) -> str:
+        return f"broker {t.who} receives the latest metadata (leader {t.b['leader']}, epoch {t.b['leader_epoch']})"
+
+    @action("MetadataUpdate", broker=RECEIVER, told=_metadata_update_told)
     def metadata_update(self, s: State, b: int) -> State | None:
         """Metadata = "propagated": a running broker catches up with the
         metadata log (the partition's latest record and min.insync.replicas),

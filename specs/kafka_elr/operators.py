@@ -8,7 +8,7 @@ from __future__ import annotations
 from modelcheck.ops import lowest_bit, replace_at
 from modelcheck.spec import action
 
-from . import logs, rules
+from . import logs, rules, story
 from .arguments import (
     ADMIN_TYPE,
     DESIGNATION,
@@ -26,11 +26,31 @@ from .arguments import (
 from .types import NO_LEADER, State, contains, size
 
 
+def _reassignment_ended(t: story.Told) -> str:
+    """The end of a reassignment, completed or cancelled, and what it left."""
+    b = t.b
+    return (
+        f"the reassignment: replicas {story.brokers(b['replicas'])}, ISR {story.brokers(b['isr'])}, "
+        f"ELR {story.brokers(b['elr'])}{t.elected}"
+    )
+
+
 class Operators:
     """Operator actions (mixed into Kip966, protocol.py)."""
 
     # ---- admin elections and min ISR ------------------------------------------------------
-    @action("AdminElectLeaders", coverage_by="type", type=ADMIN_TYPE, leader=ELECTED, desired=ELECTED)
+    @staticmethod
+    def _admin_elect_leaders_told(t: story.Told) -> str:
+        return t.elects(f"an admin {t.args.get('type', '')} election makes")
+
+    @action(
+        "AdminElectLeaders",
+        coverage_by="type",
+        type=ADMIN_TYPE,
+        leader=ELECTED,
+        desired=ELECTED,
+        told=_admin_elect_leaders_told,
+    )
     def admin_elect_leaders(self, s: State, kind: int, leader: int, desired: int) -> State | None:
         """KIP-460 / KIP-966 admin elections (bounded by max_admin_elections):
         PREFERRED only if the leader is not the preferred replica, the others
@@ -72,7 +92,11 @@ class Operators:
         strategy = STRATEGY_AGGRESSIVE if kind == LONGEST_LOG_AGGRESSIVE else STRATEGY_BALANCED
         return self.elect(s, leader, True) if contains(self.recovery_winners(s, strategy), leader) else None
 
-    @action("AlterMinIsr", min_isr=MIN_ISR)
+    @staticmethod
+    def _alter_min_isr_told(t: story.Told) -> str:
+        return f"min.insync.replicas becomes {t.args['min_isr']} (ELR {story.brokers(t.b['elr'])})"
+
+    @action("AlterMinIsr", min_isr=MIN_ISR, told=_alter_min_isr_told)
     def alter_min_isr(self, s: State, v: int) -> State | None:
         """min.insync.replicas changes (bounded by max_min_isr_changes)."""
         if s.min_isr_changes >= self.max_min_isr_changes or not self.min_isr_record_written(s, v):
@@ -104,7 +128,14 @@ class Operators:
         return s._replace(unclean_election=v, unclean_switches=s.unclean_switches + 1)
 
     # ---- reassignment: the operator starts it, the controller completes it or the operator cancels it
-    @action("ReassignPartition", replicas=TARGET)
+    @staticmethod
+    def _reassign_partition_told(t: story.Told) -> str:
+        return (
+            f"an operator reassigns the partition to {story.brokers(t.args['replicas'])} "
+            f"(adding {story.brokers(t.b['adding'])}, removing {story.brokers(t.b['removing'])})"
+        )
+
+    @action("ReassignPartition", replicas=TARGET, told=_reassign_partition_told)
     def reassign_partition(self, s: State, target: int) -> State | None:
         """An operator moves the partition to a new replica set
         (AlterPartitionReassignments, bounded by max_reassignments): until
@@ -122,7 +153,11 @@ class Operators:
             s, s._replace(replicas=s.replicas | target, adding=target & ~s.replicas, removing=s.replicas & ~target)
         )
 
-    @action("CompleteReassignment", leader=ELECTED)
+    @staticmethod
+    def _complete_reassignment_told(t: story.Told) -> str:
+        return f"the controller completes {_reassignment_ended(t)}"
+
+    @action("CompleteReassignment", leader=ELECTED, told=_complete_reassignment_told)
     def complete_reassignment(self, s: State, leader: int) -> State | None:
         """The controller completes the reassignment once every adding replica
         is in the ISR and the ISR without the removing replicas is one the
@@ -132,7 +167,11 @@ class Operators:
             return None
         return self.reassigned(s, s.removing, leader)
 
-    @action("CancelReassignment", leader=ELECTED)
+    @staticmethod
+    def _cancel_reassignment_told(t: story.Told) -> str:
+        return f"an operator cancels {_reassignment_ended(t)}"
+
+    @action("CancelReassignment", leader=ELECTED, told=_cancel_reassignment_told)
     def cancel_reassignment(self, s: State, leader: int) -> State | None:
         """An operator cancels the reassignment: the adding replicas leave the
         partition and the original replica set is back (PartitionReassignmentRevert),

@@ -10,9 +10,12 @@ docs/model.md "Upgrades and downgrades" gives the sources.
 
 from __future__ import annotations
 
-from modelcheck.ops import replace_at
-from modelcheck.spec import action
+from typing import Any
 
+from modelcheck.ops import replace_at
+from modelcheck.spec import Args, action
+
+from . import story
 from .arguments import BROKER
 from .types import ELR_VERSION, NEW, NO_LEADER, OLD, RUNNING, State, size
 
@@ -65,7 +68,11 @@ class Versions:
         return s._replace(version_changes=s.version_changes + 1)
 
     # ---- the operator: kafka-features.sh upgrade / downgrade -----------------------------
-    @action("UpgradeMetadataVersion", needs=ELR_VERSION)
+    @staticmethod
+    def _metadata_version_told(t: story.Told) -> str:
+        return f"the operator sets the {t.b['metadata_version']} metadata.version"
+
+    @action("UpgradeMetadataVersion", needs=ELR_VERSION, told=_metadata_version_told)
     def upgrade_metadata_version(self, s: State) -> State | None:
         """The operator finalizes the new metadata version once every broker
         runs the new software (the rolling upgrade comes first)."""
@@ -73,7 +80,7 @@ class Versions:
             return None
         return self.versions_changed(s)._replace(metadata_version=NEW)
 
-    @action("DowngradeMetadataVersion", needs=ELR_VERSION)
+    @action("DowngradeMetadataVersion", needs=ELR_VERSION, told=_metadata_version_told)
     def downgrade_metadata_version(self, s: State) -> State | None:
         """The operator goes back to the old metadata version, the ELR feature
         off first (it depends on the version). KIP-966: "a metadata delta will
@@ -87,7 +94,12 @@ class Versions:
         """The partition once the metadata version is old: its ELR fields gone."""
         return self.without_elr_fields(s)
 
-    @action("UpgradeElrVersion", needs=ELR_VERSION)
+    @staticmethod
+    def _elr_version_told(t: story.Told) -> str:
+        kept = f", ELR {story.brokers(t.b['elr'])} as the partition last recorded it" if t.b["elr_version"] else ""
+        return f"the operator sets eligible.leader.replicas.version to {t.b['elr_version']}{kept}"
+
+    @action("UpgradeElrVersion", needs=ELR_VERSION, told=_elr_version_told)
     def upgrade_elr_version(self, s: State) -> State | None:
         """eligible.leader.replicas.version goes to 1 (needs the new metadata
         version). No partition record is written: KIP-966 loads a partition
@@ -109,7 +121,7 @@ class Versions:
         has no ELR fields: empty)."""
         return s
 
-    @action("DowngradeElrVersion", needs=ELR_VERSION)
+    @action("DowngradeElrVersion", needs=ELR_VERSION, told=_elr_version_told)
     def downgrade_elr_version(self, s: State) -> State | None:
         """eligible.leader.replicas.version goes to 0. No partition record: the
         controller ignores the ELR fields from now on, and the next change of
@@ -135,7 +147,22 @@ class Versions:
     def on_software(self, s: State, b: int, software: int) -> State:
         return s._replace(software=replace_at(s.software, b, software), software_changes=s.software_changes + 1)
 
-    @action("UpgradeSoftware", needs=ELR_VERSION, broker=BROKER)
+    @staticmethod
+    def _software_told(t: story.Told) -> str:
+        return f"broker {t.who} restarts on the {t.b['software'][t.who]} software and registers {t.registers()}"
+
+    def _upgrade_software_decides(self, args: Args, s: State) -> dict[str, Any]:
+        """A start on the new software."""
+        b = args["broker"]
+        return {"clean": self.registration_is_clean(s._replace(software=replace_at(s.software, b, NEW)), b)}
+
+    @action(
+        "UpgradeSoftware",
+        needs=ELR_VERSION,
+        broker=BROKER,
+        told=_software_told,
+        decides=_upgrade_software_decides,
+    )
     def upgrade_software(self, s: State, b: int) -> State | None:
         """A stopped broker starts on the new software and registers (as
         StartBroker: its CleanShutdownFile is as the old software left it): a
@@ -145,7 +172,14 @@ class Versions:
             return None
         return self.started(self.on_software(s, b, NEW), b)
 
-    @action("DowngradeSoftware", needs=ELR_VERSION, broker=BROKER)
+    def _downgrade_software_decides(self, args: Args, s: State) -> dict[str, Any]:
+        """A start on the old software."""
+        b = args["broker"]
+        return {"clean": self.registration_is_clean(s._replace(software=replace_at(s.software, b, OLD)), b)}
+
+    @action(
+        "DowngradeSoftware", needs=ELR_VERSION, broker=BROKER, told=_software_told, decides=_downgrade_software_decides
+    )
     def downgrade_software(self, s: State, b: int) -> State | None:
         """A stopped broker starts on the old software, once the metadata
         version is old (KIP-966: "After the MV version is downgraded ... the
