@@ -74,6 +74,7 @@ def action(
     coverage_by: str | None = None,
     *,
     needs: str | None = None,
+    bound: str | None = None,
     told: Callable[[Any], str] | None = None,
     decides: Callable[[Any, Args, Any], dict[str, Any]] | None = None,
     **params: Param,
@@ -83,7 +84,9 @@ def action(
     `coverage_by` (one of the arguments), coverage counts each value of it
     apart, as `Name(value)`: an action that multiplexes several kinds of
     step (an election type) then shows which kinds fired. `needs` names
-    the feature of the protocol it belongs to (see `Spec.lacks`). So that
+    the feature of the protocol it belongs to (see `Spec.lacks`); `bound`
+    the config key that bounds its steps (its first guard is a counter
+    below it, so a bound of 0 never enables it). So that
     a story's words sit beside the rule: `told(step)` says what a step of
     it did (the step as the spec's `story` hands it), `decides(self, args,
     state)` what the protocol decided in it, by the spec's predicates."""
@@ -95,6 +98,7 @@ def action(
         fn._mc_params = params
         fn._mc_coverage_by = coverage_by
         fn._mc_needs = needs
+        fn._mc_bound = bound
         fn._mc_told = told
         fn._mc_decides = decides
         return fn
@@ -267,6 +271,7 @@ class Spec:
     fairness: ClassVar[dict[str, tuple[Fairness, ...]]] = {}  # name -> the fairness it is checked under
     explanations: ClassVar[dict[str, Explanation]] = {}  # invariant or property -> its declared explanation
     needs: ClassVar[dict[str, str]] = {}  # action, invariant or goal -> the feature it needs (if any)
+    bounds: ClassVar[dict[str, str]] = {}  # action -> the config key that bounds it (if declared)
     told: ClassVar[dict[str, Callable[[Any], str]]] = {}  # action -> its words for a step (if declared)
     decides: ClassVar[dict[str, Callable[[Any, Args, Any], dict[str, Any]]]] = {}  # action -> its decisions
     state_type: ClassVar[Any] = tuple  # the NamedTuple class of the spec's states
@@ -293,6 +298,7 @@ class Spec:
         cls.actions = {n: acts[n][0] for n in sorted(acts) if n not in omit}
         cls.params = {n: acts[n][1][0]._mc_params for n in cls.actions}
         cls.coverage_by = {n: acts[n][1][0]._mc_coverage_by for n in cls.actions}
+        cls.bounds = {n: b for n in cls.actions if (b := _declared(acts[n][1], "_mc_bound")) is not None}
         cls.told = {n: f for n in cls.actions if (f := _declared(acts[n][1], "_mc_told")) is not None}
         cls.decides = {n: f for n in cls.actions if (f := _declared(acts[n][1], "_mc_decides")) is not None}
         for n, fn in cls.actions.items():

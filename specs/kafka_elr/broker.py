@@ -176,7 +176,7 @@ class Broker:
     def _shrink_isr_told(t: story.Told) -> str:
         return f"{t.leader()} proposes to drop {story.brokers(t.args['brokers'])}"
 
-    @action("ShrinkIsr", brokers=BROKER_SET, at=AT, told=_shrink_isr_told)
+    @action("ShrinkIsr", bound="max_isr_shrinks", brokers=BROKER_SET, at=AT, told=_shrink_isr_told)
     def shrink_isr(self, s: State, group: int, at: int) -> State | None:
         """The leader proposes to drop slow followers (any may be slow)."""
         ld = self.acting_leader(s, at)
@@ -225,7 +225,7 @@ class Broker:
             f"broker {t.who} crashes and keeps {story.records(t.b['log'][t.who])} of {story.records(t.a['log'][t.who])}"
         )
 
-    @action("UncleanShutdown", broker=BROKER, keep=KEEP, told=_unclean_shutdown_told)
+    @action("UncleanShutdown", bound="max_unclean_shutdowns", broker=BROKER, keep=KEEP, told=_unclean_shutdown_told)
     def unclean_shutdown(self, s: State, b: int, keep: int) -> State | None:
         """A broker's process dies; its unflushed suffix is lost (any `keep`
         entries survive). No CleanShutdownFile is written."""
@@ -267,7 +267,7 @@ class Broker:
             f"ELR {story.brokers(b['elr'])}){t.elected}"
         )
 
-    @action("CleanShutdown", broker=BROKER, leader=ELECTED, told=_clean_shutdown_told)
+    @action("CleanShutdown", bound="max_clean_shutdowns", broker=BROKER, leader=ELECTED, told=_clean_shutdown_told)
     def clean_shutdown(self, s: State, b: int, leader: int) -> State | None:
         """Controlled shutdown the controller answers: the broker writes its
         epoch to its CleanShutdownFile, it is fenced, leadership moves, it
@@ -282,7 +282,7 @@ class Broker:
     def _stop_broker_told(t: story.Told) -> str:
         return f"broker {t.who} stops in order, unanswered by the controller, and writes its CleanShutdownFile"
 
-    @action("StopBroker", broker=BROKER, told=_stop_broker_told)
+    @action("StopBroker", bound="max_clean_shutdowns", broker=BROKER, told=_stop_broker_told)
     def stop_broker(self, s: State, b: int) -> State | None:
         """An orderly stop the controller does not answer (the controlled
         shutdown timed out, or the broker is cut off from the controller):

@@ -111,7 +111,7 @@ class Kafka4(Kip966):
             dormant |= {"BeginControlledShutdown"}
         return dormant
 
-    @action("BeginControlledShutdown", broker=BROKER, leader=ELECTED)
+    @action("BeginControlledShutdown", bound="max_clean_shutdowns", broker=BROKER, leader=ELECTED)
     def begin_controlled_shutdown(self, s: State, b: int, leader: int) -> State | None:
         """controlled_shutdown = "staged": a running, unfenced broker asks to
         shut down and the controller answers CONTROLLED_SHUTDOWN

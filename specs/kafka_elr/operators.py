@@ -46,6 +46,7 @@ class Operators:
     @action(
         "AdminElectLeaders",
         coverage_by="type",
+        bound="max_admin_elections",
         type=ADMIN_TYPE,
         leader=ELECTED,
         desired=ELECTED,
@@ -96,7 +97,7 @@ class Operators:
     def _alter_min_isr_told(t: story.Told) -> str:
         return f"min.insync.replicas becomes {t.args['min_isr']} (ELR {story.brokers(t.b['elr'])})"
 
-    @action("AlterMinIsr", min_isr=MIN_ISR, told=_alter_min_isr_told)
+    @action("AlterMinIsr", bound="max_min_isr_changes", min_isr=MIN_ISR, told=_alter_min_isr_told)
     def alter_min_isr(self, s: State, v: int) -> State | None:
         """min.insync.replicas changes (bounded by max_min_isr_changes)."""
         if s.min_isr_changes >= self.max_min_isr_changes or not self.min_isr_record_written(s, v):
@@ -114,7 +115,7 @@ class Operators:
         ISR has reached min ISR)."""
         return self.recorded(s, s._replace(elr=0, last_known_elr=0)) if self.eff_min_isr(s) <= size(s.isr) else s
 
-    @action("AlterUncleanLeaderElection", enable=SWITCH)
+    @action("AlterUncleanLeaderElection", bound="max_unclean_switches", enable=SWITCH)
     def alter_unclean_leader_election(self, s: State, v: int) -> State | None:
         """unclean.leader.election.enable changes at run time (bounded by
         max_unclean_switches): a config record, which changes no partition
@@ -135,7 +136,7 @@ class Operators:
             f"(adding {story.brokers(t.b['adding'])}, removing {story.brokers(t.b['removing'])})"
         )
 
-    @action("ReassignPartition", replicas=TARGET, told=_reassign_partition_told)
+    @action("ReassignPartition", bound="max_reassignments", replicas=TARGET, told=_reassign_partition_told)
     def reassign_partition(self, s: State, target: int) -> State | None:
         """An operator moves the partition to a new replica set
         (AlterPartitionReassignments, bounded by max_reassignments): until

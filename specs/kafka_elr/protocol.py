@@ -41,6 +41,7 @@ from .story import KafkaStory
 from .temporal import Temporal
 from .types import (
     ALWAYS,
+    BOUNDS,
     ELR_VERSION,
     NEW,
     NO_EPOCH,
@@ -85,7 +86,8 @@ class Kip966(
             constant={"elr": 0, "last_known_elr": 0, "last_known_leader": NO_LEADER},
         ),
     )
-    # the config's bounds, set in __init__
+    # the config's bounds, set in __init__ from BOUNDS (types.py); declared again
+    # only so that mypy sees them (tests/test_declarations.py holds the two alike)
     max_records: int
     max_unclean_shutdowns: int
     max_clean_shutdowns: int
@@ -93,8 +95,8 @@ class Kip966(
     max_isr_shrinks: int
     max_min_isr_changes: int
     max_admin_elections: int
-    max_reassignments: int
     max_unclean_switches: int
+    max_reassignments: int
     max_version_changes: int
     max_software_changes: int
     switch_at_min_isr: bool  # elr_switch_when = "at-min-isr"
@@ -112,20 +114,8 @@ class Kip966(
         # become replicas through a reassignment
         self.rf = config["brokers"]
         n = self.n = self.rf + config["spare_brokers"]
-        for bound in (
-            "max_records",
-            "max_unclean_shutdowns",
-            "max_clean_shutdowns",
-            "max_fences",
-            "max_isr_shrinks",
-            "max_min_isr_changes",
-            "max_admin_elections",
-            "max_reassignments",
-            "max_unclean_switches",
-            "max_version_changes",
-            "max_software_changes",
-        ):
-            setattr(self, bound, config[bound])
+        for bound in BOUNDS:
+            setattr(self, bound.key, config[bound.key])
         self.switch_at_min_isr = config["elr_switch_when"] == "at-min-isr"
         software = config["software"]
         self.start_software = tuple(
@@ -265,28 +255,8 @@ class Kip966(
     # the operator's steps on versions (Versions, versions.py): set below, from their `needs`
     VERSION_STEPS: ClassVar[tuple[str, ...]]
 
-    # actions whose first guard is `counter >= config[bound]`, the counter
-    # starting at 0 and never decreasing: never enabled when the bound is 0
-    BOUNDED = {
-        "UncleanShutdown": "max_unclean_shutdowns",
-        "CleanShutdown": "max_clean_shutdowns",
-        "StopBroker": "max_clean_shutdowns",
-        "BeginControlledShutdown": "max_clean_shutdowns",
-        "ShrinkIsr": "max_isr_shrinks",
-        "AlterMinIsr": "max_min_isr_changes",
-        "AdminElectLeaders": "max_admin_elections",
-        "ReassignPartition": "max_reassignments",
-        "AlterUncleanLeaderElection": "max_unclean_switches",
-        "UpgradeMetadataVersion": "max_version_changes",
-        "DowngradeMetadataVersion": "max_version_changes",
-        "UpgradeElrVersion": "max_version_changes",
-        "DowngradeElrVersion": "max_version_changes",
-        "UpgradeSoftware": "max_software_changes",
-        "DowngradeSoftware": "max_software_changes",
-    }
-
     def never_enabled(self) -> frozenset[str]:
-        dormant = {a for a, bound in self.BOUNDED.items() if not self.config[bound]}
+        dormant = {a for a, bound in self.bounds.items() if not self.config[bound]}  # never below a bound of 0
         if not self.max_reassignments:  # nothing to complete or cancel
             dormant |= {"CompleteReassignment", "CancelReassignment"}
         if not self.staged_shutdown:

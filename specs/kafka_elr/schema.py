@@ -5,13 +5,23 @@ from __future__ import annotations
 from modelcheck.config import Key, int_at_least, is_bool, one_of, subset_of
 
 from .catalog import ALL_VARIANTS
-from .logs import MAX_RECORDS
+from .types import BOUNDS, Bound
 
 MAX_BROKERS = 8
 
 
+def bound_key(b: Bound) -> Key:
+    """The config key of a bound (types.BOUNDS)."""
+    if b.most is None:
+        return Key(b.key, b.default, int_at_least(0), "an integer >= 0", b.bounds)
+    most = b.most
+    return Key(b.key, b.default, lambda v: int_at_least(0)(v) and v <= most, f"an integer from 0 to {most}", b.bounds)
+
+
 def schema() -> list[Key]:
     bound = "an integer >= 0"
+    bounds = [bound_key(b) for b in BOUNDS]
+    reassignments = [b.key for b in BOUNDS].index("max_reassignments") + 1  # spare_brokers follows it
     return [
         Key(
             "brokers",
@@ -27,33 +37,7 @@ def schema() -> list[Key]:
             "an integer >= 1",
             "min.insync.replicas; the effective value is min(min_isr, brokers)",
         ),
-        Key(
-            "max_records",
-            2,
-            lambda v: int_at_least(0)(v) and v <= MAX_RECORDS,
-            f"an integer from 0 to {MAX_RECORDS}",
-            "records clients may produce",
-        ),
-        Key("max_unclean_shutdowns", 1, int_at_least(0), bound, "crashes that lose an unflushed suffix"),
-        Key("max_clean_shutdowns", 0, int_at_least(0), bound, "orderly stops (CleanShutdown, StopBroker)"),
-        Key("max_fences", 1, int_at_least(0), bound, "fencings of a live broker (network partition)"),
-        Key("max_isr_shrinks", 1, int_at_least(0), bound, "leader-initiated ISR shrinks"),
-        Key("max_min_isr_changes", 0, int_at_least(0), bound, "AlterMinIsr steps"),
-        Key("max_admin_elections", 0, int_at_least(0), bound, "AdminElectLeaders steps"),
-        Key(
-            "max_unclean_switches",
-            0,
-            int_at_least(0),
-            bound,
-            "AlterUncleanLeaderElection steps (unclean.leader.election.enable changed at run time)",
-        ),
-        Key(
-            "max_reassignments",
-            0,
-            int_at_least(0),
-            bound,
-            "operator reassignments of the partition (AlterPartitionReassignments, ReassignPartition)",
-        ),
+        *bounds[:reassignments],
         Key(
             "spare_brokers",
             0,
@@ -62,14 +46,7 @@ def schema() -> list[Key]:
             "brokers beyond the partition's replicas, which a reassignment may move it to "
             f"(brokers + spare_brokers <= {MAX_BROKERS})",
         ),
-        Key(
-            "max_version_changes",
-            0,
-            int_at_least(0),
-            bound,
-            "operator upgrades and downgrades of metadata.version and eligible.leader.replicas.version",
-        ),
-        Key("max_software_changes", 0, int_at_least(0), bound, "brokers' software upgrades and downgrades"),
+        *bounds[reassignments:],
         Key(
             "elr_switch_when",
             "any",

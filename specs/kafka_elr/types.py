@@ -78,6 +78,90 @@ class Var:
     derived: Callable[[Any], int] | None = None
 
 
+@dataclass(frozen=True)
+class Bound:
+    """A config bound on some steps, declared once: its config key (also
+    the spec instance's attribute, and the `bound=` of the actions it
+    bounds), its default, what it bounds (the key's help), the state
+    variable that counts those steps (range 0..bound) and what that
+    counter means; `most` caps the key where the state's packing must."""
+
+    key: str
+    default: int
+    bounds: str
+    counter: str
+    counts: str
+    shown: str = ALWAYS
+    most: int | None = None
+
+
+# in the config schema's order (schema.py), which is also the counters' order in VARIABLES
+BOUNDS = (
+    Bound("max_records", 2, "records clients may produce", "produced", "records produced", most=logs.MAX_RECORDS),
+    Bound(
+        "max_unclean_shutdowns",
+        1,
+        "crashes that lose an unflushed suffix",
+        "unclean_shutdowns",
+        "unclean shutdowns so far",
+    ),
+    Bound(
+        "max_clean_shutdowns",
+        0,
+        "orderly stops (CleanShutdown, StopBroker)",
+        "clean_shutdowns",
+        "clean shutdowns so far",
+    ),
+    Bound(
+        "max_fences",
+        1,
+        "fencings of a live broker (network partition)",
+        "fences",
+        "fencings of a running broker so far",
+    ),
+    Bound("max_isr_shrinks", 1, "leader-initiated ISR shrinks", "isr_shrinks", "ISR shrinks proposed so far"),
+    Bound("max_min_isr_changes", 0, "AlterMinIsr steps", "min_isr_changes", "min ISR changes so far"),
+    Bound("max_admin_elections", 0, "AdminElectLeaders steps", "admin_elections", "admin elections so far"),
+    Bound(
+        "max_unclean_switches",
+        0,
+        "AlterUncleanLeaderElection steps (unclean.leader.election.enable changed at run time)",
+        "unclean_switches",
+        "changes of unclean.leader.election.enable so far",
+        shown=SWITCHING,
+    ),
+    Bound(
+        "max_reassignments",
+        0,
+        "operator reassignments of the partition (AlterPartitionReassignments, ReassignPartition)",
+        "reassignments",
+        "reassignments started so far",
+        shown=REASSIGNING,
+    ),
+    Bound(
+        "max_version_changes",
+        0,
+        "operator upgrades and downgrades of metadata.version and eligible.leader.replicas.version",
+        "version_changes",
+        "operator changes of metadata.version and eligible.leader.replicas.version so far",
+        shown=VERSIONED,
+    ),
+    Bound(
+        "max_software_changes",
+        0,
+        "brokers' software upgrades and downgrades",
+        "software_changes",
+        "brokers' software upgrades and downgrades so far",
+        shown=VERSIONED,
+    ),
+)
+
+
+def _counters(*keys: str) -> tuple[Var, ...]:
+    """The state variables that count the steps of the bounds named."""
+    return tuple(Var(b.counter, NUMBER, _zero, _bound(b.key), b.counts, shown=b.shown) for b in BOUNDS if b.key in keys)
+
+
 def _sets(c) -> int:
     return (1 << c.n) - 1
 
@@ -306,8 +390,7 @@ VARIABLES = (
     Var("acked", RECORDS, _zero, lambda c: (1 << c.max_records + 1) - 1, "records acknowledged to acks=all"),
     Var("acks_all", RECORDS, _zero, lambda c: (1 << c.max_records + 1) - 1, "records produced with acks=all"),
     Var("exposed", LOG, _zero, _log, "the longest prefix a consumer may have read (the highest HWM's)"),
-    Var("produced", NUMBER, _zero, lambda c: c.max_records, "records produced"),
-    Var("unclean_shutdowns", NUMBER, _zero, _bound("max_unclean_shutdowns"), "unclean shutdowns so far"),
+    *_counters("max_records", "max_unclean_shutdowns"),
     Var(
         "lost_unregistered",
         BROKERS,
@@ -324,36 +407,7 @@ VARIABLES = (
         "an unclean shutdown happened while the ELR feature was off",
         shown=VERSIONED,
     ),
-    Var("clean_shutdowns", NUMBER, _zero, _bound("max_clean_shutdowns"), "clean shutdowns so far"),
-    Var("fences", NUMBER, _zero, _bound("max_fences"), "fencings of a running broker so far"),
-    Var("isr_shrinks", NUMBER, _zero, _bound("max_isr_shrinks"), "ISR shrinks proposed so far"),
-    Var("min_isr_changes", NUMBER, _zero, _bound("max_min_isr_changes"), "min ISR changes so far"),
-    Var("admin_elections", NUMBER, _zero, _bound("max_admin_elections"), "admin elections so far"),
-    Var(
-        "unclean_switches",
-        NUMBER,
-        _zero,
-        _bound("max_unclean_switches"),
-        "changes of unclean.leader.election.enable so far",
-        shown=SWITCHING,
-    ),
-    Var("reassignments", NUMBER, _zero, _bound("max_reassignments"), "reassignments started so far", shown=REASSIGNING),
-    Var(
-        "version_changes",
-        NUMBER,
-        _zero,
-        _bound("max_version_changes"),
-        "operator changes of metadata.version and eligible.leader.replicas.version so far",
-        shown=VERSIONED,
-    ),
-    Var(
-        "software_changes",
-        NUMBER,
-        _zero,
-        _bound("max_software_changes"),
-        "brokers' software upgrades and downgrades so far",
-        shown=VERSIONED,
-    ),
+    *_counters(*(b.key for b in BOUNDS[2:])),
     Var(
         "below_min_isr_reassigned",
         FLAG,

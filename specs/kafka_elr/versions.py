@@ -72,7 +72,7 @@ class Versions:
     def _metadata_version_told(t: story.Told) -> str:
         return f"the operator sets the {t.b['metadata_version']} metadata.version"
 
-    @action("UpgradeMetadataVersion", needs=ELR_VERSION, told=_metadata_version_told)
+    @action("UpgradeMetadataVersion", bound="max_version_changes", needs=ELR_VERSION, told=_metadata_version_told)
     def upgrade_metadata_version(self, s: State) -> State | None:
         """The operator finalizes the new metadata version once every broker
         runs the new software (the rolling upgrade comes first)."""
@@ -80,7 +80,7 @@ class Versions:
             return None
         return self.versions_changed(s)._replace(metadata_version=NEW)
 
-    @action("DowngradeMetadataVersion", needs=ELR_VERSION, told=_metadata_version_told)
+    @action("DowngradeMetadataVersion", bound="max_version_changes", needs=ELR_VERSION, told=_metadata_version_told)
     def downgrade_metadata_version(self, s: State) -> State | None:
         """The operator goes back to the old metadata version, the ELR feature
         off first (it depends on the version). KIP-966: "a metadata delta will
@@ -99,7 +99,7 @@ class Versions:
         kept = f", ELR {story.brokers(t.b['elr'])} as the partition last recorded it" if t.b["elr_version"] else ""
         return f"the operator sets eligible.leader.replicas.version to {t.b['elr_version']}{kept}"
 
-    @action("UpgradeElrVersion", needs=ELR_VERSION, told=_elr_version_told)
+    @action("UpgradeElrVersion", bound="max_version_changes", needs=ELR_VERSION, told=_elr_version_told)
     def upgrade_elr_version(self, s: State) -> State | None:
         """eligible.leader.replicas.version goes to 1 (needs the new metadata
         version). No partition record is written: KIP-966 loads a partition
@@ -121,7 +121,7 @@ class Versions:
         has no ELR fields: empty)."""
         return s
 
-    @action("DowngradeElrVersion", needs=ELR_VERSION, told=_elr_version_told)
+    @action("DowngradeElrVersion", bound="max_version_changes", needs=ELR_VERSION, told=_elr_version_told)
     def downgrade_elr_version(self, s: State) -> State | None:
         """eligible.leader.replicas.version goes to 0. No partition record: the
         controller ignores the ELR fields from now on, and the next change of
@@ -158,6 +158,7 @@ class Versions:
 
     @action(
         "UpgradeSoftware",
+        bound="max_software_changes",
         needs=ELR_VERSION,
         broker=BROKER,
         told=_software_told,
@@ -178,7 +179,12 @@ class Versions:
         return {"clean": self.registration_is_clean(s._replace(software=replace_at(s.software, b, OLD)), b)}
 
     @action(
-        "DowngradeSoftware", needs=ELR_VERSION, broker=BROKER, told=_software_told, decides=_downgrade_software_decides
+        "DowngradeSoftware",
+        bound="max_software_changes",
+        needs=ELR_VERSION,
+        broker=BROKER,
+        told=_software_told,
+        decides=_downgrade_software_decides,
     )
     def downgrade_software(self, s: State, b: int) -> State | None:
         """A stopped broker starts on the old software, once the metadata

@@ -1,0 +1,35 @@
+"""Facts about a rule are declared once, at the rule or in one table, and
+what is derived from them agrees: the bounds (types.BOUNDS) with the
+config keys, the spec's attributes, the state's counters and the actions
+that declare them."""
+
+from __future__ import annotations
+
+import typing
+
+from specs.kafka_elr import ALL_VARIANTS, Kip966, load, schema
+from specs.kafka_elr.types import BOUNDS, VARIABLES
+
+
+def test_every_bound_is_a_config_key_an_attribute_and_a_counter():
+    keys = {k.name: k for k in schema()}
+    variables = {v.name for v in VARIABLES}
+    spec = load({})
+    for b in BOUNDS:
+        assert keys[b.key].default == b.default and keys[b.key].help == b.bounds
+        assert getattr(spec, b.key) == b.default
+        assert b.counter in variables
+    # the attributes Kip966 declares for mypy are exactly the bounds
+    declared = {n for n in typing.get_type_hints(Kip966) if n.startswith("max_")}
+    assert declared == {b.key for b in BOUNDS}
+
+
+def test_the_actions_declare_their_bounds():
+    keys = {b.key for b in BOUNDS}
+    for cls in ALL_VARIANTS.values():
+        assert set(cls.bounds.values()) <= keys
+    assert Kip966.bounds["AlterUncleanLeaderElection"] == "max_unclean_switches"
+    assert ALL_VARIANTS["kafka-4"].bounds["BeginControlledShutdown"] == "max_clean_shutdowns"
+    # a bound of 0 leaves its actions dormant
+    assert {"AlterUncleanLeaderElection", "AdminElectLeaders"} <= load({}).never_enabled()
+    assert "AlterUncleanLeaderElection" not in load({"max_unclean_switches": 1}).never_enabled()
