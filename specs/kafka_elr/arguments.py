@@ -8,8 +8,8 @@ from __future__ import annotations
 from modelcheck.spec import Param
 
 from .types import NO_LEADER, members
+from .types import PREFERRED_REPLICA as PREFERRED_REPLICA  # the initial leader: declared with the state
 
-PREFERRED_REPLICA = 0  # the first replica of the assignment
 ACKS_NAMES = ("1", "all")
 ACKS_1, ACKS_ALL = 0, 1
 ADMIN_TYPES = ("PREFERRED", "UNCLEAN", "LONGEST_LOG_AGGRESSIVE", "LONGEST_LOG_BALANCED", "DESIGNATION")

@@ -20,14 +20,12 @@ from modelcheck.ops import popcount
 from modelcheck.refinement import Refinement
 from modelcheck.spec import Field, Spec, SymmetryError
 
-from . import logs
 from .arguments import (
     ACKS_NAMES,
     DESIGNATION,
     LONGEST_LOG_AGGRESSIVE,
     LONGEST_LOG_BALANCED,
     PREFERRED,
-    PREFERRED_REPLICA,
     STRATEGIES,
     UNCLEAN,
 )
@@ -44,15 +42,11 @@ from .types import (
     BOUNDS,
     ELR_VERSION,
     NEW,
-    NO_EPOCH,
     NO_LEADER,
-    NO_PROPOSAL,
     OLD,
     ORDERED,
     PROPAGATED,
     REASSIGNING,
-    RECOVERED,
-    RUNNING,
     STAGED,
     SWITCHING,
     VERSION_NAMES,
@@ -60,6 +54,7 @@ from .types import (
     State,
     class_size,
     describe,
+    initial,
     members,
     symmetric_representative,
 )
@@ -162,59 +157,10 @@ class Kip966(
 
     # ---- engine interface ---------------------------------------------------
     def init_states(self) -> list[State]:
-        n, m = self.n, self.config["min_isr"]
-        views = self.propagated  # every broker has seen the initial metadata; "atomic" keeps them constant
-        return [
-            State(
-                leader=PREFERRED_REPLICA,
-                leader_epoch=0,
-                isr=self.assigned,
-                elr=0,
-                last_known_elr=0,
-                last_known_leader=NO_LEADER,
-                leader_recovery=RECOVERED,
-                fenced=0,
-                in_controlled_shutdown=0,
-                broker_epoch=(1,) * n,
-                min_isr=self.config["min_isr"],
-                unclean_election=int(self.config["unclean_leader_election"]),
-                replicas=self.assigned,
-                adding=0,
-                removing=0,
-                listed_last=0,
-                metadata_version=self.start_metadata_version,
-                elr_version=self.config["elr_version"],
-                software=self.start_software,
-                status=(RUNNING,) * n,
-                clean_shutdown_epoch=(NO_EPOCH,) * n,
-                log=(logs.EMPTY,) * n,
-                hwm=(0,) * n,
-                pending_isr=NO_PROPOSAL,
-                pending_epochs=self.zeros,
-                pending_stale=0,
-                pending_from=NO_LEADER,
-                seen_leader=(PREFERRED_REPLICA if views else NO_LEADER,) * n,
-                seen_epoch=self.zeros,
-                seen_isr=tuple(self.assigned if views and b == PREFERRED_REPLICA else 0 for b in range(n)),
-                seen_min_isr=tuple(m if views and b == PREFERRED_REPLICA else 0 for b in range(n)),
-                acked=0,
-                acks_all=0,
-                exposed=logs.EMPTY,
-                produced=0,
-                unclean_shutdowns=0,
-                crashed_without_elr=0,
-                clean_shutdowns=0,
-                fences=0,
-                isr_shrinks=0,
-                min_isr_changes=0,
-                admin_elections=0,
-                unclean_switches=0,
-                reassignments=0,
-                version_changes=0,
-                software_changes=0,
-                below_min_isr_reassigned=0,
-            )
-        ]
+        """One initial state, each variable at its `start` (VARIABLES): broker
+        0 leads the first rf brokers' ISR; under "propagated" metadata every
+        broker has seen that ("atomic" keeps the views constant)."""
+        return [initial(self)]
 
     # NoAckedLoss, ConsistentRead and ElrHasDataToHwm unless legacy's exposure happened
     UNDER_ELR = ("NoAckedLossUnderElr", "ConsistentReadUnderElr", "ElrHasDataToHwmUnderElr")

@@ -23,6 +23,7 @@ from modelcheck.spec import Field
 from . import logs
 
 NO_LEADER = -1
+PREFERRED_REPLICA = 0  # the first replica of the assignment, and the first leader
 NO_EPOCH = -1  # an empty CleanShutdownFile / no last-written epoch
 NO_PROPOSAL = -1  # pending_isr when no AlterPartition is in flight
 RECOVERED, RECOVERING = 0, 1
@@ -65,7 +66,7 @@ class Var:
     kernel's packing), whether it holds one value per broker, what it
     means, and when traces show it (a variable constant in a config is
     hidden there). A `derived` one is computed from the state (shown, not
-    stored)."""
+    stored). `start` is its value in the initial state."""
 
     name: str
     kind: str
@@ -76,6 +77,9 @@ class Var:
     names: tuple[str, ...] = ()
     shown: str = ALWAYS
     derived: Callable[[Any], int] | None = None
+    # its value in the initial state: a constant, or a function of the spec
+    # instance (of the instance and the broker, for a per-broker variable)
+    start: int | Callable[..., int] = 0
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,15 @@ def _counters(*keys: str) -> tuple[Var, ...]:
     return tuple(Var(b.counter, NUMBER, _zero, _bound(b.key), b.counts, shown=b.shown) for b in BOUNDS if b.key in keys)
 
 
+def _assigned(c) -> int:
+    """The initial replica set (and ISR): the first rf brokers."""
+    return c.assigned
+
+
+def _config_min_isr(c) -> int:
+    return c.config["min_isr"]
+
+
 def _sets(c) -> int:
     return (1 << c.n) - 1
 
@@ -222,13 +235,20 @@ def _max_epoch(c) -> int:
 
 VARIABLES = (
     # controller: the metadata log's view of the partition
-    Var("leader", BROKER_ID, _none, _last_broker, "the partition's leader, -1 for none"),
+    Var("leader", BROKER_ID, _none, _last_broker, "the partition's leader, -1 for none", start=PREFERRED_REPLICA),
     Var("leader_epoch", NUMBER, _zero, _max_epoch, "bumped on every leader change"),
-    Var("isr", BROKERS, _zero, _sets, "the in-sync replicas (the committed ISR)"),
+    Var("isr", BROKERS, _zero, _sets, "the in-sync replicas (the committed ISR)", start=_assigned),
     Var("elr", BROKERS, _zero, _sets, "KIP-966 eligible leader replicas"),
     Var("last_known_elr", BROKERS, _zero, _sets, "ELR members removed on an unclean shutdown (KIP-966)"),
-    Var("last_known_leader", BROKER_ID, _none, _last_broker, "the last ISR member when the ISR emptied, -1"),
-    Var("leader_recovery", NAMED, _zero, _one, "KIP-704's is_unclean", names=RECOVERY_NAMES),
+    Var(
+        "last_known_leader",
+        BROKER_ID,
+        _none,
+        _last_broker,
+        "the last ISR member when the ISR emptied, -1",
+        start=NO_LEADER,
+    ),
+    Var("leader_recovery", NAMED, _zero, _one, "KIP-704's is_unclean", names=RECOVERY_NAMES, start=RECOVERED),
     Var("fenced", BROKERS, _zero, _sets, "brokers the controller has fenced"),
     Var(
         "in_controlled_shutdown",
@@ -245,8 +265,9 @@ VARIABLES = (
         lambda c: 1 + _restarts(c),
         "the epoch of each broker's registration",
         per_broker=True,
+        start=1,
     ),
-    Var("min_isr", NUMBER, _one, _min_isr, "min.insync.replicas now (AlterMinIsr changes it)"),
+    Var("min_isr", NUMBER, _one, _min_isr, "min.insync.replicas now (AlterMinIsr changes it)", start=_config_min_isr),
     Var(
         "unclean_election",
         FLAG,
@@ -254,6 +275,7 @@ VARIABLES = (
         lambda c: 1 if c.max_unclean_switches else _unclean(c),
         "unclean.leader.election.enable now (AlterUncleanLeaderElection changes it)",
         shown=SWITCHING,
+        start=_unclean,
     ),
     # the assignment (max_reassignments > 0; else constant): the replica set
     # (during a reassignment the original and the target replicas together)
@@ -265,6 +287,7 @@ VARIABLES = (
         lambda c: _sets(c) if c.max_reassignments else c.assigned,
         "the partition's replica set",
         shown=REASSIGNING,
+        start=_assigned,
     ),
     Var("adding", BROKERS, _zero, _when("max_reassignments", _sets), "replicas a reassignment adds", shown=REASSIGNING),
     Var(
@@ -297,6 +320,7 @@ VARIABLES = (
         "the finalized metadata.version: before KIP-966's (old) or from it on (new)",
         names=VERSION_NAMES,
         shown=VERSIONED,
+        start=lambda c: c.start_metadata_version,
     ),
     Var(
         "elr_version",
@@ -304,6 +328,7 @@ VARIABLES = (
         *_versions("elr_version"),
         "eligible.leader.replicas.version >= 1: the controller keeps the ELR",
         shown=VERSIONED,
+        start=lambda c: c.config["elr_version"],
     ),
     Var(
         "software",
@@ -313,9 +338,19 @@ VARIABLES = (
         per_broker=True,
         names=VERSION_NAMES,
         shown=VERSIONED,
+        start=lambda c, b: c.start_software[b],
     ),
     # brokers
-    Var("status", NAMED, _zero, lambda c: OFFLINE_DIRTY, "each broker's process", per_broker=True, names=STATUS_NAMES),
+    Var(
+        "status",
+        NAMED,
+        _zero,
+        lambda c: OFFLINE_DIRTY,
+        "each broker's process",
+        per_broker=True,
+        names=STATUS_NAMES,
+        start=RUNNING,
+    ),
     Var(
         "clean_shutdown_epoch",
         NUMBER,
@@ -323,10 +358,20 @@ VARIABLES = (
         lambda c: 1 + _restarts(c),
         "what each broker's CleanShutdownFile holds, -1 if none",
         per_broker=True,
+        start=NO_EPOCH,
     ),
-    Var("log", LOG, _zero, _log, "each broker's log: entries (leader epoch, record)", per_broker=True),
+    Var(
+        "log", LOG, _zero, _log, "each broker's log: entries (leader epoch, record)", per_broker=True, start=logs.EMPTY
+    ),
     Var("hwm", NUMBER, _zero, lambda c: c.max_records, "each broker's high watermark", per_broker=True),
-    Var("pending_isr", PROPOSAL, _none, _sets, "the ISR the leader's AlterPartition in flight proposes"),
+    Var(
+        "pending_isr",
+        PROPOSAL,
+        _none,
+        _sets,
+        "the ISR the leader's AlterPartition in flight proposes",
+        start=NO_PROPOSAL,
+    ),
     Var(
         "pending_epochs",
         NUMBER,
@@ -348,6 +393,7 @@ VARIABLES = (
         _when("propagated", _last_broker, -1),
         "the broker that made the proposal",
         shown=PROPAGATED,
+        start=NO_LEADER,
     ),
     Var(
         "seen_leader",
@@ -357,6 +403,7 @@ VARIABLES = (
         "the leader each broker knows",
         per_broker=True,
         shown=PROPAGATED,
+        start=lambda c, b: PREFERRED_REPLICA if c.propagated else NO_LEADER,
     ),
     Var(
         "seen_epoch",
@@ -375,6 +422,7 @@ VARIABLES = (
         "the ISR a broker that leads knows",
         per_broker=True,
         shown=PROPAGATED,
+        start=lambda c, b: c.assigned if c.propagated and b == PREFERRED_REPLICA else 0,
     ),
     Var(
         "seen_min_isr",
@@ -384,12 +432,15 @@ VARIABLES = (
         "the min ISR a broker that leads knows",
         per_broker=True,
         shown=PROPAGATED,
+        start=lambda c, b: c.config["min_isr"] if c.propagated and b == PREFERRED_REPLICA else 0,
     ),
     # ghosts (for invariants) and bound counters; all part of the identity,
     # since each can change a later verdict (see docs/model.md)
     Var("acked", RECORDS, _zero, lambda c: (1 << c.max_records + 1) - 1, "records acknowledged to acks=all"),
     Var("acks_all", RECORDS, _zero, lambda c: (1 << c.max_records + 1) - 1, "records produced with acks=all"),
-    Var("exposed", LOG, _zero, _log, "the longest prefix a consumer may have read (the highest HWM's)"),
+    Var(
+        "exposed", LOG, _zero, _log, "the longest prefix a consumer may have read (the highest HWM's)", start=logs.EMPTY
+    ),
     *_counters("max_records", "max_unclean_shutdowns"),
     Var(
         "lost_unregistered",
@@ -539,6 +590,17 @@ def describe(
             x: Any = v.derived(s) if v.derived is not None else s[_FIELD[v.name]]
             named[v.name] = [shown_value(v, e) for e in x] if v.per_broker else shown_value(v, x)
     return named
+
+
+def initial(c: Any) -> State:
+    """The initial state of spec instance `c`, each variable at its `start`."""
+
+    def start(v: Var, *b: int) -> int:
+        return v.start(c, *b) if callable(v.start) else v.start
+
+    return State(
+        *(tuple(start(v, b) for b in range(c.n)) if v.per_broker else start(v) for v in VARIABLES if v.derived is None)
+    )
 
 
 def layout(c: Any) -> list[Field]:
