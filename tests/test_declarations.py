@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import typing
 
-from specs.kafka_elr import ALL_VARIANTS, Kip966, load, schema
+import pytest
+
+from specs.kafka_elr import ALL_VARIANTS, VARIANTS, Kip966, load, schema
 from specs.kafka_elr.types import BOUNDS, VARIABLES
 
 
@@ -33,3 +35,26 @@ def test_the_actions_declare_their_bounds():
     # a bound of 0 leaves its actions dormant
     assert {"AlterUncleanLeaderElection", "AdminElectLeaders"} <= load({}).never_enabled()
     assert "AlterUncleanLeaderElection" not in load({"max_unclean_switches": 1}).never_enabled()
+
+
+def test_a_variant_registers_itself_and_the_catalog_lists_its_modules():
+    from modelcheck.spec import SpecDefinitionError
+    from specs.kafka_elr import PROTOCOL
+    from specs.kafka_elr.catalog import PROTOCOLS
+    from specs.kafka_elr.protocol import REGISTERED
+
+    class Throwaway(Kip966):
+        """A variant defined outside the catalog's modules."""
+
+        variant = "throwaway"
+
+    try:
+        assert REGISTERED["throwaway"] is Throwaway and "throwaway" not in ALL_VARIANTS
+        with pytest.raises(SpecDefinitionError, match="'kip966'"):
+            type("Again", (Kip966,), {"variant": "kip966"})
+    finally:
+        del REGISTERED["throwaway"]
+    assert PROTOCOLS == ("kip966", "legacy", "kip966-elr-only", "kafka-4")
+    assert all(name in ALL_VARIANTS for name in REGISTERED)
+    # the command line's help lists the registered variants (modelcheck/cli/check.py)
+    assert PROTOCOL.variants == tuple(VARIANTS)

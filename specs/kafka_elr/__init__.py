@@ -15,11 +15,9 @@ from modelcheck.protocol import Protocol
 from modelcheck.schemata import Schema
 from modelcheck.schemata import schema as mutant_schema
 
-from .bugs import BUGS
-from .catalog import ALL_VARIANTS, MUTANTS
+from .catalog import ALL_VARIANTS, BUGS, MUTANTS, VARIANTS
 from .protocol import Kip966
 from .schema import MAX_BROKERS, schema
-from .variants import VARIANTS
 
 __all__ = [
     "load",

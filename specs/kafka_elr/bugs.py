@@ -181,17 +181,3 @@ class RecoveryChangeDropped(Kip966):
         if not self.partition_changed(s, same):
             return same  # changeRecordIsNoOp ignored the recovery state: nothing written
         return self.written(s, t)
-
-
-BUGS: tuple[type[Kip966], ...] = (
-    FencedLastKnownLeader,
-    MinIsrChangeKeepsElr,
-    LeaderOwnMinIsr,
-    StaleBrokerEpochAccepted,
-    FencedReplicaJoinsIsr,
-    Kafka4NoUncleanDetection,
-    RebootedFollowerEpochRace,
-    UncleanConfigIgnored,
-    HwmWaitsForIneligible,
-    RecoveryChangeDropped,
-)

@@ -34,6 +34,7 @@ class Kafka4(Kip966):
     unclean.leader.election.enable, the first live replica (unclean)."""
 
     variant = "kafka-4"
+    protocol = True
     admin_types = (PREFERRED, UNCLEAN)  # ElectLeaders: ElectionType PREFERRED / UNCLEAN
     # no unclean recovery manager in 4.0, and no separate end of recovery (reported_recovery);
     # no separate completion of a reassignment either: every build() completes one that

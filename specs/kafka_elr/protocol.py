@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from modelcheck.ops import popcount
 from modelcheck.refinement import Refinement
-from modelcheck.spec import Field, Spec, SymmetryError
+from modelcheck.spec import Field, Spec, SpecDefinitionError, SymmetryError
 
 from .arguments import (
     ACKS_NAMES,
@@ -69,7 +69,8 @@ class Kip966(
     rule, clean-shutdown detection and the unclean recovery manager."""
 
     abstract = False
-    variant = "kip966"
+    variant = "kip966"  # its config name: a subclass that names its own registers itself
+    protocol = True  # a protocol, not a mutant of one (read from the class's own body)
     state_type = State
     admin_types: tuple[int, ...] = (PREFERRED, UNCLEAN, LONGEST_LOG_AGGRESSIVE, LONGEST_LOG_BALANCED, DESIGNATION)
     # `modelcheck refines kip966 legacy`: the KIP's state with its new variables projected away
@@ -101,6 +102,11 @@ class Kip966(
     upgrade_needs_software = True
     # whether the replica list's order can change (kafka-4 with reassignments: `listed_last`)
     orders_replicas = False
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if "variant" in vars(cls):
+            register(cls)
 
     def __init__(self, config: dict[str, Any]):
         self.config = config
@@ -239,3 +245,18 @@ class Kip966(
 
 
 Kip966.VERSION_STEPS = tuple(a for a in Kip966.actions if Kip966.needs.get(a) == ELR_VERSION)
+
+
+# every class that names its own `variant`, by that name, in the order defined
+REGISTERED: dict[str, type[Kip966]] = {}
+
+
+def register(cls: type[Kip966]) -> None:
+    """Register a variant class by its config name (Kip966's subclasses do so
+    when defined; catalog.py lists those of its modules)."""
+    if cls.variant in REGISTERED:
+        raise SpecDefinitionError(f"{cls.__name__}: variant {cls.variant!r} is {REGISTERED[cls.variant].__name__}'s")
+    REGISTERED[cls.variant] = cls
+
+
+register(Kip966)

@@ -1,4 +1,5 @@
-"""Protocol variants: each redefines only the rules that differ from KIP-966."""
+"""Protocol variants and design mutants: each redefines only the rules that
+differ from KIP-966, and registers itself by its `variant` (catalog.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ from modelcheck.ops import popcount
 
 from . import rules
 from .arguments import PREFERRED, UNCLEAN
-from .kafka4 import Kafka4
 from .protocol import Kip966
 from .types import ELR, ELR_VERSION, NEW, NO_LEADER, RECOVERY_MANAGER, State, bit, size
 
@@ -17,6 +17,7 @@ class Legacy(Kip966):
     motivation ("last replica standing") is a counterexample here."""
 
     variant = "legacy"
+    protocol = True
     admin_types = (PREFERRED, UNCLEAN)  # KIP-460 only
     lacks = frozenset({ELR, RECOVERY_MANAGER, ELR_VERSION})
 
@@ -46,6 +47,7 @@ class ElrOnly(Kip966):
     LastKnownLeader to be unfenced."""
 
     variant = "kip966-elr-only"
+    protocol = True
     admin_types = (PREFERRED, UNCLEAN)  # no LONGEST_LOG_* or DESIGNATION without the recovery manager
     lacks = frozenset({RECOVERY_MANAGER})
 
@@ -115,6 +117,17 @@ class BalancedFixedResponses(Kip966):
         return winners
 
 
+class NoUncleanDetection(Kip966):
+    """Mutant: ELR without clean-shutdown detection: every registration is
+    taken as clean, so a broker that lost its unflushed suffix stays in the
+    ELR."""
+
+    variant = "no-unclean-detection"
+
+    def registration_is_clean(self, s: State, b: int) -> bool:
+        return True
+
+
 class ReassignmentIgnoresMinIsr(Kip966):
     """KIP-966 with the reassignment rule it replaces (4a: "when completing
     the reassignment, all the adding replicas should be in ISR. This
@@ -125,17 +138,6 @@ class ReassignmentIgnoresMinIsr(Kip966):
 
     def may_end_reassignment(self, s: State, isr: int) -> bool:
         return isr != 0
-
-
-class NoUncleanDetection(Kip966):
-    """Mutant: ELR without clean-shutdown detection: every registration is
-    taken as clean, so a broker that lost its unflushed suffix stays in the
-    ELR."""
-
-    variant = "no-unclean-detection"
-
-    def registration_is_clean(self, s: State, b: int) -> bool:
-        return True
 
 
 class ElrKeptOnDowngrade(Kip966):
@@ -190,23 +192,3 @@ class ElrBeforeSoftware(Kip966):
 
     variant = "elr-before-software"
     upgrade_needs_software = False
-
-
-VARIANTS: dict[str, type[Kip966]] = {
-    cls.variant: cls
-    for cls in (
-        Kip966,
-        Legacy,
-        ElrOnly,
-        Kafka4,
-        HwmIgnoresMinIsr,
-        HwmOnMaximalIsr,
-        BalancedFixedResponses,
-        NoUncleanDetection,
-        ReassignmentIgnoresMinIsr,
-        ElrKeptOnDowngrade,
-        ElrPopulatedOnUpgrade,
-        DetectionBeforeMetadataVersion,
-        ElrBeforeSoftware,
-    )
-}
