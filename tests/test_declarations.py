@@ -58,3 +58,19 @@ def test_a_variant_registers_itself_and_the_catalog_lists_its_modules():
     assert all(name in ALL_VARIANTS for name in REGISTERED)
     # the command line's help lists the registered variants (modelcheck/cli/check.py)
     assert PROTOCOL.variants == tuple(VARIANTS)
+
+
+def test_the_state_class_mypy_reads_matches_the_variables():
+    """types.py declares State for mypy as a class (made from VARIABLES at
+    run time): the same fields, in the same order, of the same types."""
+    import ast
+    from pathlib import Path
+
+    from specs.kafka_elr import types
+
+    tree = ast.parse(Path(types.__file__).read_text())
+    (cls,) = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "State"]
+    declared = [(a.target.id, ast.unparse(a.annotation)) for a in cls.body if isinstance(a, ast.AnnAssign)]
+    stored = [(v.name, "tuple[int, ...]" if v.per_broker else "int") for v in VARIABLES if v.derived is None]
+    assert declared == stored
+    assert types.State._fields == tuple(name for name, _ in stored)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import linecache
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from modelcheck.formats.itf import BOOL, INT, STR, Fun, Option, Seq, Set, Tup, Type
 from modelcheck.ops import popcount, replace_at
@@ -473,10 +473,61 @@ VARIABLES = (
 PER_BROKER = frozenset(v.name for v in VARIABLES if v.per_broker)
 
 # the stored variables, in VARIABLES' order: the kernel packs them so. Made
-# from the table at run time, the type is opaque to mypy (Any): its fields
-# are checked where they are made, by the NamedTuple and the spec's tests.
+# from the table at run time; mypy reads the class below instead, which
+# tests/test_declarations.py holds to the table (names, order, types).
 if TYPE_CHECKING:
-    State: TypeAlias = Any
+
+    class State(NamedTuple):
+        """One state: MODEL.md's variables, VARIABLES' stored ones."""
+
+        leader: int
+        leader_epoch: int
+        isr: int
+        elr: int
+        last_known_elr: int
+        last_known_leader: int
+        leader_recovery: int
+        fenced: int
+        in_controlled_shutdown: int
+        broker_epoch: tuple[int, ...]
+        min_isr: int
+        unclean_election: int
+        replicas: int
+        adding: int
+        removing: int
+        listed_last: int
+        metadata_version: int
+        elr_version: int
+        software: tuple[int, ...]
+        status: tuple[int, ...]
+        clean_shutdown_epoch: tuple[int, ...]
+        log: tuple[int, ...]
+        hwm: tuple[int, ...]
+        pending_isr: int
+        pending_epochs: tuple[int, ...]
+        pending_stale: int
+        pending_from: int
+        seen_leader: tuple[int, ...]
+        seen_epoch: tuple[int, ...]
+        seen_isr: tuple[int, ...]
+        seen_min_isr: tuple[int, ...]
+        acked: int
+        acks_all: int
+        exposed: int
+        produced: int
+        unclean_shutdowns: int
+        crashed_without_elr: int
+        clean_shutdowns: int
+        fences: int
+        isr_shrinks: int
+        min_isr_changes: int
+        admin_elections: int
+        unclean_switches: int
+        reassignments: int
+        version_changes: int
+        software_changes: int
+        below_min_isr_reassigned: int
+
 else:
     State = NamedTuple(
         "State", [(v.name, tuple[int, ...] if v.per_broker else int) for v in VARIABLES if v.derived is None]
@@ -497,7 +548,7 @@ def _replace(self: State, **changes: int | tuple[int, ...]) -> State:
     return tuple.__new__(State, values)
 
 
-State._replace = _replace
+State._replace = _replace  # type: ignore[method-assign, assignment]  # the fast one; mypy reads NamedTuple's
 
 
 def bit(b: int) -> int:
@@ -598,8 +649,8 @@ def initial(c: Any) -> State:
     def start(v: Var, *b: int) -> int:
         return v.start(c, *b) if callable(v.start) else v.start
 
-    return State(
-        *(tuple(start(v, b) for b in range(c.n)) if v.per_broker else start(v) for v in VARIABLES if v.derived is None)
+    return State._make(
+        tuple(start(v, b) for b in range(c.n)) if v.per_broker else start(v) for v in VARIABLES if v.derived is None
     )
 
 
