@@ -16,25 +16,17 @@ from ..runs.check import check_command
 from ..runs.refines import refines_command
 from ..runs.replay import replay_command
 from .app import ProtocolHelp, bad_input, main, protocol
-from .flags import Seconds, Size
+from .flags import Seconds, Size, json_option, quiet_option, set_option, spark_options, trace_out_option
 
 
 @main.command(cls=ProtocolHelp)
 @click.argument("config", required=False, metavar="[CONFIG.toml]")
-@click.option(
-    "--set",
-    "overrides",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Override a config key; VALUE is a TOML value (a bare word is a string). Repeatable.",
+@set_option("Override a config key; VALUE is a TOML value (a bare word is a string). Repeatable.")
+@json_option()
+@trace_out_option(
+    "Write the counterexample (JSON) to FILE if there is one (if not, one an earlier run left there is removed)."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of tables.")
-@click.option(
-    "--trace-out",
-    metavar="FILE",
-    help="Write the counterexample (JSON) to FILE if there is one (if not, one an earlier run left there is removed).",
-)
-@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@quiet_option()
 @click.option(
     "--workers",
     "-w",
@@ -62,19 +54,15 @@ from .flags import Seconds, Size
     "'.[spark]', Java 17+). All give the same counts and traces. Without a working numba, "
     "fast runs bfs and says so.",
 )
-@click.option(
-    "--master",
-    metavar="URL",
-    help="Spark master for --engine spark: local, local[N], local[*], "
+@spark_options(
+    master="Spark master for --engine spark: local, local[N], local[*], "
     "spark://HOST:PORT, yarn, k8s://https://HOST:PORT (default local[*], or spark-submit's when run "
     "under it; see docs/spark.md).",
-)
-@click.option(
-    "--partitions",
-    type=click.IntRange(min=1),
-    metavar="P",
-    help="Shards of the state space for --engine spark (default: Spark's default parallelism, "
+    partitions="Shards of the state space for --engine spark (default: Spark's default parallelism, "
     "i.e. the cores of a local master or all executors' cores of a cluster).",
+    conf="A Spark setting for --engine spark, as spark-submit's --conf; overrides modelcheck's "
+    "defaults (e.g. spark.driver.memory=8g; spark.modelcheck.stateDir=DIR on storage every "
+    "executor sees, needed on a cluster of several hosts). Repeatable.",
 )
 @click.option(
     "--fingerprint-bits",
@@ -84,15 +72,6 @@ from .flags import Seconds, Size
     help="Where a packed state is too large to store whole (over 128 bits), the visited set keeps a "
     "fingerprint of it: 64 bits (8 bytes a state, as TLC), or 128 (16 bytes a state; the "
     "collision probability becomes negligible). The output reports which, with the estimate.",
-)
-@click.option(
-    "--spark-conf",
-    "spark_conf",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="A Spark setting for --engine spark, as spark-submit's --conf; overrides modelcheck's "
-    "defaults (e.g. spark.driver.memory=8g; spark.modelcheck.stateDir=DIR on storage every "
-    "executor sees, needed on a cluster of several hosts). Repeatable.",
 )
 @click.option(
     "--checkpoint",
@@ -230,7 +209,7 @@ def options_of(explicit: frozenset[str], **flags: Any) -> CheckOptions:
 
 @main.command()
 @click.argument("scenario", metavar="SCENARIO")
-@click.option("--json", "as_json", is_flag=True, help='Print {"ok": ..., "steps": [...]} on stdout.')
+@json_option('Print {"ok": ..., "steps": [...]} on stdout.')
 def replay(scenario: str, as_json: bool) -> int:
     """Replay a scenario file step by step against the spec.
 
@@ -251,15 +230,15 @@ def replay(scenario: str, as_json: bool) -> int:
 @click.argument("impl", metavar="IMPL")
 @click.argument("abstract", metavar="ABSTRACT")
 @click.argument("config", required=False, metavar="[CONFIG.toml]")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key. Repeatable.")
+@set_option()
 @click.option(
     "--mapping",
     metavar="NAME",
     help="The refinement mapping IMPL declares for ABSTRACT (default: the one it declares, else "
     "'identity': every variable as it is).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of tables.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@json_option()
+@quiet_option()
 @click.option(
     "--engine",
     type=click.Choice(["fast", "bfs"]),
@@ -267,11 +246,9 @@ def replay(scenario: str, as_json: bool) -> int:
     show_default=True,
     help="fast: both specs compiled (each compiled once, then loaded from the cache); bfs: the interpreted reference.",
 )
-@click.option(
-    "--trace-out",
-    metavar="FILE",
-    help="Write a failure's trace (JSON) to FILE, for `trace show` and `trace html`, which show its image "
-    "beside it (if it holds, one an earlier run left there is removed).",
+@trace_out_option(
+    "Write a failure's trace (JSON) to FILE, for `trace show` and `trace html`, which show its image "
+    "beside it (if it holds, one an earlier run left there is removed)."
 )
 def refines(**options: Any) -> int:
     """Does variant IMPL refine variant ABSTRACT? Every reachable step of

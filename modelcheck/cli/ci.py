@@ -7,12 +7,12 @@ from typing import Any
 import click
 
 from .app import bad_input, main, protocol
-from .flags import CELL_MEMORY_HELP, Size, jobs_option, summary_option
+from .flags import CELL_MEMORY_HELP, Size, jobs_option, json_option, summary_option
 
 
 @main.command()
 @click.argument("matrix_file", required=False, metavar="[MATRIX.toml]")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object a cell, as a list, on stdout.")
+@json_option("Print one JSON object a cell, as a list, on stdout.")
 @click.option("--out", metavar="FILE.md", help="Write the verdicts as markdown (e.g. docs/verdicts.md).")
 @jobs_option("Cells checked")
 @click.option("--only", multiple=True, metavar="NAME", help="Run only the named cell(s). Repeatable.")
@@ -45,7 +45,7 @@ def matrix(**options: Any) -> int:
 @main.command()
 @click.argument("gate_file", metavar="GATE.toml")
 @click.option("--junit", metavar="FILE.xml", help="Write JUnit XML: a testcase an entry, traces in failures.")
-@click.option("--json", "as_json", is_flag=True, help="Print the outcomes as one JSON list on stdout.")
+@json_option("Print the outcomes as one JSON list on stdout.")
 @click.option(
     "--trace-dir",
     metavar="DIR",
@@ -145,7 +145,7 @@ def gate(junit: str | None, update_baseline: bool, repo: str | None, **options: 
     help="Hunt only this generated mutant, by its number (repeatable; see --list-points).",
 )
 @click.option("--list-points", is_flag=True, help="Print the generated mutants (one a line) and exit.")
-@click.option("--json", "as_json", is_flag=True, help="Print the score and each mutant's fate as JSON on stdout.")
+@json_option("Print the score and each mutant's fate as JSON on stdout.")
 @jobs_option("Mutants hunted")
 @summary_option("the mutation score and each mutant's fate")
 def mutate(

@@ -64,3 +64,34 @@ def summary_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., An
         help=f"Append {what} as markdown to FILE.md, each finding with the command that shows its trace "
         '(in GitHub Actions: --summary "$GITHUB_STEP_SUMMARY").',
     )
+
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def set_option(help: str = "Override a config key. Repeatable.") -> Decorator:
+    """--set KEY=VALUE, every command that loads a config."""
+    return click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help=help)
+
+
+def json_option(help: str = "Print one JSON object on stdout instead of tables.") -> Decorator:
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def quiet_option() -> Decorator:
+    return click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+
+
+def trace_out_option(help: str) -> Decorator:
+    return click.option("--trace-out", metavar="FILE", help=help)
+
+
+def spark_options(master: str, partitions: str, conf: str) -> Decorator:
+    """--master, --partitions and --spark-conf (SparkOptions), with each command's help."""
+
+    def add(command: Callable[..., Any]) -> Callable[..., Any]:
+        command = click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE", help=conf)(command)
+        command = click.option("--partitions", type=click.IntRange(min=1), metavar="P", help=partitions)(command)
+        return click.option("--master", metavar="URL", help=master)(command)
+
+    return add

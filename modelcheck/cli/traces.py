@@ -10,6 +10,7 @@ import click
 from ..runs.graph import graph_command
 from ..runs.trace import export_command, html_command, show_command
 from .app import main, protocol
+from .flags import set_option
 
 # ---- trace viewer, exports and the state graph ------------------------------------
 # The runs (modelcheck/runs/trace.py, graph.py) and the rendering (modelcheck/views/)
@@ -62,7 +63,7 @@ def trace_export(path: str, fmt: str, out: str) -> int:
 
 @main.command()
 @click.argument("config", required=False, metavar="[CONFIG.toml]")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key. Repeatable.")
+@set_option()
 @click.option("-o", "--out", required=True, metavar="FILE.graphml|FILE.dot", help="The format follows the suffix.")
 @click.option(
     "--max-states",
@@ -80,7 +81,7 @@ def graph(**options: Any) -> int:
 
 @main.command()
 @click.argument("config", required=False, metavar="[CONFIG.toml]")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key. Repeatable.")
+@set_option()
 @click.option(
     "--trace",
     "trace_path",

@@ -10,6 +10,7 @@ import click
 from ..engine.walks.plan import PICKS
 from ..runs.spark_env import spark_env_command
 from .app import main, protocol
+from .flags import json_option, quiet_option, set_option, spark_options, trace_out_option
 
 
 @main.command("spark-env")
@@ -37,7 +38,7 @@ def spark_env(out: str) -> int:
 
 @main.command()
 @click.argument("config", required=False, metavar="[CONFIG.toml]")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key. Repeatable.")
+@set_option()
 @click.option(
     "--walks",
     type=click.IntRange(min=1),
@@ -97,23 +98,14 @@ def spark_env(out: str) -> int:
     help="local: here, on --workers processes; spark: walks spread over Spark executors "
     "(pip install '.[spark]', Java 17+), the same results.",
 )
-@click.option("--master", metavar="URL", help="Spark master for --engine spark (as check's; default local[*]).")
-@click.option(
-    "--partitions",
-    type=click.IntRange(min=1),
-    metavar="P",
-    help="Spark tasks a round of walks is split into (default: Spark's default parallelism).",
+@spark_options(
+    master="Spark master for --engine spark (as check's; default local[*]).",
+    partitions="Spark tasks a round of walks is split into (default: Spark's default parallelism).",
+    conf="A Spark setting for --engine spark, as spark-submit's --conf. Repeatable.",
 )
-@click.option(
-    "--spark-conf",
-    "spark_conf",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="A Spark setting for --engine spark, as spark-submit's --conf. Repeatable.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of tables.")
-@click.option("--trace-out", metavar="FILE", help="Write the shrunk counterexample (JSON, as check's) to FILE.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@json_option()
+@trace_out_option("Write the shrunk counterexample (JSON, as check's) to FILE.")
+@quiet_option()
 @click.option(
     "--max-memory",
     metavar="SIZE",
