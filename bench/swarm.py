@@ -33,7 +33,8 @@ from modelcheck.cli.walks import simulate as simulate_command
 from modelcheck.engine.kernel import kernel_for
 from modelcheck.engine.walks.plan import PICKS, plan
 from modelcheck.engine.walks.simulate import simulate
-from modelcheck.runs.matrix import machine, read_matrix
+from modelcheck.runs.matrix import read_matrix
+from modelcheck.views.matrix_page import machine
 from specs.kafka_elr import load
 
 FAULTS = ("max_unclean_shutdowns", "max_fences", "max_isr_shrinks")

@@ -20,233 +20,31 @@ of every state field, from which the kernel packs states into machine words.
 
 from __future__ import annotations
 
-import json
 import pickle
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from itertools import product
 from typing import Any, ClassVar
 
-from .config import ConfigError
+from .declare import (
+    LEADS_TO,
+    Explanation,
+    Fairness,
+    Field,
+    Param,
+    SpecDefinitionError,
+    SymmetryError,
+    _check_params,
+    _collect,
+    _declared,
+)
+from .presentation import Presentation
 
 Args = dict[str, Any]
 State = Any  # any immutable value whose canonical() is deterministic
-Cell = list[tuple[str, str]]  # a trace view cell: (text, rich style) segments
 
 
-class SpecDefinitionError(TypeError):
-    """A spec class is malformed (raised when the class is defined)."""
-
-
-class SymmetryError(ConfigError):
-    """The spec's rules tell some processes apart, so symmetry reduction
-    would merge states that behave differently (the message says why)."""
-
-
-@dataclass(frozen=True)
-class Param:
-    """An action's argument: the ints it ranges over in a spec instance, in
-    the order instances are enumerated, and how a value reads in traces and
-    scenarios (`show`). A value equal to `absent` means the argument does
-    not apply to this instance (e.g. no election happened): it is left out
-    of the instance's arguments."""
-
-    domain: Callable[[Any], Sequence[int]]
-    show: Callable[[int], Any] | None = None
-    absent: int | None = None
-
-
-@dataclass(frozen=True)
-class Field:
-    """A state field's value range (each element's, for a tuple field of
-    `length` elements): the kernel packs the field in just enough bits, and
-    a value outside the range stops a check with an error naming it."""
-
-    name: str
-    lo: int
-    hi: int
-    length: int | None = None
-
-
-def action(
-    name: str,
-    coverage_by: str | None = None,
-    *,
-    needs: str | None = None,
-    bound: str | None = None,
-    told: Callable[[Any], str] | None = None,
-    decides: Callable[[Any, Args, Any], dict[str, Any]] | None = None,
-    **params: Param,
-) -> Callable:
-    """Mark a method `(self, state, *args) -> State | None` as the action
-    `name`, its arguments ranging over `params` (in this order). With
-    `coverage_by` (one of the arguments), coverage counts each value of it
-    apart, as `Name(value)`: an action that multiplexes several kinds of
-    step (an election type) then shows which kinds fired. `needs` names
-    the feature of the protocol it belongs to (see `Spec.lacks`); `bound`
-    the config key that bounds its steps (its first guard is a counter
-    below it, so a bound of 0 never enables it). So that
-    a story's words sit beside the rule: `told(step)` says what a step of
-    it did (the step as the spec's `story` hands it), `decides(self, args,
-    state)` what the protocol decided in it, by the spec's predicates."""
-    if coverage_by is not None and coverage_by not in params:
-        raise SpecDefinitionError(f"action {name!r}: coverage_by={coverage_by!r} is not one of its arguments")
-
-    def mark(fn: Any) -> Any:
-        fn._mc_action = name
-        fn._mc_params = params
-        fn._mc_coverage_by = coverage_by
-        fn._mc_needs = needs
-        fn._mc_bound = bound
-        fn._mc_told = told
-        fn._mc_decides = decides
-        return fn
-
-    return mark
-
-
-Explanation = Callable[[Any, Any], str]  # (spec, state) -> why the state breaks a check
-
-
-def invariant(name: str, explain: Explanation | None = None, needs: str | None = None) -> Callable:
-    """Mark a predicate method `(self, state) -> bool` that must always hold.
-    `explain(self, state)` words why a state breaks it, beside the predicate
-    so that both read one witness (default: the predicate's docstring);
-    `needs` names the feature it is a claim of (see `Spec.lacks`)."""
-
-    def mark(fn: Any) -> Any:
-        fn._mc_invariant = name
-        fn._mc_explain = explain
-        fn._mc_needs = needs
-        return fn
-
-    return mark
-
-
-def goal(name: str, *actions: str, needs: str | None = None) -> Callable:
-    """Mark a predicate method `(self, before, after) -> bool` over steps
-    (of `actions` only, if named) that some reachable step should satisfy:
-    a reachability goal, as Stateright's `sometimes`. Engines report, for a
-    complete search, which goals some step reached, so a "holds" in which
-    the behaviour a claim is about never happened shows as such."""
-
-    def mark(fn: Any) -> Any:
-        fn._mc_goal = name
-        fn._mc_goal_actions = actions
-        fn._mc_needs = needs
-        return fn
-
-    return mark
-
-
-@dataclass(frozen=True)
-class Fairness:
-    """TLA+'s WF_vars(A) (weak) or SF_vars(A) (strong) for an action A: the
-    action as a whole (some instance of it), or, with `each` (one of its
-    arguments), each set of its instances that share a value of that
-    argument, as `\\A b \\in Broker : WF_vars(A(b))` writes it."""
-
-    strong: bool
-    action: str
-    each: str | None = None
-
-    def __str__(self) -> str:
-        return f"{'SF' if self.strong else 'WF'}({self.action}{f', each {self.each}' if self.each else ''})"
-
-
-def weak(*actions: str, each: str | None = None) -> tuple[Fairness, ...]:
-    """Weak fairness of each named action: one continuously enabled is eventually taken."""
-    return tuple(Fairness(False, a, each) for a in actions)
-
-
-def strong(*actions: str, each: str | None = None) -> tuple[Fairness, ...]:
-    """Strong fairness of each named action: one enabled infinitely often is eventually taken."""
-    return tuple(Fairness(True, a, each) for a in actions)
-
-
-# the forms of temporal property a spec may state, each over state predicates:
-# []<>P (always eventually), <>[]P (eventually always), P ~> Q (leads to)
-ALWAYS_EVENTUALLY, EVENTUALLY_ALWAYS, LEADS_TO = "[]<>", "<>[]", "~>"
-
-
-def _temporal(form: str, name: str, fairness: tuple, explain: Explanation | None) -> Callable:
-    flat = tuple(f for group in fairness for f in (group if isinstance(group, tuple) else (group,)))
-    bad = [f for f in flat if not isinstance(f, Fairness)]
-    if bad:
-        raise SpecDefinitionError(f"property {name!r}: {bad[0]!r} is not weak(...) or strong(...) fairness")
-
-    def mark(fn: Any) -> Any:
-        fn._mc_property = name
-        fn._mc_form = form
-        fn._mc_fairness = flat
-        fn._mc_explain = explain
-        return fn
-
-    return mark
-
-
-def always_eventually(
-    name: str, *fairness: Fairness | tuple[Fairness, ...], explain: Explanation | None = None
-) -> Callable:
-    """Mark a predicate `(self, state) -> bool` P as the property []<>P:
-    every fair behaviour meets P again and again (`explain` as for an
-    invariant: how a lasso's last state misses it)."""
-    return _temporal(ALWAYS_EVENTUALLY, name, fairness, explain)
-
-
-def eventually_always(
-    name: str, *fairness: Fairness | tuple[Fairness, ...], explain: Explanation | None = None
-) -> Callable:
-    """Mark a predicate `(self, state) -> bool` P as the property <>[]P:
-    every fair behaviour ends in states where P holds for good."""
-    return _temporal(EVENTUALLY_ALWAYS, name, fairness, explain)
-
-
-def leads_to(name: str, *fairness: Fairness | tuple[Fairness, ...], explain: Explanation | None = None) -> Callable:
-    """Mark a method `(self, state) -> (bool, bool)`, the predicates (P, Q),
-    as the property P ~> Q: in every fair behaviour, a state where P holds
-    is followed (or accompanied) by one where Q holds."""
-    return _temporal(LEADS_TO, name, fairness, explain)
-
-
-def _collect(cls: type, marker: str) -> dict[str, tuple[Any, list[Any]]]:
-    """Marked methods by declared name: (the method, the definitions along
-    the MRO that carry the mark, nearest first). An override keeps the name
-    (and, for an action, the arguments) its base declared, so a variant may
-    redefine an action without re-marking it, or re-mark it to change its
-    arguments; what a re-mark leaves out (None) it keeps from its base's."""
-    found: dict[str, tuple[Any, list[Any]]] = {}
-    for attr in dir(cls):  # dir() is sorted: deterministic
-        marks = [d for d in (vars(k)[attr] for k in cls.__mro__ if attr in vars(k)) if hasattr(d, marker)]
-        if not marks:
-            continue
-        name = getattr(marks[0], marker)
-        if name in found:
-            raise SpecDefinitionError(f"{cls.__name__}: two methods declare {name!r}")
-        found[name] = (getattr(cls, attr), marks)
-    return found
-
-
-def _declared(marks: list[Any], key: str) -> Any:
-    """What the nearest of `marks` that says declares as `key` (None if none does)."""
-    return next((v for m in marks if (v := getattr(m, key, None)) is not None), None)
-
-
-def _check_params(cls: type, name: str, fn: Callable, params: dict[str, Any]) -> None:
-    bad = [k for k, p in params.items() if not isinstance(p, Param)]
-    if bad:
-        raise SpecDefinitionError(f"{cls.__name__}: action {name!r}: argument {bad[0]!r} is not a Param")
-    code = fn.__code__
-    if code.co_argcount != 2 + len(params):
-        raise SpecDefinitionError(
-            f"{cls.__name__}: action {name!r} declares {len(params)} argument(s) "
-            f"({', '.join(params) or 'none'}) but its method takes "
-            f"{code.co_argcount - 2} after (self, state)"
-        )
-
-
-class Spec:
+class Spec(Presentation):
     """Base class of every protocol spec.
 
     Subclasses define `init_states`, `@action`s, `@invariant`s, `@goal`s and
@@ -395,53 +193,6 @@ class Spec:
     def describe(self, state: State) -> dict[str, Any]:
         """Named, JSON-friendly variables of a state, for traces."""
         return dict(state._asdict())
-
-    # --- presentation hooks (defaults suit any spec) ---------------------------
-    # Variables the trace view shows (by default one column each); the others
-    # appear in a view only when they change.
-    trace_columns: ClassVar[tuple[str, ...]] = ()
-    # One line read under a trace view: what its marks and colours mean.
-    trace_legend: ClassVar[str] = ""
-    # Apalache types of the described variables (modelcheck.views.itf constructors),
-    # so an ITF export writes sets as sets and tuples as tuples; a variable
-    # not listed is written by its JSON shape.
-    itf_types: ClassVar[dict[str, Any]] = {}
-
-    def format_value(self, name: str, value: Any) -> str:
-        """How a variable's value is shown in a trace table."""
-        return json.dumps(value, separators=(",", ":"))
-
-    def trace_row(self, state: dict[str, Any]) -> tuple[dict[str, Cell], dict[str, Cell]]:
-        """One row of a trace view from described variables: (columns,
-        lanes), each label -> [(text, rich style)]. Lanes are per-process
-        cells (one a broker), drawn side by side as in a timeline figure."""
-        return {c: [(self.format_value(c, state[c]), "")] for c in self.trace_columns}, {}
-
-    def explain(self, invariant: str, state: State) -> str:
-        """One sentence on why `state` violates `invariant`: its declared
-        explanation, else (and for a temporal property without one) what it
-        asks, its docstring's first paragraph."""
-        if invariant in self.explanations:
-            return self.explanations[invariant](self, state)
-        fn = self.invariants[invariant] if invariant in self.invariants else self.properties[invariant]
-        doc = (fn.__doc__ or "").strip().split("\n\n")[0]
-        return " ".join(doc.split())
-
-    def story(self, trace: list, invariant: str, loop: int | None = None) -> str:
-        """A counterexample in a few sentences (default: the actions, then
-        the explanation); a spec may tell it in its own domain's words."""
-        steps = ", ".join(s.action + (str(s.args) if s.args else "") for s in trace[1:])
-        return (
-            f"{steps}{self.loop_sentence(trace, loop)}: {invariant} breaks: {self.explain(invariant, trace[-1].state)}."
-        )
-
-    def loop_sentence(self, trace: list, loop: int | None) -> str:
-        """How a lasso goes on for ever ("" for an invariant's trace)."""
-        if loop is None:
-            return ""
-        if loop == len(trace) - 1:
-            return ", then nothing changes for ever (every fair action taken or disabled)"
-        return f", then steps {loop + 1}..{len(trace) - 1} repeat for ever (every fair action taken or disabled)"
 
     # --- what the engine uses ----------------------------------------------
     def never_enabled(self) -> frozenset[str]:

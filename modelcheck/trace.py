@@ -16,10 +16,11 @@ import json
 from typing import Any, cast
 
 from .config import ConfigError, shown
+from .declare import Fairness
 from .fingerprint import fingerprint
 from .path import Path, PathError, walk
 from .result import Step
-from .spec import Fairness, Spec
+from .spec import Spec
 from .store import VisitedStore
 
 
@@ -131,7 +132,7 @@ def validate_lasso(spec: Spec, steps: list[Step], loop: int, prop: str) -> None:
     there when `loop` is the last step) and check, with the interpreted
     spec alone, that it is a fair behaviour violating property `prop`;
     raise TraceError if not."""
-    from .spec import ALWAYS_EVENTUALLY, LEADS_TO
+    from .declare import ALWAYS_EVENTUALLY, LEADS_TO
 
     canon = spec.canonical
     last = len(steps) - 1

@@ -4,7 +4,7 @@ its flattened text, which includes the class's module)."""
 
 from __future__ import annotations
 
-from modelcheck.spec import invariant
+from modelcheck.declare import invariant
 from specs.kafka_elr import Kip966
 from specs.kafka_elr.types import NO_LEADER
 from specs.kafka_elr.variants import ReassignmentIgnoresMinIsr

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from modelcheck.spec import Field, Spec, action, always_eventually, eventually_always, invariant, leads_to, strong, weak
+from modelcheck.declare import Field, action, always_eventually, eventually_always, invariant, leads_to, strong, weak
+from modelcheck.spec import Spec
 
 
 class ArbiterState(NamedTuple):

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from modelcheck.declare import Field, Param, action, invariant
 from modelcheck.ops import popcount
-from modelcheck.spec import Field, Param, Spec, action, invariant
+from modelcheck.spec import Spec
 
 
 class Slots(NamedTuple):

@@ -38,7 +38,7 @@ def test_the_actions_declare_their_bounds():
 
 
 def test_a_variant_registers_itself_and_the_catalog_lists_its_modules():
-    from modelcheck.spec import SpecDefinitionError
+    from modelcheck.declare import SpecDefinitionError
     from specs.kafka_elr import PROTOCOL
     from specs.kafka_elr.catalog import PROTOCOLS
     from specs.kafka_elr.protocol import REGISTERED

@@ -13,12 +13,13 @@ from typing import NamedTuple
 
 import pytest
 
+from modelcheck.declare import Field, Param, SpecDefinitionError, action, invariant
 from modelcheck.engine import run
 from modelcheck.engine.bfs import check
 from modelcheck.engine.options import CheckOptions
 from modelcheck.fingerprint import fingerprint
 from modelcheck.result import Step
-from modelcheck.spec import Field, Param, Spec, SpecDefinitionError, action, invariant
+from modelcheck.spec import Spec
 from modelcheck.trace import TraceError, validate
 
 ROOT = Path(__file__).parent.parent

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from test_engine import Counters
 
+from modelcheck.declare import Field, Param, action
 from modelcheck.engine import run
 from modelcheck.engine.kernel import Kernel, KernelError, KernelUnavailable, compiling_ahead, kernel_for
 from modelcheck.engine.kernel.compiled import kernel_family
@@ -32,7 +33,6 @@ from modelcheck.engine.kernel.glue import (
 from modelcheck.engine.options import CheckOptions
 from modelcheck.engine.storage.batch import expand
 from modelcheck.ops import replace_at
-from modelcheck.spec import Field, Param, action
 from specs.kafka_elr import VARIANTS, Kip966, load
 from specs.kafka_elr.arguments import BROKER
 from specs.kafka_elr.types import NO_LEADER

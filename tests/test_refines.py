@@ -12,11 +12,12 @@ from click.testing import CliRunner
 
 from cli import main
 from modelcheck.config import ConfigError
+from modelcheck.declare import action
 from modelcheck.engine.refinement.refine import check, replay
 from modelcheck.engine.refinement.refine_fast import run as run_engine
 from modelcheck.refinement import Image, Refinement, identity, mapping_for
 from modelcheck.result import Step
-from modelcheck.spec import Spec, action
+from modelcheck.spec import Spec
 from modelcheck.trace import TraceError
 from specs.kafka_elr import load_as
 from specs.kafka_elr.types import NO_LEADER

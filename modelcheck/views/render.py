@@ -18,8 +18,9 @@ from typing import Any
 
 from rich.style import Style
 
+from ..presentation import Cell
 from ..result import Step
-from ..spec import Cell, Spec
+from ..spec import Spec
 from .terminal import Row, changes
 
 CSS = """

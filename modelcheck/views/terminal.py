@@ -10,8 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..formats.scenario import StepReport
+from ..presentation import Cell
 from ..result import Step
-from ..spec import Cell, Spec
+from ..spec import Spec
 
 CHANGED = "bold yellow"
 

@@ -5,7 +5,7 @@ instance, and how its values read in traces and scenarios.
 
 from __future__ import annotations
 
-from modelcheck.spec import Param
+from modelcheck.declare import Param
 
 from .types import NO_LEADER, members
 from .types import PREFERRED_REPLICA as PREFERRED_REPLICA  # the initial leader: declared with the state

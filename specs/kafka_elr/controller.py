@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from modelcheck.spec import Args, action
+from modelcheck.declare import action
+from modelcheck.spec import Args
 
 from . import rules, story
 from .arguments import BROKER, ELECTED, LEADER, STRATEGY_AGGRESSIVE, STRATEGY_BALANCED, STRATEGY_NONE

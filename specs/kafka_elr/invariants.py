@@ -6,7 +6,7 @@ properties are in temporal.py.
 
 from __future__ import annotations
 
-from modelcheck.spec import invariant
+from modelcheck.declare import invariant
 
 from . import logs, rules
 from .arguments import STRATEGY_NONE

@@ -13,9 +13,9 @@ RECOVERING, and a min.insync.replicas change wipes the ELR.
 
 from __future__ import annotations
 
+from modelcheck.declare import Param, SymmetryError, action
 from modelcheck.ops import lowest_bit
 from modelcheck.refinement import Refinement
-from modelcheck.spec import Param, SymmetryError, action
 
 from . import rules
 from .arguments import ADMIN_TYPE, BROKER, ELECTED, PREFERRED, UNCLEAN

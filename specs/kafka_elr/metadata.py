@@ -6,8 +6,8 @@ acts on the partition as its last replayed record describes it.
 
 from __future__ import annotations
 
+from modelcheck.declare import action
 from modelcheck.ops import replace_at
-from modelcheck.spec import action
 
 from . import story
 from .arguments import RECEIVER

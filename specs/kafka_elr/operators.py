@@ -5,8 +5,8 @@ recovery types), min.insync.replicas changes, and partition reassignment
 
 from __future__ import annotations
 
+from modelcheck.declare import action
 from modelcheck.ops import lowest_bit, replace_at
-from modelcheck.spec import action
 
 from . import logs, rules, story
 from .arguments import (

@@ -16,9 +16,10 @@ from __future__ import annotations
 import marshal
 from typing import Any, ClassVar
 
+from modelcheck.declare import Field, SpecDefinitionError, SymmetryError
 from modelcheck.ops import popcount
 from modelcheck.refinement import Refinement
-from modelcheck.spec import Field, Spec, SpecDefinitionError, SymmetryError
+from modelcheck.spec import Spec
 
 from .arguments import (
     ACKS_NAMES,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from modelcheck.spec import goal, leads_to, weak
+from modelcheck.declare import goal, leads_to, weak
 
 from . import logs
 from .arguments import STRATEGY_BALANCED

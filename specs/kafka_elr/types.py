@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from modelcheck.declare import Field
 from modelcheck.formats.itf import BOOL, INT, STR, Fun, Option, Seq, Set, Tup, Type
 from modelcheck.ops import popcount, replace_at
-from modelcheck.spec import Field
 
 from . import logs
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from modelcheck.declare import action
 from modelcheck.ops import replace_at
-from modelcheck.spec import Args, action
+from modelcheck.spec import Args
 
 from . import story
 from .arguments import BROKER

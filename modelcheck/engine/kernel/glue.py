@@ -10,7 +10,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...spec import LEADS_TO, Spec
+from ...declare import LEADS_TO
+from ...spec import Spec
 from .flatten import Flattener, internal_decorator
 
 # One glue module per (kernel family, number of processes): the rules of

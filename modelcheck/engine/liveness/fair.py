@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...config import ConfigError
-from ...spec import ALWAYS_EVENTUALLY, LEADS_TO, Spec
+from ...declare import ALWAYS_EVENTUALLY, LEADS_TO
+from ...spec import Spec
 from ...trace import TraceError
 from .graph import Graph
 from .jit import jit, uint64
