@@ -50,3 +50,10 @@ def test_every_module_is_named_on_the_layout_page():
     )
     unnamed = [m for m in modules if m.rsplit("/", 1)[1] not in page and m not in page]
     assert unnamed == []
+
+
+def test_every_package_of_modelcheck_is_a_regular_one():
+    """Spark executors import modelcheck from a zip, and zipimport finds no
+    namespace package: a folder without __init__.py is missing there."""
+    folders = [p for p in (ROOT / "modelcheck").rglob("*") if p.is_dir() and p.name != "__pycache__"]
+    assert [f.relative_to(ROOT).as_posix() for f in folders if not (f / "__init__.py").exists()] == []
