@@ -16,23 +16,23 @@ from modelcheck.engine.options import CheckOptions
 from modelcheck.schemata import schema
 
 POINTS = [
-    "#1 Allocator.free (mutable_specs.py:36): drop negation: not s.used & 1 << slot  ->  s.used & 1 << slot",
-    "#2 Allocator.free (mutable_specs.py:36): swap set operation: s.used & 1 << slot  ->  s.used | 1 << slot",
-    "#3 Allocator.release (mutable_specs.py:46): drop disjunct: s.taken == 0 or self.free(s, slot)  ->  "
+    "#1 Allocator.free (mutable_specs.py:37): drop negation: not s.used & 1 << slot  ->  s.used & 1 << slot",
+    "#2 Allocator.free (mutable_specs.py:37): swap set operation: s.used & 1 << slot  ->  s.used | 1 << slot",
+    "#3 Allocator.release (mutable_specs.py:47): drop disjunct: s.taken == 0 or self.free(s, slot)  ->  "
     "self.free(s, slot)",
-    "#4 Allocator.release (mutable_specs.py:46): flip comparison: s.taken == 0  ->  s.taken != 0",
-    "#5 Allocator.release (mutable_specs.py:46): drop disjunct: s.taken == 0 or self.free(s, slot)  ->  s.taken == 0",
-    "#6 Allocator.release (mutable_specs.py:48): drop set removal: s.used & ~(1 << slot)  ->  s.used",
-    "#7 Allocator.release (mutable_specs.py:49): skip assignment: t = t._replace(taken=t.taken - 1)  ->  (skipped)",
-    "#8 Allocator.release (mutable_specs.py:49): drop increment: t.taken - 1  ->  t.taken",
-    "#9 Allocator.take (mutable_specs.py:40): drop conjunct: self.free(s, slot) and s.taken < self.slots  ->  "
+    "#4 Allocator.release (mutable_specs.py:47): flip comparison: s.taken == 0  ->  s.taken != 0",
+    "#5 Allocator.release (mutable_specs.py:47): drop disjunct: s.taken == 0 or self.free(s, slot)  ->  s.taken == 0",
+    "#6 Allocator.release (mutable_specs.py:49): drop set removal: s.used & ~(1 << slot)  ->  s.used",
+    "#7 Allocator.release (mutable_specs.py:50): skip assignment: t = t._replace(taken=t.taken - 1)  ->  (skipped)",
+    "#8 Allocator.release (mutable_specs.py:50): drop increment: t.taken - 1  ->  t.taken",
+    "#9 Allocator.take (mutable_specs.py:41): drop conjunct: self.free(s, slot) and s.taken < self.slots  ->  "
     "s.taken < self.slots",
-    "#10 Allocator.take (mutable_specs.py:40): drop conjunct: self.free(s, slot) and s.taken < self.slots  ->  "
+    "#10 Allocator.take (mutable_specs.py:41): drop conjunct: self.free(s, slot) and s.taken < self.slots  ->  "
     "self.free(s, slot)",
-    "#11 Allocator.take (mutable_specs.py:40): flip strictness: s.taken < self.slots  ->  s.taken <= self.slots",
-    "#12 Allocator.take (mutable_specs.py:41): keep field: grab(s.used, slot)  ->  s.used (kept)",
-    "#13 Allocator.take (mutable_specs.py:41): drop increment: s.taken + 1  ->  s.taken",
-    "#14 mutable_specs.grab (mutable_specs.py:19): swap set operation: used | 1 << slot  ->  used & 1 << slot",
+    "#11 Allocator.take (mutable_specs.py:41): flip strictness: s.taken < self.slots  ->  s.taken <= self.slots",
+    "#12 Allocator.take (mutable_specs.py:42): keep field: grab(s.used, slot)  ->  s.used (kept)",
+    "#13 Allocator.take (mutable_specs.py:42): drop increment: s.taken + 1  ->  s.taken",
+    "#14 mutable_specs.grab (mutable_specs.py:20): swap set operation: used | 1 << slot  ->  used & 1 << slot",
 ]
 
 # (holds, invariant, distinct, trace length) of each mutant, the reference engine's
