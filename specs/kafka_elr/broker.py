@@ -14,6 +14,7 @@ from modelcheck.spec import Args
 
 from . import logs, rules, story
 from .arguments import ACKS, ACKS_ALL, AT, BROKER, BROKER_SET, ELECTED, KEEP
+from .parts import Parts
 from .types import (
     NEW,
     NO_EPOCH,
@@ -34,7 +35,7 @@ from .types import (
 )
 
 
-class Broker:
+class Broker(Parts):
     """Brokers and clients (mixed into Kip966, protocol.py)."""
 
     # ---- clients and the leader: produce, fetch, HWM --------------------------------------

@@ -13,6 +13,7 @@ from modelcheck.spec import Args
 
 from . import rules, story
 from .arguments import BROKER, ELECTED, LEADER, STRATEGY_AGGRESSIVE, STRATEGY_BALANCED, STRATEGY_NONE
+from .parts import Parts
 from .types import (
     NEW,
     NO_LEADER,
@@ -30,7 +31,7 @@ from .types import (
 )
 
 
-class Controller:
+class Controller(Parts):
     """The controller's rules (mixed into Kip966, protocol.py)."""
 
     # ---- derived values -------------------------------------------------------------------

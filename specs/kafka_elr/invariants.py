@@ -10,6 +10,7 @@ from modelcheck.declare import invariant
 
 from . import logs, rules
 from .arguments import STRATEGY_NONE
+from .parts import Parts
 from .types import (
     ELR,
     ELR_VERSION,
@@ -30,7 +31,7 @@ from .types import (
 )
 
 
-class Invariants:
+class Invariants(Parts):
     """The invariants and their explanations (mixed into Kip966, protocol.py)."""
 
     # ---- invariants -----------------------------------------------------------------------

@@ -11,10 +11,11 @@ from modelcheck.ops import replace_at
 
 from . import story
 from .arguments import RECEIVER
+from .parts import Parts
 from .types import NO_LEADER, State, proposed
 
 
-class Metadata:
+class Metadata(Parts):
     """The brokers' views of the partition (mixed into Kip966, protocol.py)."""
 
     # ---- what a broker acts on: the controller's state under "atomic", its view under "propagated"

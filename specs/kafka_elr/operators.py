@@ -23,6 +23,7 @@ from .arguments import (
     TARGET,
     UNCLEAN,
 )
+from .parts import Parts
 from .types import NO_LEADER, State, contains, size
 
 
@@ -35,7 +36,7 @@ def _reassignment_ended(t: story.Told) -> str:
     )
 
 
-class Operators:
+class Operators(Parts):
     """Operator actions (mixed into Kip966, protocol.py)."""
 
     # ---- admin elections and min ISR ------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from .parts import Parts
 from .types import ITF_TYPES, NO_LEADER, PER_BROKER, State, members
 
 # Log entries are coloured by the leader epoch that wrote them (a
@@ -13,7 +14,7 @@ EPOCH_COLOURS = ("#a6cee3", "#fdbf6f", "#b2df8a", "#fb9a99", "#cab2d6", "#ffff99
 DOWN = {"OFFLINE_DIRTY": "down:dirty", "OFFLINE_CLEAN": "down:clean"}
 
 
-class KafkaPresentation:
+class KafkaPresentation(Parts):
     # what trace_row shows; other variables appear when they change
     trace_columns: ClassVar[tuple[str, ...]] = (
         "leader",

@@ -83,20 +83,6 @@ class Kip966(
             constant={"elr": 0, "last_known_elr": 0, "last_known_leader": NO_LEADER},
         ),
     )
-    # the config's bounds, set in __init__ from BOUNDS (types.py); declared again
-    # only so that mypy sees them (tests/test_declarations.py holds the two alike)
-    max_records: int
-    max_unclean_shutdowns: int
-    max_clean_shutdowns: int
-    max_fences: int
-    max_isr_shrinks: int
-    max_min_isr_changes: int
-    max_admin_elections: int
-    max_unclean_switches: int
-    max_reassignments: int
-    max_version_changes: int
-    max_software_changes: int
-    switch_at_min_isr: bool  # elr_switch_when = "at-min-isr"
     # whether the variant has eligible.leader.replicas.version (legacy predates it), and
     # whether the controller refuses a version a broker's software does not support
     has_versions = True

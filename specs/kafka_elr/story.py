@@ -13,6 +13,7 @@ from typing import Any, cast
 
 from modelcheck.result import Step
 
+from .parts import Parts
 from .types import describe
 
 MAX_SENTENCES = 3  # plus the closing sentence that names what broke
@@ -101,7 +102,7 @@ def _initial(state) -> str:
     return "leader 0, ISR all" + (f" of replicas {brokers(replicas)}, spare {brokers(spare)}" if spare else "")
 
 
-class KafkaStory:
+class KafkaStory(Parts):
     def facts(self, action: str, args: dict[str, Any], s: Any) -> dict[str, Any]:
         """What the protocol decides in a step from state `s`, by the spec's
         own predicates (the action's `decides`): whether the controller takes

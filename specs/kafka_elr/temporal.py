@@ -12,6 +12,7 @@ from modelcheck.declare import goal, leads_to, weak
 
 from . import logs
 from .arguments import STRATEGY_BALANCED
+from .parts import Parts
 from .types import (
     ELR,
     NO_LEADER,
@@ -51,7 +52,7 @@ def _down(d: dict[str, Any]) -> list[int]:
     return [b for b, st in enumerate(d["status"]) if st != "RUNNING"]
 
 
-class Temporal:
+class Temporal(Parts):
     """Goals and temporal properties (mixed into Kip966, protocol.py)."""
 
     @goal("ElrMemberElected", needs=ELR)

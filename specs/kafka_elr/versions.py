@@ -18,10 +18,11 @@ from modelcheck.spec import Args
 
 from . import story
 from .arguments import BROKER
+from .parts import Parts
 from .types import ELR_VERSION, NEW, NO_LEADER, OLD, RUNNING, State, size
 
 
-class Versions:
+class Versions(Parts):
     """The versions' rules and the operator's steps (mixed into Kip966, protocol.py)."""
 
     # ---- what the versions enable --------------------------------------------------------
