@@ -2,9 +2,17 @@
 variant at 3 brokers, so that each variant's kernel compiles once (no
 spare broker, hence no reassignment: its targets need one)."""
 
-from hypothesis import HealthCheck, settings
+import signal
+from typing import Any
+
+from hypothesis import HealthCheck, reject, settings
 from hypothesis import strategies as st
 
+from modelcheck.engine import run
+from modelcheck.engine.control import Control
+from modelcheck.engine.options import CheckOptions
+from modelcheck.lifetime import Stopped, StopRequest
+from modelcheck.result import CheckResult
 from specs.kafka_elr import VARIANTS
 
 
@@ -50,3 +58,29 @@ def fuzzing(examples: int, *also_suppressed: HealthCheck) -> settings:
         database=None,
         suppress_health_check=[HealthCheck.too_slow, *also_suppressed],
     )
+
+
+# The most distinct states a random config may reach to be kept: the
+# reference engine checks some 500 to 2,000 states a second, and an
+# example drawn with every bound at its top can reach millions.
+SMALL_STATES = 15_000
+
+
+def small_enough(spec: Any, options: CheckOptions) -> CheckResult:
+    """The result of checking `spec` as `options` say, or hypothesis
+    rejects the example once the search passes SMALL_STATES (checked at
+    each progress report), so that a random config's size, not its luck,
+    bounds what the differential tests cost."""
+    request = StopRequest()
+
+    def progress(counts: dict) -> None:
+        if counts.get("distinct", 0) > SMALL_STATES:
+            request.signum = signal.SIGINT
+
+    try:
+        result = run(spec, options, progress=progress, control=Control(stop=request))
+    except Stopped:
+        reject()
+    if result.distinct_states > SMALL_STATES:
+        reject()
+    return result
