@@ -57,3 +57,19 @@ def test_every_package_of_modelcheck_is_a_regular_one():
     namespace package: a folder without __init__.py is missing there."""
     folders = [p for p in (ROOT / "modelcheck").rglob("*") if p.is_dir() and p.name != "__pycache__"]
     assert [f.relative_to(ROOT).as_posix() for f in folders if not (f / "__init__.py").exists()] == []
+
+
+# what the house rule leaves long: the spec's variable table, one entry a variable
+LONG_BY_DESIGN = {"specs/kafka_elr/types.py"}
+
+
+def test_no_module_of_the_checker_or_the_spec_is_over_400_lines():
+    """A module past 400 lines holds more than one concern (issue 43): split
+    it along its seams. The tests are held by their subjects, not here."""
+    sources = [ROOT / "cli.py", *(ROOT / "modelcheck").rglob("*.py"), *(ROOT / "specs").rglob("*.py")]
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in sources
+        if (n := len(p.read_text().splitlines())) > 400 and str(p.relative_to(ROOT)) not in LONG_BY_DESIGN
+    }
+    assert long == {}
