@@ -196,10 +196,12 @@ def _collect(cls: type, marker: str) -> dict[str, tuple[Any, list[Any]]]:
     redefine an action without re-marking it, or re-mark it to change its
     arguments; what a re-mark leaves out (None) it keeps from its base's."""
     found: dict[str, tuple[Any, list[Any]]] = {}
-    for attr in dir(cls):  # dir() is sorted: deterministic
+    # the attributes some class of the MRO marks, sorted (deterministic); a
+    # walk of dir(cls) looked at every attribute of every class, 0.4 s of
+    # each process's start
+    marked = sorted({attr for k in cls.__mro__ for attr, d in vars(k).items() if hasattr(d, marker)})
+    for attr in marked:
         marks = [d for d in (vars(k)[attr] for k in cls.__mro__ if attr in vars(k)) if hasattr(d, marker)]
-        if not marks:
-            continue
         name = getattr(marks[0], marker)
         if name in found:
             raise SpecDefinitionError(f"{cls.__name__}: two methods declare {name!r}")
