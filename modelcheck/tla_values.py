@@ -4,6 +4,7 @@ records, functions and model values (what tlc.py's runs print)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -58,6 +59,10 @@ class Function(dict):
         return hash(frozenset(self.items()))
 
 
+# a dump's states repeat most of their values (57,000 states of 39
+# variables are some 2 million values, of a few thousand texts): each text
+# is parsed once (the values are immutable, Function is never changed)
+@functools.lru_cache(maxsize=1 << 16)
 def parse_value(text: str) -> Any:
     """A TLA+ value as TLC prints it: integers, strings, booleans, model
     values, sets (frozenset), intervals a..b (frozenset), sequences and
