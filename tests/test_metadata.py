@@ -15,7 +15,6 @@ from modelcheck.engine.options import CheckOptions
 from modelcheck.runs.replay import parse_steps, replay, split_scenario
 from specs.kafka_elr import load
 from specs.kafka_elr.arguments import ACKS_1
-from specs.kafka_elr.story import phrase
 from specs.kafka_elr.types import describe
 
 SCENARIOS = Path(__file__).parent.parent / "specs" / "scenarios"
@@ -189,21 +188,19 @@ def test_stories_name_the_deposed_leader_a_step_acts_on():
             ],
         )
     ]
+    fenced = spec.fence_broker(spec.init_states()[0], 0, 1)
     assert (
-        phrase("Produce", {"acks": "1", "at": 0}, states[1], states[2], {})
+        spec.phrase("Produce", {"acks": "1", "at": 0}, states[1], states[2], fenced)
         == "leader 0 (deposed: the controller's leader is 1) appends r1 (acks=1)"
     )
     # whom broker 2 fetches from is the spec's answer on the raw state: deposed leader 0
-    raw = spec.produce(spec.fence_broker(spec.init_states()[0], 0, 1), ACKS_1, 0)
+    raw = spec.produce(fenced, ACKS_1, 0)
     assert spec.describe(raw) == states[2]
     assert (
-        phrase("Fetch", {"broker": 2}, states[2], states[3], spec.facts("Fetch", {"broker": 2}, raw))
+        spec.phrase("Fetch", {"broker": 2}, states[2], states[3], raw)
         == "broker 2 fetches from deposed leader 0 and holds [r1]"
     )
     # under atomic metadata the views are constant (-1): a follower fetches from the leader
     atomic = load({})
     a = describe(atomic.init_states()[0])
-    assert (
-        phrase("Fetch", {"broker": 1}, a, a, atomic.facts("Fetch", {"broker": 1}, atomic.init_states()[0]))
-        == "broker 1 fetches and holds nothing"
-    )
+    assert atomic.phrase("Fetch", {"broker": 1}, a, a, atomic.init_states()[0]) == "broker 1 fetches and holds nothing"

@@ -34,6 +34,8 @@ def _kind(cls: type[Kip966]) -> str:
 VARIANTS: dict[str, type[Kip966]] = {c.variant: c for c in _listed("protocol") + _listed("mutant")}
 BUGS: tuple[type[Kip966], ...] = tuple(_listed("bug"))
 ALL_VARIANTS: dict[str, type[Kip966]] = {**VARIANTS, **{cls.variant: cls for cls in BUGS}}
+# the classes Kip966's kernel compiles (kernel_family): every one defined above
+Kip966.family = tuple(ALL_VARIANTS.values())
 
 
 def base_of(cls: type[Kip966]) -> str:

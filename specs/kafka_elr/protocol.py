@@ -87,6 +87,9 @@ class Kip966(
     # whether the controller refuses a version a broker's software does not support
     has_versions = True
     upgrade_needs_software = True
+    # every variant and mutant, in the catalog's order (set by catalog.py, which
+    # imports the modules that define them): the classes one kernel compiles
+    family: tuple[type[Kip966], ...] = ()
     # whether the replica list's order can change (kafka-4 with reassignments: `listed_last`)
     orders_replicas = False
 
@@ -171,9 +174,7 @@ class Kip966(
     def kernel_family(self) -> tuple[type[Spec], ...]:
         """Every variant and mutant (catalog.py): those alike in actions and
         invariants share one compiled kernel a broker count."""
-        from .catalog import ALL_VARIANTS  # the catalog imports this module
-
-        return tuple(ALL_VARIANTS.values())
+        return Kip966.family
 
     def layout(self) -> list[Field]:
         """Value ranges for the kernel's packing, as VARIABLES declare them."""

@@ -85,15 +85,6 @@ class Told:
         ) + f" (ISR {brokers(b['isr'])}, ELR {brokers(b['elr'])}){self.elected}"
 
 
-def phrase(action: str, args: dict[str, Any], a: dict[str, Any], b: dict[str, Any], facts: dict[str, Any]) -> str:
-    """What one step did, in the words its action declares (`told`; kip966's
-    actions: a variant words its steps alike), else the action's name."""
-    from .protocol import Kip966  # the protocol imports this module
-
-    told = Kip966.told.get(action)
-    return told(Told(args, a, b, facts)) if told is not None else action
-
-
 def _initial(state) -> str:
     """The initial leader and ISR; spare brokers are named, since "ISR all"
     would otherwise count them."""
