@@ -2,7 +2,6 @@
 
 from specs.kafka_elr import logs, rules
 from specs.kafka_elr.logs import from_entries as log
-from specs.kafka_elr.types import NO_LEADER
 from specs.kafka_elr.types import mask_of as m
 
 
@@ -79,13 +78,3 @@ def test_a_log_entry_refuses_an_epoch_it_cannot_hold():
 
     with pytest.raises(OverflowError, match="exceeds 31"):
         logs.entry(32, 1)
-
-
-def test_kafka_4_scans_the_replica_list_with_the_replicas_listed_last_at_its_end():
-    # replicas {b0, b1, b3} of 4 brokers, b0 listed last (a reassignment moved it to the end)
-    replicas, last = m([0, 1, 3]), m([0])
-    scan = [rules.listed(4, replicas, last, k) for k in range(8)]
-    assert [r for r in scan if r != NO_LEADER] == [1, 3, 0]
-    assert rules.preferred(4, replicas, last) == 1
-    assert rules.preferred(4, replicas, 0) == 0
-    assert rules.preferred(4, 0, 0) == NO_LEADER

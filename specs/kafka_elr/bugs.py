@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import logs, rules
+from . import logs
 from .kafka4 import ELECTION_ONLINE, ELECTION_PREFERRED, Kafka4
 from .protocol import Kip966
 from .types import State, bit, contains
@@ -133,7 +133,7 @@ class UncleanConfigIgnored(Kafka4):
         return ELECTION_ONLINE
 
     def elect_leader(self, s: State, leader: int) -> State | None:
-        if s.leader != rules.preferred(self.n, s.replicas, s.listed_last):
+        if s.leader != self.preferred(s.replicas, s.listed_last):
             t = self.build(s, s.isr, ELECTION_PREFERRED, 0)
             if t != s and t.leader == leader:
                 return t

@@ -36,10 +36,9 @@ class Kafka4(Kip966):
     variant = "kafka-4"
     protocol = True
     admin_types = (PREFERRED, UNCLEAN)  # ElectLeaders: ElectionType PREFERRED / UNCLEAN
-    # no unclean recovery manager in 4.0, and no separate end of recovery (reported_recovery);
-    # no separate completion of a reassignment either: every build() completes one that
-    # may be (completeReassignmentIfNeeded), so the goal and the property that name the
-    # completion action go too
+    # no unclean recovery manager in 4.0, no separate end of recovery (reported_recovery), and
+    # no separate completion of a reassignment: every build() completes one that may be
+    # (completeReassignmentIfNeeded), so the goal and the property naming that action go too
     lacks = frozenset({RECOVERY_MANAGER})
     omit = frozenset(
         {
@@ -54,7 +53,6 @@ class Kafka4(Kip966):
             "DowngradeMetadataVersion",
         }
     )
-
     orders_replicas = False  # set by each instance; a class default lets the variants share a kernel
 
     def __init__(self, config: dict) -> None:
@@ -139,6 +137,26 @@ class Kafka4(Kip966):
         changes: UNCLEAN when the topic enables unclean leader election
         (uncleanLeaderElectionEnabledForTopic, read at each change: CCM:691-697)."""
         return ELECTION_UNCLEAN if s.unclean_election else ELECTION_ONLINE
+
+    # ---- the replica list (PartitionRegistration.replicas, in order) ------------------
+    def listed(self, replicas: int, last: int, k: int) -> int:
+        """Position `k` of a scan of the replica list `replicas`: the
+        replicas not listed last in ascending order (k < n), then those
+        listed `last` in ascending order (k >= n); NO_LEADER where the scan
+        meets no replica. A reassignment's target list is taken in
+        ascending order, so every list Kafka can reach from it has this
+        form (docs/model.md "Reassignment under kafka-4")."""
+        r = k % self.n
+        part = replicas & last if k >= self.n else replicas & ~last
+        return r if part >> r & 1 else NO_LEADER
+
+    def preferred(self, replicas: int, last: int) -> int:
+        """The list's first replica (PartitionRegistration.preferredReplica, PR:365-367)."""
+        for k in range(2 * self.n):
+            r = self.listed(replicas, last, k)
+            if r != NO_LEADER:
+                return r
+        return NO_LEADER
 
     # ---- PartitionChangeBuilder ---------------------------------------------------
     def build(self, s: State, target_isr: int, election: int, unclean_shutdown: int) -> State:
@@ -231,14 +249,14 @@ class Kafka4(Kip966):
         replica, the current leader, then the list; the others the current
         leader, then the list. (A replica the scan meets twice was invalid
         the first time, so skip(1) needs no counterpart.)"""
-        first = rules.preferred(self.n, replicas, last) if election == ELECTION_PREFERRED else s.leader
+        first = self.preferred(replicas, last) if election == ELECTION_PREFERRED else s.leader
         then = s.leader if election == ELECTION_PREFERRED else NO_LEADER
         if self.valid_in_build(s, isr, elr, first):
             return first, False
         if self.valid_in_build(s, isr, elr, then):
             return then, False
         for k in range(2 * self.n):
-            r = rules.listed(self.n, replicas, last, k)
+            r = self.listed(replicas, last, k)
             if self.valid_in_build(s, isr, elr, r):
                 return r, False
         # canElectLastKnownLeader: feature on only, no liveness check in 4.0 (KAFKA-19522)
@@ -246,7 +264,7 @@ class Kafka4(Kip966):
             return lowest_bit(s.last_known_elr), True
         if election == ELECTION_UNCLEAN:  # the first acceptable replica of the list, ISR or not
             for k in range(2 * self.n):
-                r = rules.listed(self.n, replicas, last, k)
+                r = self.listed(replicas, last, k)
                 if r != NO_LEADER and self.alive(s, r):
                     return r, True
         return NO_LEADER, False
@@ -327,7 +345,7 @@ class Kafka4(Kip966):
         if s.admin_elections >= self.max_admin_elections:
             return None
         s = s._replace(admin_elections=s.admin_elections + 1)
-        preferred = rules.preferred(self.n, s.replicas, s.listed_last)
+        preferred = self.preferred(s.replicas, s.listed_last)
         if kind == PREFERRED and s.leader == preferred or kind == UNCLEAN and s.leader != NO_LEADER:
             return None
         t = self.build(s, s.isr, ELECTION_PREFERRED if kind == PREFERRED else ELECTION_UNCLEAN, 0)
@@ -339,7 +357,7 @@ class Kafka4(Kip966):
         PREFERRED election on partitions whose leader is not the preferred
         replica, leaderless ones included) and, with unclean leader election
         enabled, an UNCLEAN election on leaderless partitions."""
-        if s.leader != rules.preferred(self.n, s.replicas, s.listed_last):
+        if s.leader != self.preferred(s.replicas, s.listed_last):
             t = self.build(s, s.isr, ELECTION_PREFERRED, 0)
             if t != s and t.leader == leader:
                 return t  # build().ifPresent(records::add): with the feature off, also an ELR cleared
@@ -376,7 +394,7 @@ class Kafka4(Kip966):
         if not isr:
             if not s.unclean_election:
                 return None
-            isr = bit(rules.preferred(self.n, original, s.removing))
+            isr = bit(self.preferred(original, s.removing))
         t = self.build_change(s, isr, self.online_election(s), 0, original, 0, 0, s.removing)
         elected = t.leader if t.leader != s.leader else NO_LEADER
         return t if leader == elected else None

@@ -7,7 +7,7 @@ they can be unit-tested against the KIP text without building whole states.
 from __future__ import annotations
 
 from . import logs
-from .types import NO_EPOCH, NO_LEADER, size
+from .types import NO_EPOCH, size
 
 
 def update_elr(isr: int, elr: int, proposed: int, min_isr: int) -> tuple[int, int, bool]:
@@ -65,25 +65,3 @@ def epoch_start_offset(log: int, leader_epoch: int) -> int:
         if logs.epoch_of(logs.at(log, i)) == leader_epoch:
             return i
     return n
-
-
-# ---- kafka-4's replica list (PartitionRegistration.replicas, in order) -------------
-def listed(n: int, replicas: int, last: int, k: int) -> int:
-    """Position `k` of a scan of the replica list `replicas` of a cluster of
-    `n` brokers: the replicas not listed last in ascending order (k < n),
-    then those listed `last` in ascending order (k >= n); NO_LEADER where
-    the scan meets no replica. A reassignment's target list is taken in
-    ascending order, so every list Kafka can reach from it has this form
-    (docs/model.md "Reassignment under kafka-4")."""
-    r = k % n
-    part = replicas & last if k >= n else replicas & ~last
-    return r if part >> r & 1 else NO_LEADER
-
-
-def preferred(n: int, replicas: int, last: int) -> int:
-    """The list's first replica (PartitionRegistration.preferredReplica, PR:365-367)."""
-    for k in range(2 * n):
-        r = listed(n, replicas, last, k)
-        if r != NO_LEADER:
-            return r
-    return NO_LEADER
