@@ -25,6 +25,8 @@ class Protocol:
     schemata: Callable[[str], Any] | None = None  # variant -> its generated mutants
     variants: tuple[str, ...] = ()  # the names the `variant` config key takes, for help
     config_keys: tuple[str, ...] = ()  # the config keys, in the schema's order, for help
+    # (log text, its name, validate's options) -> what `validate` checks (engine/observed.py's Observed)
+    observe: Callable[[str, str, dict[str, Any]], Any] | None = None
 
     @property
     def default_matrix(self) -> Path:

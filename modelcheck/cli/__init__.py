@@ -5,7 +5,7 @@ status back."""
 
 from __future__ import annotations
 
-from . import check, ci, traces, walks
+from . import check, ci, logs, traces, walks
 from .app import main
 
-__all__ = ["main", "check", "ci", "traces", "walks"]
+__all__ = ["main", "check", "ci", "logs", "traces", "walks"]

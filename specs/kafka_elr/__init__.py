@@ -154,6 +154,20 @@ def load_as(
 
 
 # what the command line needs of this protocol (modelcheck/protocol.py; cli.py registers it)
+def observe(text: str, where: str, options: dict[str, Any]) -> Any:
+    """A metadata log as `modelcheck validate` checks it (observer.py):
+    options `variant`, `partition`, `min_isr` and `unclean_leader_election`
+    (the controller's static config, which the log does not hold)."""
+    from .observation import LogObserved
+    from .observer import read
+
+    reading = read(text, where, options.get("partition"), options["min_isr"], options["unclean_leader_election"])
+    try:
+        return LogObserved(reading, load, options["variant"])
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
+
+
 PROTOCOL = Protocol(
     name="kafka_elr",
     package=__name__,
@@ -165,4 +179,5 @@ PROTOCOL = Protocol(
     schemata=schemata,
     variants=tuple(VARIANTS),
     config_keys=tuple(key.name for key in schema()),
+    observe=observe,
 )
