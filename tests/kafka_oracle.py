@@ -202,8 +202,9 @@ def reassignment_revert(partition: PartitionRegistration) -> tuple[list[int], li
 class PartitionChangeBuilder:
     """PCB, with ELR on and the last known leader kept in lastKnownElr."""
 
-    def __init__(self, partition: PartitionRegistration, is_acceptable_leader, min_isr: int):
+    def __init__(self, partition: PartitionRegistration, is_acceptable_leader, min_isr: int, elr_enabled: bool = True):
         self.partition = partition
+        self.elr_enabled = elr_enabled  # setEligibleLeaderReplicasEnabled (PCB:180), the feature's flag
         self.is_acceptable_leader = is_acceptable_leader
         self.min_isr = min_isr
         # PCB:123-129
@@ -283,7 +284,7 @@ class PartitionChangeBuilder:
     def can_elect_last_known_leader(self) -> bool:
         """PCB:291-320: lines 315-318 only log when the last known leader is
         acceptable; it is elected alive or not (KAFKA-19522, fixed in 4.1)."""
-        if self.target_elr or self.target_isr:
+        if not self.elr_enabled or self.target_elr or self.target_isr:
             return False
         return len(self.partition.last_known_elr) == 1
 
@@ -342,8 +343,8 @@ class PartitionChangeBuilder:
         self.try_election(record)
         self.trigger_leader_epoch_bump_for_replica_reassignment_if_needed(record)
         self.maybe_update_record_elr(record)
-        # PCB:446-453 (ELR on: the ISR may become empty)
-        if record.isr is None and self.target_isr != list(self.partition.isr):
+        # PCB:446-453 (only with the ELR on may the ISR become empty)
+        if record.isr is None and (self.target_isr or self.elr_enabled) and self.target_isr != list(self.partition.isr):
             record.isr = list(self.target_isr)
         self.maybe_update_last_known_leader(record)
         self.set_assignment_changes(record)
@@ -353,6 +354,8 @@ class PartitionChangeBuilder:
 
     def maybe_update_last_known_leader(self, record: PartitionChangeRecord) -> None:
         """PCB:495-506."""
+        if not self.elr_enabled:
+            return
         p = self.partition
         emptied = record.isr is not None and not record.isr
         if emptied and (len(p.last_known_elr) != 1 or p.last_known_elr[0] != p.leader):
@@ -366,13 +369,15 @@ class PartitionChangeBuilder:
         (PCB:128, 515, 522-527, 544, 562-568) never reaches a record and is
         left out here: the lastKnownElr field is maybe_update_last_known_leader's."""
         clean_election = record.isr is None
-        if not clean_election:
+        if not clean_election or not self.elr_enabled:
             self.target_elr = []
         if self.target_elr != list(self.partition.elr):
             record.eligible_leader_replicas = list(self.target_elr)
 
     def maybe_populate_target_elr(self) -> None:
         """PCB:538-569."""
+        if not self.elr_enabled:
+            return
         if len(self.target_isr) >= self.min_isr:
             self.target_elr = []
             return
@@ -397,11 +402,13 @@ class Controller:
         registrations: dict[int, BrokerRegistration],
         min_isr: int,
         unclean_leader_election: bool,
+        elr_enabled: bool = True,
     ):
         self.partition = partition
         self.registrations = dict(registrations)
         self.min_isr = min_isr  # min.insync.replicas (no topic override: the cluster's value)
         self.unclean_leader_election = unclean_leader_election
+        self.elr_enabled = elr_enabled  # FeatureControlManager.isElrFeatureEnabled
 
     # ---- replay ------------------------------------------------------------------------
     def replay(self, records: list) -> None:
@@ -447,7 +454,8 @@ class Controller:
     def builder(self, is_acceptable_leader=None) -> PartitionChangeBuilder:
         """A builder as the handlers make one; LeaderAcceptor (RCM:2424-2447)
         defaults to isActive and adds hasOnlineDir (always true here)."""
-        return PartitionChangeBuilder(self.partition, is_acceptable_leader or self.is_active, self.effective_min_isr())
+        acceptable = is_acceptable_leader or self.is_active
+        return PartitionChangeBuilder(self.partition, acceptable, self.effective_min_isr(), self.elr_enabled)
 
     # ---- RCM: leader and ISR updates for a broker ------------------------------------------
     def generate_leader_and_isr_updates(
@@ -498,8 +506,8 @@ class Controller:
             self.generate_leader_and_isr_updates(broker, NO_LEADER, NO_LEADER, records)
 
     def handle_broker_shutdown(self, broker: int, is_clean_shutdown: bool, records: list) -> None:
-        """RCM:1446-1458 (ELR on)."""
-        if not is_clean_shutdown:
+        """RCM:1446-1458: with the ELR off, every shutdown is handled as a fence."""
+        if self.elr_enabled and not is_clean_shutdown:
             if self.in_isr(broker):
                 self.generate_leader_and_isr_updates(NO_LEADER, NO_LEADER, broker, records)
             if broker in self.partition.elr:  # partitionsWithBrokerInElr
@@ -691,7 +699,7 @@ class Controller:
         (maybe_elect_unclean_leaders) reads unclean.leader.election.enable later."""
         current = self.min_isr if name == MIN_IN_SYNC_REPLICAS else self.unclean_leader_election
         records = [] if value == current and topic_level else [ConfigRecord(topic_level, name, value)]
-        self.replay(records + clear_elr_records_as_needed(records))
+        self.replay(records + (clear_elr_records_as_needed(records) if self.elr_enabled else []))
 
 
 def clear_elr_records_as_needed(records: list) -> list:

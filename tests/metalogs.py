@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import replace
+from dataclasses import dataclass
 from typing import Any
 
 from kafka_oracle import (
@@ -25,6 +25,8 @@ from kafka_oracle import (
     RegisterBrokerRecord,
 )
 from oracle_harness import CONTROLLER_ACTIONS, controller_of, events, of_oracle, of_spec, without_proposal
+
+from modelcheck.trace import apply_step
 
 TOPIC, TOPIC_ID = "orders", "xOxBrcYuSRWgtFuZIBiXIA"
 KAFKA_IDS = (4, 7, 9, 11, 12)  # spec broker b is Kafka's KAFKA_IDS[b]
@@ -43,7 +45,7 @@ class Recording(Controller):
 
 def recording(spec, s) -> Recording:
     c = controller_of(spec, s)
-    r = Recording(c.partition, c.registrations, c.min_isr, c.unclean_leader_election)
+    r = Recording(c.partition, c.registrations, c.min_isr, c.unclean_leader_election, c.elr_enabled)
     r.batches = []
     return r
 
@@ -88,13 +90,13 @@ def walk(spec, steps: int, seed: int) -> tuple[list[tuple[str, dict, Any]], list
 class Renderer:
     """Oracle records as the lines of a kafka-dump-log dump."""
 
-    def __init__(self, n: int, min_isr: int, unclean: bool = False, elr: bool = True):
+    def __init__(self, n: int, min_isr: int, unclean: bool = False, elr: bool = True, metadata_level: int = 25):
         self.n, self.offset, self.lines = n, 0, [f"Dumping /var/lib/kraft/__cluster_metadata-0/{0:020d}.log"]
         self.lines.append("Log starting offset: 0")
         self.epochs: dict[int, int] = {}
         self.incarnations = 0
         boot = [
-            self.payload("FEATURE_LEVEL_RECORD", {"name": "metadata.version", "featureLevel": 25}),
+            self.payload("FEATURE_LEVEL_RECORD", {"name": "metadata.version", "featureLevel": metadata_level}),
             self.payload(
                 "FEATURE_LEVEL_RECORD", {"name": "eligible.leader.replicas.version", "featureLevel": int(elr)}
             ),
@@ -176,6 +178,8 @@ class Renderer:
         if isinstance(r, ConfigRecord):
             value = str(r.value).lower() if isinstance(r.value, bool) else str(r.value)
             return self.config(r.topic_level, r.name, value)
+        if isinstance(r, Feature):
+            return self.payload("FEATURE_LEVEL_RECORD", {"name": r.name, "featureLevel": r.level})
         if isinstance(r, ClearElrRecord):
             return self.payload("CLEAR_ELR_RECORD", {"topicName": TOPIC})
         raise TypeError(f"no rendering for {r!r}")
@@ -216,12 +220,17 @@ class Renderer:
         return "\n".join(self.lines) + "\n"
 
 
+def renderer_for(spec) -> Renderer:
+    """A dump that begins as the spec's initial state: its versions and configs, every replica in the ISR."""
+    c = spec.config
+    level = 25 if c["metadata_version"] == "new" else 22
+    return Renderer(spec.rf, c["min_isr"], c["unclean_leader_election"], bool(c["elr_version"]), level)
+
+
 def oracle_log(spec, steps: int, seed: int) -> tuple[str, list]:
     """A dump of the oracle's records along a random walk of the spec, and the walk."""
     taken, batches = walk(spec, steps, seed)
-    r = Renderer(
-        spec.rf, spec.config["min_isr"], spec.config["unclean_leader_election"], bool(spec.config["elr_version"])
-    )
+    r = renderer_for(spec)
     for b in batches:
         r.oracle(b)
     return r.text(), taken
@@ -236,9 +245,6 @@ def planted(text: str, offset: int, change) -> str:
             line = f"{head} payload: {json.dumps(change(json.loads(payload)), separators=(',', ':'))}"
         out.append(line)
     return "\n".join(out) + "\n"
-
-
-__all__ = ["oracle_log", "planted", "replace"]
 
 
 def scripted(spec, plan: list[tuple[str, dict]]) -> list[list]:
@@ -281,10 +287,59 @@ def rolling_restarts(n: int) -> list[tuple[str, dict]]:
 def repeated_log(spec, plan: list[tuple[str, dict]], times: int) -> str:
     """The plan's batches `times` over, as one dump (the plan must return to its start)."""
     batches = scripted(spec, plan)
-    r = Renderer(
-        spec.rf, spec.config["min_isr"], spec.config["unclean_leader_election"], bool(spec.config["elr_version"])
-    )
+    r = renderer_for(spec)
     for _ in range(times):
         for b in batches:
             r.oracle(b)
     return r.text()
+
+
+def scenario_log(spec, steps: list) -> str:
+    """A replay scenario's steps (modelcheck/formats/scenario.py) as the log
+    Kafka's controller writes for them: the oracle's records for each
+    controller event, its first way where none ends as the spec's step
+    does (Kafka's own answer, where the two differ). Steps the scenario
+    says are refused write nothing; the log ends where the spec cannot go on."""
+    s = spec.init_states()[0]
+    r = renderer_for(spec)
+    for step in steps:
+        if not step.enabled:
+            continue
+        found = apply_step(spec, s, step.action, step.args)
+        if not found:
+            break
+        args, t = found[0]
+        batches = oracle_batches(spec, s, step.action, args, t)
+        if batches is None:
+            batches = kafkas_answer(spec, s, step.action, args)
+        if step.action in spec.VERSION_STEPS:  # an operator's kafka-features: FeatureLevelRecords
+            batches = [features(s, t)]
+        for b in batches:
+            r.oracle(b)
+        s = t
+    return r.text()
+
+
+def features(s, t) -> list:
+    """The FeatureLevelRecords of a version step s -> t (rendered as they are)."""
+    out: list = []
+    if t.metadata_version != s.metadata_version:
+        out.append(Feature("metadata.version", 25 if t.metadata_version else 22))
+    if t.elr_version != s.elr_version:
+        out.append(Feature("eligible.leader.replicas.version", t.elr_version))
+    return out
+
+
+@dataclass(frozen=True)
+class Feature:
+    name: str
+    level: int
+
+
+def kafkas_answer(spec, s, action: str, args: dict) -> list[list]:
+    for name, given, ways in events(spec, s):
+        if name == action and all(args.get(k) == v for k, v in given.items()) and ways:
+            c = recording(spec, s)
+            ways[0](c)
+            return [b for b in c.batches if b]
+    return []

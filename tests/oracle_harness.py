@@ -157,7 +157,7 @@ def controller_of(spec, s: State) -> Controller:
         )
         for b in spec.brokers
     }
-    return Controller(partition, registrations, s.min_isr, bool(s.unclean_election))
+    return Controller(partition, registrations, s.min_isr, bool(s.unclean_election), bool(s.elr_version))
 
 
 def of_oracle(spec, s: State, c: Controller, proposal_answered: bool) -> Outcome:
@@ -232,6 +232,9 @@ def events(spec, s: State) -> Iterator[tuple[str, dict, list[Way]]]:
     admin = s.admin_elections < spec.max_admin_elections
     for kind in spec.admin_types:
         name = ADMIN_TYPES[kind]
+        if name not in ELECTION_TYPES:  # kip966's recovery elections: Kafka's ElectLeaders has none
+            yield "AdminElectLeaders", {"type": name}, []
+            continue
         elect = partial(Controller.elect_leader, election_type=ELECTION_TYPES[name])
         yield "AdminElectLeaders", {"type": name}, when(admin, elect)
     alter = s.min_isr_changes < spec.max_min_isr_changes
