@@ -87,11 +87,33 @@ def walk(spec, steps: int, seed: int) -> tuple[list[tuple[str, dict, Any]], list
     return taken, batches
 
 
-class Renderer:
-    """Oracle records as the lines of a kafka-dump-log dump."""
+@dataclass(frozen=True)
+class Placement:
+    """A partition of the rendered cluster: its topic and its replicas (Kafka ids; spec broker b is replicas[b])."""
 
-    def __init__(self, n: int, min_isr: int, unclean: bool = False, elr: bool = True, metadata_level: int = 25):
-        self.n, self.offset, self.lines = n, 0, [f"Dumping /var/lib/kraft/__cluster_metadata-0/{0:020d}.log"]
+    topic: str
+    topic_id: str
+    number: int
+    replicas: tuple[int, ...]
+
+
+class Renderer:
+    """Oracle records as the lines of a kafka-dump-log dump: the cluster's
+    bootstrap (features, configs, every broker registered and unfenced),
+    its partitions created with every replica in the ISR, then the batches."""
+
+    def __init__(
+        self,
+        n: int,
+        min_isr: int,
+        unclean: bool = False,
+        elr: bool = True,
+        metadata_level: int = 25,
+        placements: list[Placement] | None = None,
+    ):
+        self.placements = placements or [Placement(TOPIC, TOPIC_ID, 0, KAFKA_IDS[:n])]
+        brokers = sorted({b for p in self.placements for b in p.replicas})
+        self.offset, self.lines = 0, [f"Dumping /var/lib/kraft/__cluster_metadata-0/{0:020d}.log"]
         self.lines.append("Log starting offset: 0")
         self.epochs: dict[int, int] = {}
         self.incarnations = 0
@@ -104,14 +126,23 @@ class Renderer:
             self.config(False, "unclean.leader.election.enable", str(unclean).lower()),
         ]
         self.batch(boot)
-        for b in range(n):
+        for b in brokers:
             self.batch([self.register(b)])
-        for b in range(n):
+        for b in brokers:
             self.batch([self.change(b, fenced=-1)])
-        ids = [KAFKA_IDS[b] for b in range(n)]
-        partition = {
-            "partitionId": 0,
-            "topicId": TOPIC_ID,
+        topics = {p.topic_id: p.topic for p in self.placements}
+        for topic_id, topic in topics.items():
+            self.batch([self.payload("TOPIC_RECORD", {"name": topic, "topicId": topic_id})])
+            for p in self.placements:
+                if p.topic_id == topic_id:
+                    self.batch([self.payload("PARTITION_RECORD", self.created(p), 2)])
+
+    @staticmethod
+    def created(p: Placement) -> dict:
+        ids = list(p.replicas)
+        return {
+            "partitionId": p.number,
+            "topicId": p.topic_id,
             "replicas": ids,
             "isr": ids,
             "removingReplicas": [],
@@ -120,8 +151,6 @@ class Renderer:
             "leaderEpoch": 0,
             "partitionEpoch": 0,
         }
-        self.batch([self.payload("TOPIC_RECORD", {"name": TOPIC, "topicId": TOPIC_ID})])
-        self.batch([self.payload("PARTITION_RECORD", partition, 2)])
 
     @staticmethod
     def payload(kind: str, data: dict, version: int = 0) -> dict:
@@ -131,11 +160,11 @@ class Renderer:
         data = {"resourceType": 2 if topic_level else 4, "resourceName": TOPIC if topic_level else ""}
         return self.payload("CONFIG_RECORD", {**data, "name": name, "value": value})
 
-    def register(self, b: int) -> dict:
-        self.epochs[b] = self.offset  # the epoch is the offset of the write's first record
+    def register(self, kafka_id: int) -> dict:
+        self.epochs[kafka_id] = self.offset  # the epoch is the offset of the write's first record
         self.incarnations += 1
         data = {
-            "brokerId": KAFKA_IDS[b],
+            "brokerId": kafka_id,
             "isMigratingZkBroker": False,
             "incarnationId": f"incarnation-{self.incarnations:014d}",
             "brokerEpoch": self.offset,
@@ -147,22 +176,23 @@ class Renderer:
         }
         return self.payload("REGISTER_BROKER_RECORD", data, 3)
 
-    def change(self, b: int, fenced: int = 0, in_controlled_shutdown: int = 0) -> dict:
-        data: dict[str, Any] = {"brokerId": KAFKA_IDS[b], "brokerEpoch": self.epochs[b]}
+    def change(self, kafka_id: int, fenced: int = 0, in_controlled_shutdown: int = 0) -> dict:
+        data: dict[str, Any] = {"brokerId": kafka_id, "brokerEpoch": self.epochs[kafka_id]}
         if fenced:
             data["fenced"] = fenced
         if in_controlled_shutdown:
             data["inControlledShutdown"] = in_controlled_shutdown
         return self.payload("BROKER_REGISTRATION_CHANGE_RECORD", data, 1 if in_controlled_shutdown else 0)
 
-    def record(self, r) -> dict:
-        ids = lambda xs: [KAFKA_IDS[x] if x >= 0 else x for x in xs]  # noqa: E731
+    def record(self, r, where: Placement) -> dict:
+        kafka = where.replicas
+        ids = lambda xs: [kafka[x] if x >= 0 else x for x in xs]  # noqa: E731
         if isinstance(r, PartitionChangeRecord):
-            data: dict[str, Any] = {"partitionId": 0, "topicId": TOPIC_ID}
+            data: dict[str, Any] = {"partitionId": where.number, "topicId": where.topic_id}
             if r.isr is not None:
                 data["isr"] = ids(r.isr)
             if r.leader != NO_LEADER_CHANGE:
-                data["leader"] = KAFKA_IDS[r.leader] if r.leader >= 0 else r.leader
+                data["leader"] = kafka[r.leader] if r.leader >= 0 else r.leader
             if r.leader_recovery_state != NO_CHANGE:
                 data["leaderRecoveryState"] = r.leader_recovery_state
             if r.eligible_leader_replicas is not None:
@@ -172,9 +202,9 @@ class Renderer:
             return self.payload("PARTITION_CHANGE_RECORD", data, 2)
         if isinstance(r, BrokerRegistrationChangeRecord):
             fenced = 0 if r.fenced is None else 1 if r.fenced else -1
-            return self.change(r.broker_id, fenced, 1 if r.in_controlled_shutdown else 0)
+            return self.change(kafka[r.broker_id], fenced, 1 if r.in_controlled_shutdown else 0)
         if isinstance(r, RegisterBrokerRecord):
-            return self.register(r.broker_id)
+            return self.register(kafka[r.broker_id])
         if isinstance(r, ConfigRecord):
             value = str(r.value).lower() if isinstance(r.value, bool) else str(r.value)
             return self.config(r.topic_level, r.name, value)
@@ -200,19 +230,23 @@ class Renderer:
             )
             self.offset += 1
 
-    def oracle(self, records: list) -> None:
-        """One batch of the oracle's records; a registration's epoch is the
-        offset of its write's first record (the cleanup records come first)."""
+    def oracle(self, records: list, where: Placement | None = None) -> None:
+        """One batch of the oracle's records (of one partition, or each with its own)."""
+        self.placed([(r, where or self.placements[0]) for r in records])
+
+    def placed(self, records: list[tuple[Any, Placement]]) -> None:
+        """One batch; a registration's epoch is the offset of its write's
+        first record (the cleanup records come first)."""
         first = self.offset
         payloads: list[dict] = []
-        for r in records:
+        for r, where in records:
             if isinstance(r, RegisterBrokerRecord):
                 self.offset = first  # the epoch names the batch's first offset
-                p = self.register(r.broker_id)
+                p = self.register(where.replicas[r.broker_id])
                 self.offset = first + len(payloads)
                 payloads.append(p)
             else:
-                payloads.append(self.record(r))
+                payloads.append(self.record(r, where))
         self.offset = first
         self.batch(payloads)
 
@@ -220,11 +254,11 @@ class Renderer:
         return "\n".join(self.lines) + "\n"
 
 
-def renderer_for(spec) -> Renderer:
+def renderer_for(spec, placements: list[Placement] | None = None) -> Renderer:
     """A dump that begins as the spec's initial state: its versions and configs, every replica in the ISR."""
     c = spec.config
     level = 25 if c["metadata_version"] == "new" else 22
-    return Renderer(spec.rf, c["min_isr"], c["unclean_leader_election"], bool(c["elr_version"]), level)
+    return Renderer(spec.rf, c["min_isr"], c["unclean_leader_election"], bool(c["elr_version"]), level, placements)
 
 
 def oracle_log(spec, steps: int, seed: int) -> tuple[str, list]:
@@ -343,3 +377,81 @@ def kafkas_answer(spec, s, action: str, args: dict) -> list[list]:
             ways[0](c)
             return [b for b in c.batches if b]
     return []
+
+
+BROKER_EVENTS = ("FenceBroker", "UnfenceBroker", "StartBroker", "BeginControlledShutdown", "CleanShutdown")
+HIDDEN_BROKER_EVENTS = ("UncleanShutdown", "StopBroker")
+PARTITION_EVENTS = ("ShrinkIsr", "ExpandIsr", "CommitAlterPartition", "ElectLeader")
+
+
+def cluster_log(spec, placements: list[Placement], events: int, seed: int) -> str:
+    """A many-partition log: each partition is the spec (its replicas the
+    spec's brokers, in order), a broker's event (a fence, a restart, a
+    controlled shutdown, a crash) happens to every partition it holds at
+    once, in one batch, as Kafka's controller writes it (every partition's
+    PartitionChangeRecords and one broker record), and a partition's own
+    events (AlterPartition, elections) to it alone."""
+    rng = random.Random(seed)
+    states = [spec.init_states()[0] for _ in placements]
+    brokers = sorted({b for p in placements for b in p.replicas})
+    r = renderer_for(spec, placements)
+    for _ in range(events):
+        if rng.random() < 0.5:
+            k = rng.randrange(len(placements))
+            options = [step for step in spec.successors(states[k]) if step[0] in PARTITION_EVENTS]
+            steps = [(k, rng.choice(options))] if options else []
+        else:
+            broker = rng.choice(brokers)
+            holding = [k for k, p in enumerate(placements) if broker in p.replicas]
+            first = placements[holding[0]].replicas.index(broker)
+            actions = sorted(
+                {
+                    a
+                    for a, g, _ in spec.successors(states[holding[0]])
+                    if a in BROKER_EVENTS + HIDDEN_BROKER_EVENTS and g.get("broker") == first
+                }
+            )
+            if not actions:
+                continue
+            action = rng.choice(actions)
+            steps = []
+            for k in holding:
+                found = enabled(spec, states[k], action, {"broker": placements[k].replicas.index(broker)})
+                if not found:
+                    break
+                steps.append((k, found[0]))
+            if len(steps) != len(holding):
+                continue
+        batches = [(k, oracle_batches(spec, states[k], action, args, t)) for k, (action, args, t) in steps]
+        if not steps or any(b is None for _, b in batches):
+            continue
+        merge(r, [(placements[k], b or []) for k, b in batches])
+        for k, (_, _, t) in steps:
+            states[k] = t
+    return r.text()
+
+
+def enabled(spec, s, action: str, want: dict) -> list:
+    return [(a, g, t) for a, g, t in spec.successors(s) if a == action and all(g.get(k) == v for k, v in want.items())]
+
+
+def merge(r: Renderer, per_partition: list[tuple[Placement, list[list]]]) -> None:
+    """One event's batches over its partitions, written as Kafka's
+    controller writes them: batch i of every partition in one batch, its
+    PartitionChangeRecords together and the broker record once, first or
+    last as each partition's batch has it."""
+    for i in range(max((len(b) for _, b in per_partition), default=0)):
+        before: list = []
+        changes: list = []
+        after: list = []
+        for where, batches in per_partition:
+            if i >= len(batches):
+                continue
+            seen_change = False
+            for rec in batches[i]:
+                if isinstance(rec, PartitionChangeRecord):
+                    changes.append((rec, where))
+                    seen_change = True
+                elif not any(type(rec) is type(x) for x, _ in before + after):
+                    (after if seen_change else before).append((rec, where))
+        r.placed(before + changes + after)

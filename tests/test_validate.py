@@ -6,12 +6,23 @@ is one line and exit 2."""
 from __future__ import annotations
 
 import json
+import random
 from collections import deque
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from metalogs import TOPIC, TOPIC_ID, oracle_log, planted, repeated_log, rolling_restarts, scenario_log
+from metalogs import (
+    TOPIC,
+    TOPIC_ID,
+    Placement,
+    cluster_log,
+    oracle_log,
+    planted,
+    repeated_log,
+    rolling_restarts,
+    scenario_log,
+)
 
 from cli import main
 from modelcheck.config import read_file
@@ -312,3 +323,35 @@ def test_the_conformance_scenarios_as_logs_keep_their_status(path):
     verdict = validate(observe(text, path.name, given))
     differs = data["conformance"]["status"] == "differs" and path.stem not in DATA_PLANE
     assert verdict.consistent != differs, (verdict.deviation, verdict.allowed[:2])
+
+
+def cluster(events: int, seed: int = 3) -> tuple[list[Placement], str]:
+    """Nine brokers, four topics of three partitions, each on three of them."""
+    rng = random.Random(seed)
+    brokers = list(range(101, 110))
+    placements = [
+        Placement(f"topic-{t}", f"{t:02d}-Ua9dA7GkTPqGVsNtb1y", p, tuple(rng.sample(brokers, 3)))
+        for t in range(4)
+        for p in range(3)
+    ]
+    return placements, cluster_log(load(WALK), placements, events, seed)
+
+
+def test_every_partition_of_a_many_broker_log_is_a_behaviour():
+    placements, text = cluster(6000)
+    assert text.count("| offset:") > 1500
+    steps = 0
+    for p in placements:
+        obs = observe(text, "cluster", options(partition=f"{p.topic}:{p.number}"))
+        verdict = validate(obs)
+        assert verdict.consistent, (p, verdict.deviation)
+        steps += verdict.records
+    assert steps > 1500
+    # a broker's fence is one batch for all its partitions: planted in one, caught in that one only
+    offset, p = first_at(text, lambda p: is_change(p) and p["data"].get("eligibleLeaderReplicas"))
+    bad = planted(text, offset, lambda q: {**q, "data": {**q["data"], "eligibleLeaderReplicas": []}})
+    names = {pl.topic_id: pl.topic for pl in placements}
+    for pl in placements:
+        mine = (pl.topic_id, pl.number) == (p["data"]["topicId"], p["data"]["partitionId"])
+        verdict = validate(observe(bad, "cluster", options(partition=f"{names[pl.topic_id]}:{pl.number}")))
+        assert verdict.consistent != mine, pl

@@ -5,6 +5,7 @@ the top-level cli.py; modelcheck/protocol.py)."""
 from __future__ import annotations
 
 import errno
+import os
 import signal
 import sys
 import textwrap
@@ -62,6 +63,9 @@ class Commands(click.Group):
             usage_error(e)
         except KeyboardInterrupt:
             sys.exit(128 + signal.SIGINT)
+        except BrokenPipeError:  # the reader went away (`| head`): as a Unix tool killed by SIGPIPE, quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(128 + signal.SIGPIPE)
         except Stopped as e:  # a stop no command reported: said, never a traceback
             click.echo(f"modelcheck {e}", err=True)
             sys.exit(exit_code(e))
