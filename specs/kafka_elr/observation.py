@@ -42,22 +42,34 @@ class LogObserved:
             "controlled_shutdown": "staged",
             "metadata": "atomic",
         }
-        self.staged_note: list[str] = []
+        self.lacking: list[str] = []  # what the variant cannot do of what a log may show
         # every bound but records' 1: `normal` resets the counters, so none is ever reached
-        ones = {b.key: 1 for b in BOUNDS[1:] if b.key not in NOT_LOGGED}
-        try:
-            self.spec = load({**self.base, **ones})
-        except ConfigError:  # a variant without Kafka's two-step controlled shutdown
-            self.base["controlled_shutdown"] = "atomic"
-            self.spec = load({**self.base, **ones})
-            self.staged_note = [
-                f"{variant} has no separate controlled-shutdown step: an inControlledShutdown record "
-                "is a deviation from it"
-            ]
+        self.bounds = [b.key for b in BOUNDS[1:] if b.key not in NOT_LOGGED]
+        self.spec = self.loaded(1)
         self.rf = self.spec.rf
         self.start = reading.start
         self.expected = reading.expected
         self.counters = tuple(b.counter for b in BOUNDS)
+
+    def loaded(self, bound: int) -> Any:
+        """The spec with every bound `bound`; what the variant refuses is left
+        out and said: Kafka's two-step controlled shutdown (kafka-4's only),
+        version changes (legacy has no ELR version)."""
+        while True:
+            try:
+                return self.load({**self.base, **{key: bound for key in self.bounds}})
+            except ConfigError as e:
+                if "'controlled_shutdown'" in str(e) and self.base["controlled_shutdown"] == "staged":
+                    self.base["controlled_shutdown"] = "atomic"
+                    self.lacking.append(
+                        f"{self.variant} has no separate controlled-shutdown step: an inControlledShutdown "
+                        "record is a deviation from it"
+                    )
+                elif "'max_version_changes'" in str(e) and "max_version_changes" in self.bounds:
+                    self.bounds.remove("max_version_changes")
+                    self.lacking.append(f"{self.variant} cannot change versions: a FeatureLevelRecord is a deviation")
+                else:
+                    raise
 
     def about(self) -> str:
         c = self.reading.cluster
@@ -66,7 +78,7 @@ class LogObserved:
 
     def notes(self) -> list[str]:
         skipped = ", ".join(f"{k} x{n}" for k, n in sorted(self.reading.skipped.items()))
-        return [*self.staged_note, *self.reading.notes, *([f"passed over: {skipped}"] if skipped else [])]
+        return [*self.lacking, *self.reading.notes, *([f"passed over: {skipped}"] if skipped else [])]
 
     def view(self, s: State) -> tuple[int, ...]:
         return (
@@ -141,8 +153,7 @@ class LogObserved:
         """Every bound as wide as the witness is long: no counter counts
         more than one a step (a bound's action may count only sometimes,
         as FenceBroker counts only running brokers, so none is read off)."""
-        wide = max(1, len(moves))
-        return self.load({**self.base, **{b.key: wide for b in BOUNDS[1:] if b.key not in NOT_LOGGED}})
+        return self.loaded(max(1, len(moves)))
 
 
 # bounds the log cannot exercise here: reassignments are refused when read; brokers' software is the newest
