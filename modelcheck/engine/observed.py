@@ -112,6 +112,7 @@ class Search:
         self._layers: dict[tuple[int, ...], int] = {}
         self._answers: dict[tuple[int, Hashable], tuple[int, tuple[tuple[int, Path], ...]]] = {}
         self.layers: list[tuple[int, ...]] = []
+        self._widths: dict[int, int] = {}
 
     def number(self, s: Any) -> int:
         n = self.ids.get(s)
@@ -170,6 +171,13 @@ class Search:
             found = self._steps[(n, key)] = tuple(out.items())
         return found
 
+    def hidden_width(self, layer: int) -> int:
+        """How many states the spec could be in, hidden steps taken, from `layer` (for the report)."""
+        found = self._widths.get(layer)
+        if found is None:
+            found = self._widths[layer] = sum(len(self.closure(n)) for n in self.layers[layer])
+        return found
+
     def layer_id(self, layer: tuple[int, ...]) -> int:
         found = self._layers.get(layer)
         if found is None:
@@ -223,8 +231,7 @@ def validate(obs: Observed, progress: Callable[[int], None] | None = None, repla
     for i, expected in enumerate(obs.expected):
         if progress is not None and i % 65536 == 0:
             progress(i)
-        hidden = sum(len(search.closure(n)) for n in search.layers[layer])
-        widest_hidden = max(widest_hidden, hidden)
+        widest_hidden = max(widest_hidden, search.hidden_width(layer))
         nxt, links = search.answer(layer, expected.key)
         if not search.layers[nxt]:
             deviation = i

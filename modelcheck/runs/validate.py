@@ -71,6 +71,20 @@ def validate_command(
     return outputs.status(EXIT_HOLDS if verdict.consistent else EXIT_VIOLATED)
 
 
+SHOWN_UNKNOWN = 8  # variables the text output lists of those the log leaves open
+
+
+def unknown(obs: Any, states: list[Any]) -> list[tuple[str, list[str]]]:
+    """The variables whose value the log leaves open just before the
+    deviation (they differ among the states the spec could be in), each
+    with its values, as the spec describes them (normal form: epochs relative)."""
+    values: dict[str, dict[str, None]] = {}
+    for s in states:
+        for name, value in obs.spec.describe(s).items():
+            values.setdefault(name, {})[json.dumps(value, separators=(",", ":"))] = None
+    return [(name, list(seen)) for name, seen in values.items() if len(seen) > 1]
+
+
 def _progress(total: int, started: float) -> Any:
     def say(done: int) -> None:
         if done:
@@ -101,6 +115,7 @@ def _json(obs: Any, v: Verdict, elapsed: float) -> dict[str, Any]:
             "step": v.deviation,
             "records": e.text.splitlines(),
             "states_before": len(v.before),
+            "unknown": {name: values for name, values in unknown(obs, v.before)},
             "allowed": [
                 {"differences": list(a.differences), "moves": [[m, dict(args)] for m, args in a.path]}
                 for a in v.allowed
@@ -121,6 +136,8 @@ def _print(obs: Any, v: Verdict, elapsed: float, trace_out: str | None) -> None:
         for line in e.text.splitlines():
             click.echo(f"    {line}")
         click.echo(f"  no behaviour of the spec allows it; it could be in {len(v.before)} state(s) just before")
+        for name, values in unknown(obs, v.before)[:SHOWN_UNKNOWN]:
+            click.echo(f"    {name}: {' or '.join(values[:4])}{' or ...' if len(values) > 4 else ''}")
         if v.allowed:
             click.echo("  the closest steps it allows there (fewest differences first):")
             for a in v.allowed:

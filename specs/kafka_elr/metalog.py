@@ -64,6 +64,7 @@ class Record:
     data: dict[str, Any]
     line: int  # 1-based, in the input
     offset: int | None  # the log offset the dump prints (None in JSON Lines without one)
+    raw: str  # the payload as the input has it
 
     @property
     def where(self) -> str:
@@ -99,7 +100,7 @@ def _dump(text: str, where: str) -> list[list[Record]]:
                 if not control:
                     raise ConfigError(f"{where}: line {n}: a data record without a payload")
                 continue
-            batches[-1].append(_record(_parse(payload, where, n), where, n, _offset(head)))
+            batches[-1].append(_record(_parse(payload, where, n), where, n, _offset(head), payload))
         else:
             raise ConfigError(
                 f"{where}: line {n}: not a line kafka-dump-log --cluster-metadata-decoder prints: {stripped[:60]!r}"
@@ -124,13 +125,13 @@ def _json_lines(text: str, where: str) -> list[list[Record]]:
             continue
         value = _parse(line, where, n)
         if isinstance(value, list):
-            batches.append([_record(v, where, n, None) for v in value])
+            batches.append([_record(v, where, n, None, json.dumps(v, separators=(",", ":"))) for v in value])
             last_mark = None
             continue
         mark = value.get("batch") if isinstance(value, dict) else None
         if mark is None or mark != last_mark or not batches:
             batches.append([])
-        batches[-1].append(_record(value, where, n, None))
+        batches[-1].append(_record(value, where, n, None, line.strip()))
         last_mark = mark
     return batches
 
@@ -142,7 +143,7 @@ def _parse(text: str, where: str, n: int) -> Any:
         raise ConfigError(f"{where}: line {n}: the record does not parse as JSON (a truncated line?): {e}") from None
 
 
-def _record(value: Any, where: str, n: int, offset: int | None) -> Record:
+def _record(value: Any, where: str, n: int, offset: int | None, raw: str) -> Record:
     if not isinstance(value, dict) or not {"type", "version", "data"} <= value.keys():
         raise ConfigError(f'{where}: line {n}: a record is an object with "type", "version" and "data"')
     kind, version, data = value["type"], value["version"], value["data"]
@@ -154,7 +155,7 @@ def _record(value: Any, where: str, n: int, offset: int | None) -> Record:
         raise ConfigError(f'{where}: line {n}: {kind}\'s "data" must be an object')
     if "offset" in value:
         offset = value["offset"] if isinstance(value["offset"], int) else offset
-    return Record(kind, version, data, n, offset)
+    return Record(kind, version, data, n, offset, raw)
 
 
 # ---- fields, checked as they are read ---------------------------------------------------------

@@ -23,8 +23,8 @@ states.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from modelcheck.config import ConfigError
@@ -88,7 +88,16 @@ class Cluster:
         """Kafka ids as the spec's bitmask; -1 (Kafka's lastKnownElr [-1]) is kept as -1."""
         if NO_LEADER in ids:
             return NO_LEADER
-        return sum(1 << self.replicas.index(i) for i in set(ids))
+        bit = self.bit
+        out = 0
+        for i in ids:
+            out |= bit[i]
+        return out
+
+    @cached_property
+    def bit(self) -> dict[int, int]:
+        """Each replica's bit in the spec's masks (set once the partition exists)."""
+        return {b: 1 << i for i, b in enumerate(self.replicas)}
 
     def spec_id(self, kafka_id: int) -> int:
         return kafka_id if kafka_id == NO_LEADER else self.replicas.index(kafka_id)
@@ -174,7 +183,8 @@ class _Replay:
         self.skipped: dict[str, int] = {}
         self.notes: list[str] = []
         self.expected: list[Expected] = []
-        self.start: tuple[int, ...] = ()
+        self.start: tuple[int, ...] = ()  # the view when the partition is created
+        self.last: tuple[int, ...] = ()  # the view after the last batch that showed one
         self.config: dict[str, Any] = {}
         self.ended = False
 
@@ -183,7 +193,7 @@ class _Replay:
         for batch in batches:
             if self.ended:
                 break
-            before = self.c.view(self.min_isr, self.unclean) if self.created else None
+            before = self.last if self.created else None
             self.c.bumps, self.c.registered = 0, set()
             shown: list[Record] = []
             for r in batch:
@@ -203,9 +213,10 @@ class _Replay:
                 after = self.c.view(self.min_isr, self.unclean)
                 if after != before or self.c.bumps or self.c.registered:
                     registered = sum(1 << self.c.replicas.index(b) for b in self.c.registered)
-                    text = "\n".join(json.dumps({"type": r.kind, "data": r.data}, separators=(",", ":")) for r in shown)
+                    text = "\n".join(r.raw for r in shown)
                     where = shown[0].where + (f" to {shown[-1].where}" if len(shown) > 1 else "")
                     self.expected.append(Expected((after, self.c.bumps, registered), where, text))
+                self.last = after
         if not self.created:
             raise ConfigError("the partition's PARTITION_RECORD is not in the log")
         return Reading(self.c, self.start, self.expected, self.config, self.number, self.skipped, self.notes)
@@ -264,7 +275,7 @@ class _Replay:
         if missing:
             raise ConfigError(f"{r.where}: replica {missing[0]} has no REGISTER_BROKER_RECORD before the partition")
         self.created = True
-        self.start = c.view(self.min_isr, self.unclean)
+        self.start = self.last = c.view(self.min_isr, self.unclean)
         versions = self.start[9:]
         self.config = {
             "brokers": len(c.replicas),
