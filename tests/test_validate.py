@@ -77,6 +77,7 @@ def walks() -> list[tuple[str, list]]:
     return [oracle_log(spec, 300, seed) for seed in range(6)]
 
 
+@pytest.mark.slow
 def test_the_oracles_logs_are_behaviours_of_kafka_4(walks):
     fired: set[str] = set()
     for text, _taken in walks:
@@ -188,6 +189,7 @@ def test_a_broker_in_controlled_shutdown_elected_is_caught_there(walks):
     pytest.fail("no controlled shutdown followed by an election in the walks")
 
 
+@pytest.mark.slow
 def test_a_long_rolling_restart_log_meets_few_states():
     spec = load(WALK)
     text = repeated_log(spec, rolling_restarts(3), 200)
@@ -268,6 +270,7 @@ def test_a_record_that_touches_the_partition_but_is_not_modelled_is_exit_2(walks
     assert r.exit_code == 2 and f"(offset {offset}): replicas changes" in r.stderr
 
 
+@pytest.mark.slow
 def test_the_command_line_says_consistent_and_writes_a_witness_the_viewer_shows(walks, tmp_path):
     log, out = tmp_path / "meta.txt", tmp_path / "w.json"
     log.write_text(walks[3][0])
@@ -301,6 +304,7 @@ OTHER_BUILDER = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", CONFORMANCE, ids=lambda p: p.stem)
 def test_the_conformance_scenarios_as_logs_keep_their_status(path):
     """Each of Kafka 4.0.0's tests that the conformance suite replays, as the
@@ -334,6 +338,7 @@ def cluster(events: int, seed: int = 3) -> tuple[list[Placement], str]:
     return placements, cluster_log(load(WALK), placements, events, seed)
 
 
+@pytest.mark.slow
 def test_every_partition_of_a_many_broker_log_is_a_behaviour():
     placements, text = cluster(6000)
     assert text.count("| offset:") > 1500
@@ -354,6 +359,7 @@ def test_every_partition_of_a_many_broker_log_is_a_behaviour():
         assert verdict.consistent != mine, pl
 
 
+@pytest.mark.slow
 def test_every_variant_gives_a_verdict_on_a_kafka_log(walks):
     """Kafka's log against each variant: kafka-4 agrees; the others answer
     (a deviation where they lack what Kafka does, said in a note), never
