@@ -372,3 +372,27 @@ def test_every_variant_gives_a_verdict_on_a_kafka_log(walks):
         obs = observe(text, "log", options(variant=variant))
         answers[variant] = validate(obs, replay_witness=False).consistent
     assert answers["kafka-4"] and not answers["legacy"] and not answers["kip966"]
+
+
+def test_the_guard_that_refuses_an_action_is_named_by_its_source():
+    from modelcheck.guards import refusal
+
+    spec = load({"variant": "kafka-4"})
+    s = spec.init_states()[0]
+    values = next(v for v, a in spec._instances["StartBroker"] if a == {"broker": 0})
+    guard = refusal(spec, "StartBroker", s, values)
+    assert guard is not None and guard.function == "start_broker" and guard.file.endswith("broker.py")
+    assert "self.running(s, b)" in guard.source and guard.source.endswith("return None")
+    enabled = next(v for v, a in spec._instances["ShrinkIsr"] if a == {"brokers": [1]})
+    assert refusal(spec, "ShrinkIsr", s, enabled) is None
+
+
+def test_a_deviation_says_which_guard_refuses_the_actions_that_write_such_records(walks):
+    text = walks[0][0]
+    offset, _ = first_at(text, lambda p: is_change(p) and p["data"].get("eligibleLeaderReplicas"))
+    bad = planted(text, offset, lambda p: {**p, "data": {**p["data"], "eligibleLeaderReplicas": []}})
+    verdict = deviation_at(bad, offset)
+    assert verdict.refused, "no candidate action was tried"
+    for r in verdict.refused:
+        assert r.enabled + sum(n for _, n in r.guards) == r.states
+        assert all(g.count(":") >= 2 for g, _ in r.guards)  # file:line (function): source

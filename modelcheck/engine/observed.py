@@ -24,6 +24,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..guards import refusal
 from ..result import Step
 from ..spec import Spec
 from ..trace import TraceError, apply_step
@@ -35,11 +36,13 @@ Path = tuple[Move, ...]
 @dataclass(frozen=True)
 class Expected:
     """One logged step: the observation it must have, where it is in the
-    log and its records, for people."""
+    log, its records for people, and the actions that write such records
+    (to say, at a deviation, which guard refused each)."""
 
     key: Hashable
     where: str
     text: str
+    candidates: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
 
 
 class Observed(Protocol):
@@ -79,6 +82,20 @@ class Allowed:
     path: Path
 
 
+@dataclass(frozen=True)
+class Refused:
+    """An action that writes records of the deviation's kind, tried in every
+    state the spec could be in just before it: in how many it is enabled
+    (its observation then differs from the record's), and the guards that
+    refuse it in the others, most frequent first."""
+
+    action: str
+    args: dict[str, Any]
+    enabled: int
+    states: int
+    guards: tuple[tuple[str, int], ...]
+
+
 @dataclass
 class Verdict:
     consistent: bool
@@ -91,6 +108,7 @@ class Verdict:
     deviation: int | None = None  # the index of the first record no behaviour allows
     before: list[Any] = field(default_factory=list)  # the states the spec could be in just before it
     allowed: list[Allowed] = field(default_factory=list)  # the closest records it allows there, nearest first
+    refused: list[Refused] = field(default_factory=list)  # why the actions that write such records do not
     coverage: dict[str, int] = field(default_factory=dict)  # action -> steps of the witness that took it
     witness_spec: Spec | None = None  # the spec the witness replays in (bounds as wide as it needs)
 
@@ -258,6 +276,7 @@ def validate(obs: Observed, progress: Callable[[int], None] | None = None, repla
         verdict.before = [search.states[h] for n in search.layers[layer] for h, _, _ in search.closure(n)]
         if chain or search.layers[first]:
             verdict.allowed = _closest(search, layer, obs.expected[deviation].key)
+            verdict.refused = _refused(obs.spec, verdict.before, obs.expected[deviation])
     return verdict
 
 
@@ -320,3 +339,26 @@ def _closest(search: Search, layer: int, wanted: Hashable, most: int = 5) -> lis
         key=lambda a: len(a.differences),
     )
     return ranked[:most]
+
+
+def _refused(spec: Spec, states: list[Any], expected: Expected, most: int = 500) -> list[Refused]:
+    """Each candidate action of `expected` tried in (up to `most` of) `states`."""
+    out = []
+    tried = states[:most]
+    for name, wanted in expected.candidates:
+        if name not in spec.actions:
+            continue
+        fn = spec.actions[name]
+        instances = [values for values, args in spec._instances[name] if all(args.get(k) == v for k, v in wanted)]
+        enabled, guards = 0, dict[str, int]()
+        for s in tried:
+            refusing = [values for values in instances if fn(spec, s, *values) is None]
+            if len(refusing) < len(instances):
+                enabled += 1
+            elif refusing:
+                guard = refusal(spec, name, s, refusing[0])
+                text = str(guard) if guard is not None else "(no guard found)"
+                guards[text] = guards.get(text, 0) + 1
+        ranked = tuple(sorted(guards.items(), key=lambda g: -g[1]))
+        out.append(Refused(name, dict(wanted), enabled, len(tried), ranked))
+    return out

@@ -116,6 +116,16 @@ def _json(obs: Any, v: Verdict, elapsed: float) -> dict[str, Any]:
             "records": e.text.splitlines(),
             "states_before": len(v.before),
             "unknown": {name: values for name, values in unknown(obs, v.before)},
+            "refused": [
+                {
+                    "action": r.action,
+                    "args": r.args,
+                    "enabled_in": r.enabled,
+                    "states": r.states,
+                    "guards": [{"guard": g, "states": n} for g, n in r.guards],
+                }
+                for r in v.refused
+            ],
             "allowed": [
                 {"differences": list(a.differences), "moves": [[m, dict(args)] for m, args in a.path]}
                 for a in v.allowed
@@ -138,6 +148,14 @@ def _print(obs: Any, v: Verdict, elapsed: float, trace_out: str | None) -> None:
         click.echo(f"  no behaviour of the spec allows it; it could be in {len(v.before)} state(s) just before")
         for name, values in unknown(obs, v.before)[:SHOWN_UNKNOWN]:
             click.echo(f"    {name}: {' or '.join(values[:4])}{' or ...' if len(values) > 4 else ''}")
+        for r in v.refused:
+            args = f" {r.args}" if r.args else ""
+            if r.enabled:
+                click.echo(
+                    f"  {r.action}{args}: enabled in {r.enabled} of {r.states} states, but writes otherwise (below)"
+                )
+            for guard, count in r.guards[:3]:
+                click.echo(f"  {r.action}{args}: refused in {count} of {r.states} states by {guard}")
         if v.allowed:
             click.echo("  the closest steps it allows there (fewest differences first):")
             for a in v.allowed:

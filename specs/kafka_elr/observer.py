@@ -38,6 +38,9 @@ ELR_FEATURE = "eligible.leader.replicas.version"
 ELR_METADATA_LEVEL = 23  # metadata.version 4.0-IV1: the first with the ELR's records
 MIN_ISR, UNCLEAN = "min.insync.replicas", "unclean.leader.election.enable"
 TOPIC, BROKER = 2, 4  # ConfigRecord resource types
+# the actions that write a config's or a feature's records
+CONFIG_ACTIONS = {MIN_ISR: ("AlterMinIsr",), UNCLEAN: ("AlterUncleanLeaderElection",)}
+VERSION_ACTIONS = ("UpgradeMetadataVersion", "UpgradeElrVersion", "DowngradeElrVersion")
 # record kinds that never touch a partition's leadership: passed over, counted by name
 UNRELATED = frozenset(
     {
@@ -215,11 +218,37 @@ class _Replay:
                     registered = sum(1 << self.c.replicas.index(b) for b in self.c.registered)
                     text = "\n".join(r.raw for r in shown)
                     where = shown[0].where + (f" to {shown[-1].where}" if len(shown) > 1 else "")
-                    self.expected.append(Expected((after, self.c.bumps, registered), where, text))
+                    key = (after, self.c.bumps, registered)
+                    self.expected.append(Expected(key, where, text, self.candidates(shown)))
                 self.last = after
         if not self.created:
             raise ConfigError("the partition's PARTITION_RECORD is not in the log")
         return Reading(self.c, self.start, self.expected, self.config, self.number, self.skipped, self.notes)
+
+    def candidates(self, shown: list[Record]) -> tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]:
+        """The actions that write a batch like `shown` (for the guards that refuse them)."""
+        out: list[tuple[str, tuple[tuple[str, Any], ...]]] = []
+        for r in shown:
+            if r.kind == "PARTITION_CHANGE_RECORD":
+                continue
+            if r.kind in ("CONFIG_RECORD", "FEATURE_LEVEL_RECORD", "CLEAR_ELR_RECORD"):
+                names = CONFIG_ACTIONS.get(
+                    r.data.get("name", ""), VERSION_ACTIONS if r.kind == "FEATURE_LEVEL_RECORD" else ()
+                )
+                out += [(name, ()) for name in names]
+                continue
+            b = (("broker", self.c.spec_id(r.data.get("brokerId", r.data.get("id", -1)))),)
+            if r.kind == "REGISTER_BROKER_RECORD":
+                out.append(("StartBroker", b))
+            elif r.kind == "UNFENCE_BROKER_RECORD" or r.data.get("fenced") == -1:
+                out.append(("UnfenceBroker", b))
+            elif r.kind == "FENCE_BROKER_RECORD" or r.data.get("fenced") == 1:
+                out += [("FenceBroker", b), ("CleanShutdown", b)]
+            elif r.data.get("inControlledShutdown") == 1:
+                out.append(("BeginControlledShutdown", b))
+        if not out:  # partition changes alone: an AlterPartition or an election
+            out = [("CommitAlterPartition", ()), ("ElectLeader", ()), ("AdminElectLeaders", ())]
+        return tuple(dict.fromkeys(out))
 
     def apply(self, r: Record, shown: list[Record]) -> None:
         c = self.c
