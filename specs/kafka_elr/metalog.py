@@ -190,3 +190,32 @@ def _kind_name(kind: type) -> str:
 def records(batches: list[list[Record]]) -> Iterator[Record]:
     for batch in batches:
         yield from batch
+
+
+def partition_of(name: str | None, batches: list[list[Record]]) -> tuple[str, int]:
+    """The (topic id, partition) `name` picks ("TOPIC:N", by name or id), or
+    the log's only partition; ConfigError naming the log's partitions if
+    it picks none."""
+    names: dict[str, str] = {}
+    found: list[tuple[str, int]] = []
+    for r in records(batches):
+        if r.kind == "TOPIC_RECORD":
+            names[field(r, "topicId", str)] = field(r, "name", str)
+        elif r.kind == "PARTITION_RECORD":
+            found.append((field(r, "topicId", str), field(r, "partitionId", int)))
+    shown = ", ".join(f"{names.get(t, t)}:{p}" for t, p in found[:8]) + (" ..." if len(found) > 8 else "")
+    if name is None:
+        if len(found) == 1:
+            return found[0]
+        raise ConfigError(
+            f"--partition: the log has {len(found)} partitions; name one as TOPIC:N ({shown or 'none'})"
+            if found
+            else "the log creates no partition (no PARTITION_RECORD): nothing to validate"
+        )
+    topic, _, number = name.rpartition(":")
+    if not topic or not number.isdigit():
+        raise ConfigError(f"--partition {name!r}: expected TOPIC:N (a topic name or id, a partition number)")
+    for t, p in found:
+        if p == int(number) and topic in (t, names.get(t)):
+            return t, p
+    raise ConfigError(f"--partition {name!r}: the log has no such partition (it has: {shown or 'none'})")

@@ -30,7 +30,7 @@ from typing import Any
 from modelcheck.config import ConfigError
 from modelcheck.engine.observed import Expected
 
-from .metalog import Record, int_list, read_log, records
+from .metalog import Record, int_list, partition_of, read_log
 from .metalog import field as get
 from .types import NEW, NO_LEADER, OLD
 
@@ -124,35 +124,6 @@ class Cluster:
             NEW if level >= ELR_METADATA_LEVEL else OLD,
             int(self.features.get(ELR_FEATURE, 0) >= 1),
         )
-
-
-def partition_of(name: str | None, batches: list[list[Record]]) -> tuple[str, int]:
-    """The (topic id, partition) `name` picks ("TOPIC:N", by name or id), or
-    the log's only partition; ConfigError naming the log's partitions if
-    it picks none."""
-    names: dict[str, str] = {}
-    found: list[tuple[str, int]] = []
-    for r in records(batches):
-        if r.kind == "TOPIC_RECORD":
-            names[get(r, "topicId", str)] = get(r, "name", str)
-        elif r.kind == "PARTITION_RECORD":
-            found.append((get(r, "topicId", str), get(r, "partitionId", int)))
-    shown = ", ".join(f"{names.get(t, t)}:{p}" for t, p in found[:8]) + (" ..." if len(found) > 8 else "")
-    if name is None:
-        if len(found) == 1:
-            return found[0]
-        raise ConfigError(
-            f"--partition: the log has {len(found)} partitions; name one as TOPIC:N ({shown or 'none'})"
-            if found
-            else "the log creates no partition (no PARTITION_RECORD): nothing to validate"
-        )
-    topic, _, number = name.rpartition(":")
-    if not topic or not number.isdigit():
-        raise ConfigError(f"--partition {name!r}: expected TOPIC:N (a topic name or id, a partition number)")
-    for t, p in found:
-        if p == int(number) and topic in (t, names.get(t)):
-            return t, p
-    raise ConfigError(f"--partition {name!r}: the log has no such partition (it has: {shown or 'none'})")
 
 
 @dataclass
