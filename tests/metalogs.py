@@ -455,3 +455,85 @@ def merge(r: Renderer, per_partition: list[tuple[Placement, list[list]]]) -> Non
                 elif not any(type(rec) is type(x) for x, _ in before + after):
                     (after if seen_change else before).append((rec, where))
         r.placed(before + changes + after)
+
+
+def from_snapshot(text: str, batch: int) -> str:
+    """`text` as an operator finds it months later: the segments before
+    batch `batch` deleted, a snapshot (`<offset>-<epoch>.checkpoint`,
+    dumped first) holding the image there: the features, configs, brokers'
+    registrations and the partition as records with their current values
+    (MetadataImage.write), then the rest of the log."""
+    from specs.kafka_elr.metalog import read_log
+    from specs.kafka_elr.observer import _Replay
+
+    batches = read_log(text, "log")
+    c = _Replay(TOPIC_ID, 0, 1, False).run(batches[:batch]).cluster
+    image = [
+        {"type": "FEATURE_LEVEL_RECORD", "version": 0, "data": {"name": k, "featureLevel": v}}
+        for k, v in c.features.items()
+    ]
+    for name, value in c.cluster_configs.items():
+        data = {"resourceType": 4, "resourceName": "", "name": name, "value": value}
+        image.append({"type": "CONFIG_RECORD", "version": 0, "data": data})
+    for b, reg in sorted(c.brokers.items()):
+        data = {
+            "brokerId": b,
+            "isMigratingZkBroker": False,
+            "incarnationId": reg.incarnation,
+            "brokerEpoch": reg.epoch,
+            "endPoints": [],
+            "features": [],
+            "rack": None,
+            "fenced": reg.fenced,
+            "inControlledShutdown": reg.in_controlled_shutdown,
+        }
+        image.append({"type": "REGISTER_BROKER_RECORD", "version": 3, "data": data})
+    image.append({"type": "TOPIC_RECORD", "version": 0, "data": {"name": TOPIC, "topicId": TOPIC_ID}})
+    partition = {
+        "partitionId": 0,
+        "topicId": TOPIC_ID,
+        "replicas": c.replicas,
+        "isr": c.isr,
+        "removingReplicas": [],
+        "addingReplicas": [],
+        "leader": c.leader,
+        "leaderEpoch": 40,
+        "partitionEpoch": 90,
+        **({"leaderRecoveryState": c.recovery} if c.recovery else {}),
+        **({"eligibleLeaderReplicas": c.elr} if c.elr else {}),
+        **({"lastKnownElr": c.last_known_elr} if c.last_known_elr else {}),
+    }
+    image.append({"type": "PARTITION_RECORD", "version": 2, "data": partition})
+    end = batches[batch][0].offset
+    lines = [
+        f"Dumping /var/lib/kraft/__cluster_metadata-0/{end:020d}-{1:010d}.checkpoint",
+        f"Snapshot end offset: {end}, epoch: 1",
+        batch_line(0, 1, control=True),
+        record_line(0, 'SnapshotHeader {"version":0,"lastContainedLogTimestamp":1740000000000}'),
+        batch_line(1, len(image)),
+        *(record_line(i, "payload: " + json.dumps(p, separators=(",", ":"))) for i, p in enumerate(image, 1)),
+        batch_line(len(image) + 1, 1, control=True),
+        record_line(len(image) + 1, 'SnapshotFooter {"version":0}'),
+    ]
+    # the log from batch `batch` on
+    kept, seen = [], -1
+    for line in text.splitlines()[2:]:
+        if line.startswith("baseOffset:"):
+            seen += 1
+        if seen >= batch:
+            kept.append(line)
+    lines += [f"Dumping /var/lib/kraft/__cluster_metadata-0/{end:020d}.log", f"Log starting offset: {end}", *kept]
+    return "\n".join(lines) + "\n"
+
+
+def batch_line(first: int, count: int, control: bool = False) -> str:
+    return (
+        f"baseOffset: {first} lastOffset: {first + count - 1} count: {count} baseSequence: -1 lastSequence: -1 "
+        f"producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: "
+        f"{str(control).lower()} deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1740000000000 size: 83 "
+        "magic: 2 compresscodec: none crc: 1 isvalid: true"
+    )
+
+
+def record_line(offset: int, rest: str) -> str:
+    return f"| offset: {offset} CreateTime: 1740000000000 keySize: -1 valueSize: 10 sequence: -1 headerKeys: [] {rest}"

@@ -17,6 +17,7 @@ from metalogs import (
     TOPIC_ID,
     Placement,
     cluster_log,
+    from_snapshot,
     oracle_log,
     planted,
     repeated_log,
@@ -66,7 +67,7 @@ def payloads(text: str) -> list[tuple[int, dict]]:
     """Each record line's offset and payload."""
     out = []
     for line in text.splitlines():
-        if line.startswith("| offset: "):
+        if line.startswith("| offset: ") and " payload: " in line:
             out.append((int(line.split()[2]), json.loads(line.partition(" payload: ")[2])))
     return out
 
@@ -396,3 +397,21 @@ def test_a_deviation_says_which_guard_refuses_the_actions_that_write_such_record
     for r in verdict.refused:
         assert r.enabled + sum(n for _, n in r.guards) == r.states
         assert all(g.count(":") >= 2 for g, _ in r.guards)  # file:line (function): source
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cut", [9, 60, 140])
+def test_a_log_that_begins_at_a_snapshot_is_validated_from_there(walks, cut):
+    """Old segments deleted after a snapshot: the dump of the .checkpoint
+    (the image: registrations, configs, the partition as it was) then the
+    segments after it. The spec's first state is one it reaches with the
+    snapshot's view; the rest must follow as before, and a planted
+    deviation after the snapshot is still caught there."""
+    text = from_snapshot(walks[0][0], cut)
+    verdict = validate(observe(text, "snapshot", options()))
+    assert verdict.consistent and verdict.starts >= 1
+    assert (verdict.prefix > 0) == (cut > 9)  # batch 9 is the first after the partition is created
+    after = [o for o, p in payloads(text) if is_change(p) and p["data"].get("eligibleLeaderReplicas")]
+    offset = next(o for o in after if o > 50)
+    bad = planted(text, offset, lambda p: {**p, "data": {**p["data"], "eligibleLeaderReplicas": []}})
+    deviation_at(bad, offset)

@@ -111,6 +111,8 @@ class Verdict:
     refused: list[Refused] = field(default_factory=list)  # why the actions that write such records do not
     coverage: dict[str, int] = field(default_factory=dict)  # action -> steps of the witness that took it
     witness_spec: Spec | None = None  # the spec the witness replays in (bounds as wide as it needs)
+    prefix: int = 0  # steps from the spec's initial state to the log's first (0: the log starts there)
+    starts: int = 0  # the states the log's first view was taken to be
 
 
 def _move(name: str, args: dict[str, Any]) -> Move:
@@ -217,8 +219,11 @@ class Search:
 
     def start(self) -> tuple[int, dict[int, Path]]:
         """The first layer: the normal states with the log's first view that
-        the spec reaches from its initial states by steps that change the
-        view (a log may begin after a history it does not show), breadth-first."""
+        the spec reaches first from its initial states (a log may begin
+        after a history it does not show: a snapshot), breadth-first, and
+        those hidden steps reach from them. States with that view reached
+        only by longer histories are not among them: `Verdict.prefix` says
+        when a log needed this."""
         paths: dict[int, Path] = {}
         frontier = [self.number(self.obs.normal(s)) for s in self.spec.init_states()]
         for n in frontier:
@@ -233,6 +238,12 @@ class Search:
                         nxt.append(t)
             frontier = nxt
             at = [n for n in frontier if self.obs.view(self.states[n]) == self.obs.start]
+        # and what hidden steps make of them: the log cannot tell those apart
+        for n in list(at):
+            for i, (h, _, _) in enumerate(self.closure(n)):
+                if h not in at:
+                    paths.setdefault(h, (*paths[n], *self.hidden_path(n, i)))
+                    at.append(h)
         return self.layer_id(tuple(at)), {n: paths[n] for n in at}
 
 
@@ -259,14 +270,16 @@ def validate(obs: Observed, progress: Callable[[int], None] | None = None, repla
         widest = max(widest, len(search.layers[nxt]))
     if not search.layers[first]:
         deviation = 0
-    moves = _witness_moves(search, first, prefixes, chain)
+    moves, prefix = _witness_moves(search, first, prefixes, chain)
     verdict = Verdict(
+        prefix=prefix,
+        starts=len(search.layers[first]),
         consistent=deviation is None,
         records=len(chain),
         states=len(search.states),
         widest=widest,
         widest_hidden=widest_hidden,
-        hidden_steps=len(moves) - len(chain) - len(next(iter(prefixes.values()), ())),
+        hidden_steps=len(moves) - len(chain) - prefix,
     )
     if replay_witness:
         verdict.witness_spec, verdict.witness = replay(obs, moves, search, first, chain)
@@ -282,17 +295,18 @@ def validate(obs: Observed, progress: Callable[[int], None] | None = None, repla
 
 def _witness_moves(
     search: Search, first: int, prefixes: dict[int, Path], chain: list[tuple[int, tuple[tuple[int, Path], ...]]]
-) -> list[Move]:
-    """The moves of one behaviour through the chain: back from the first
-    state of the last layer."""
+) -> tuple[list[Move], int]:
+    """The moves of one behaviour through the chain, back from the first
+    state of the last layer, and how many of them lead to the log's first state."""
     if not search.layers[first]:
-        return []
+        return [], 0
     j, pieces = 0, []
     for _, links in reversed(chain):
         j, path = links[j]
         pieces.append(path)
-    pieces.append(prefixes[search.layers[first][j]])
-    return [move for path in reversed(pieces) for move in path]
+    start = prefixes[search.layers[first][j]]
+    pieces.append(start)
+    return [move for path in reversed(pieces) for move in path], len(start)
 
 
 def replay(

@@ -104,6 +104,8 @@ def _json(obs: Any, v: Verdict, elapsed: float) -> dict[str, Any]:
         "widest": v.widest,
         "widest_hidden": v.widest_hidden,
         "hidden_steps": v.hidden_steps,
+        "prefix_steps": v.prefix,
+        "start_states": v.starts,
         "witness_replayed": bool(v.witness),
         "coverage": v.coverage,
         "elapsed_s": round(elapsed, 3),
@@ -176,5 +178,11 @@ def _print(obs: Any, v: Verdict, elapsed: float, trace_out: str | None) -> None:
         )
     else:
         click.echo(f"  witness not replayed (over {REPLAY_STEPS:,} steps: --trace-out replays and writes it)")
+    if v.prefix:
+        click.echo(
+            f"  note: the log begins after the partition's creation (a snapshot?): its first state was taken "
+            f"as the {v.starts} the spec reaches first with that view ({v.prefix} steps) and hidden steps make "
+            "of them; one reached only by a longer history is not among them"
+        )
     for note in obs.notes():
         click.echo(f"  note: {note}")
