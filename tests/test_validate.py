@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from metalogs import (
     TOPIC,
     TOPIC_ID,
@@ -26,7 +28,7 @@ from metalogs import (
 )
 
 from cli import main
-from modelcheck.config import read_file
+from modelcheck.config import ConfigError, read_file
 from modelcheck.engine.observed import validate
 from modelcheck.runs.replay import parse_steps, split_scenario
 from specs.kafka_elr import load, observe
@@ -415,3 +417,73 @@ def test_a_log_that_begins_at_a_snapshot_is_validated_from_there(walks, cut):
     offset = next(o for o in after if o > 50)
     bad = planted(text, offset, lambda p: {**p, "data": {**p["data"], "eligibleLeaderReplicas": []}})
     deviation_at(bad, offset)
+
+
+LOG_FOR_FUZZ = None
+
+
+def fuzz_base() -> str:
+    """A short oracle log (computed once) that the fuzz test breaks."""
+    global LOG_FOR_FUZZ
+    if LOG_FOR_FUZZ is None:
+        LOG_FOR_FUZZ = oracle_log(load(WALK), 40, 2)[0]
+    return LOG_FOR_FUZZ
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(st.data())
+def test_fuzz_a_broken_log_is_a_verdict_or_one_line_never_a_traceback(data):
+    """Lines dropped, cut short or duplicated, values replaced in payloads:
+    the reader refuses with one line (ConfigError) or the search answers."""
+    lines = fuzz_base().splitlines()
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(lines) - 1))
+        how = data.draw(st.sampled_from(["drop", "cut", "twice", "value", "json lines"]))
+        if how == "drop":
+            del lines[i]
+        elif how == "cut":
+            lines[i] = lines[i][: data.draw(st.integers(0, len(lines[i])))]
+        elif how == "twice":
+            lines.insert(i, lines[i])
+        elif how == "json lines":
+            lines = [line.partition(" payload: ")[2] for line in lines if " payload: " in line]
+        elif " payload: " in lines[i]:
+            head, _, payload = lines[i].partition(" payload: ")
+            record = json.loads(payload)
+            if record["data"]:
+                key = data.draw(st.sampled_from(sorted(record["data"])))
+                record["data"][key] = data.draw(
+                    st.one_of(
+                        st.none(),
+                        st.booleans(),
+                        st.integers(-3, 12),
+                        st.text(max_size=3),
+                        st.lists(st.integers(-2, 12), max_size=4),
+                    )
+                )
+            lines[i] = f"{head} payload: {json.dumps(record)}"
+        if not lines:
+            break
+    text = "\n".join(lines) + "\n"
+    try:
+        obs = observe(text, "fuzzed", options())
+    except ConfigError as e:
+        assert str(e) and "\n" not in str(e)
+        return
+    verdict = validate(obs, replay_witness=True)
+    assert verdict.consistent or verdict.deviation is not None
+
+
+def test_a_first_state_the_spec_never_reaches_is_a_deviation_there(tmp_path):
+    """A partition created with a leader outside its ISR: no behaviour of
+    kafka-4 has that state, and the search for one stops at --start-states."""
+    text = oracle_log(load(WALK), 20, 1)[0]
+    offset = next(o for o, p in payloads(text) if p["type"] == "PARTITION_RECORD")
+    bad = planted(text, offset, lambda p: {**p, "data": {**p["data"], "isr": [7, 9], "leader": 4}})
+    log = tmp_path / "meta.txt"
+    log.write_text(bad)
+    r = invoke("validate", str(log), "--min-isr", "2", "--start-states", "300")
+    assert r.exit_code == 1, r.output
+    assert f"DEVIATION at the partition's first state (line 23 (offset {offset}))" in r.stdout
+    assert "leader 4, isr [7, 9]" in r.stdout and "none of the first 300 states the spec reaches has it" in r.stdout

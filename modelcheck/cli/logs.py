@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from ..engine.observed import START_STATES
 from ..runs.validate import validate_command
 from .app import main, protocol
 from .flags import json_option, quiet_option, trace_out_option
@@ -45,9 +46,17 @@ from .flags import json_option, quiet_option, trace_out_option
     "Write the witness behaviour (consistent: the whole log; a deviation: up to it) as a "
     "trace file for `trace show` and `trace html`."
 )
+@click.option(
+    "--start-states",
+    type=click.IntRange(1),
+    default=START_STATES,
+    show_default=True,
+    help="A log that begins at a snapshot begins where the spec has gone some way: how many states the "
+    "search for its first state may expand before it says none has it.",
+)
 @json_option()
 @quiet_option()
-def validate(log: str, trace_out: str | None, as_json: bool, quiet: bool, **options: Any) -> int:
+def validate(log: str, trace_out: str | None, as_json: bool, quiet: bool, start_states: int, **options: Any) -> int:
     """Is this KRaft metadata log a behaviour of the protocol?
 
     LOG is the text `kafka-dump-log.sh --cluster-metadata-decoder --files
@@ -74,4 +83,4 @@ def validate(log: str, trace_out: str | None, as_json: bool, quiet: bool, **opti
     validate cannot model that touches the partition), 4 --trace-out could
     not be written.
     """
-    return validate_command(protocol(), log, options, trace_out, as_json, quiet)
+    return validate_command(protocol(), log, options, trace_out, as_json, quiet, start_states)

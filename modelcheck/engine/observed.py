@@ -50,6 +50,7 @@ class Observed(Protocol):
 
     spec: Spec
     start: Hashable  # the view (`view`) of the state the log starts in
+    start_where: str  # where in the log that state is
     expected: Sequence[Expected]
 
     def view(self, s: Any) -> Hashable: ...
@@ -64,6 +65,9 @@ class Observed(Protocol):
 
     def spec_for(self, moves: Sequence[Move]) -> Spec:
         """The spec with bounds wide enough to replay `moves` unnormalised."""
+
+    def start_text(self) -> str:
+        """The log's first state, in the log's words."""
 
     def about(self) -> str:
         """What is validated against what, in a few words."""
@@ -112,6 +116,7 @@ class Verdict:
     coverage: dict[str, int] = field(default_factory=dict)  # action -> steps of the witness that took it
     witness_spec: Spec | None = None  # the spec the witness replays in (bounds as wide as it needs)
     prefix: int = 0  # steps from the spec's initial state to the log's first (0: the log starts there)
+    unstarted: str | None = None  # why no state of the spec is the log's first, if none is
     starts: int = 0  # the states the log's first view was taken to be
 
 
@@ -217,20 +222,26 @@ class Search:
             found = self._answers[(layer, key)] = (self.layer_id(tuple(nxt)), tuple(nxt.values()))
         return found
 
-    def start(self) -> tuple[int, dict[int, Path]]:
+    def start(self, most: int) -> tuple[int, dict[int, Path], str | None]:
         """The first layer: the normal states with the log's first view that
         the spec reaches first from its initial states (a log may begin
         after a history it does not show: a snapshot), breadth-first, and
         those hidden steps reach from them. States with that view reached
         only by longer histories are not among them: `Verdict.prefix` says
-        when a log needed this."""
+        when a log needed this. The search expands at most `most` states
+        (a first view the spec never reaches would make it explore all):
+        the third value says why there is no first layer, if there is none."""
         paths: dict[int, Path] = {}
         frontier = [self.number(self.obs.normal(s)) for s in self.spec.init_states()]
         for n in frontier:
             paths.setdefault(n, ())
         at = [n for n in paths if self.obs.view(self.states[n]) == self.obs.start]
+        expanded = 0
         while not at and frontier:
             nxt = []
+            expanded += len(frontier)
+            if expanded > most:
+                return self.layer_id(()), {}, f"none of the first {most:,} states the spec reaches has it"
             for n in frontier:
                 for move, _, t in self.successors(n):
                     if t not in paths:
@@ -244,16 +255,30 @@ class Search:
                 if h not in at:
                     paths.setdefault(h, (*paths[n], *self.hidden_path(n, i)))
                     at.append(h)
-        return self.layer_id(tuple(at)), {n: paths[n] for n in at}
+        if not at:
+            return self.layer_id(()), {}, "no state the spec reaches has it"
+        return self.layer_id(tuple(at)), {n: paths[n] for n in at}, None
 
 
-def validate(obs: Observed, progress: Callable[[int], None] | None = None, replay_witness: bool = True) -> Verdict:
+# how many states the search for the log's first state expands at most (a
+# snapshot's: logs from a partition's creation start at the initial state)
+START_STATES = 20_000
+
+
+def validate(
+    obs: Observed,
+    progress: Callable[[int], None] | None = None,
+    replay_witness: bool = True,
+    start_states: int = START_STATES,
+) -> Verdict:
     """Whether some behaviour of the spec is observed as `obs.expected`;
     `progress(records done)` is called now and then on long logs. The
     witness (to the deviation, if any) is replayed through the spec when
     `replay_witness`."""
     search = Search(obs)
-    first, prefixes = search.start()
+    first, prefixes, unstarted = search.start(start_states)
+    if unstarted is not None:
+        return Verdict(False, 0, len(search.states), 0, 0, 0, unstarted=unstarted)
     chain: list[tuple[int, tuple[tuple[int, Path], ...]]] = []
     layer, widest, widest_hidden = first, len(search.layers[first]), 0
     deviation = None
@@ -268,8 +293,6 @@ def validate(obs: Observed, progress: Callable[[int], None] | None = None, repla
         chain.append((nxt, links))
         layer = nxt
         widest = max(widest, len(search.layers[nxt]))
-    if not search.layers[first]:
-        deviation = 0
     moves, prefix = _witness_moves(search, first, prefixes, chain)
     verdict = Verdict(
         prefix=prefix,
@@ -287,9 +310,8 @@ def validate(obs: Observed, progress: Callable[[int], None] | None = None, repla
     if deviation is not None:
         verdict.deviation = deviation
         verdict.before = [search.states[h] for n in search.layers[layer] for h, _, _ in search.closure(n)]
-        if chain or search.layers[first]:
-            verdict.allowed = _closest(search, layer, obs.expected[deviation].key)
-            verdict.refused = _refused(obs.spec, verdict.before, obs.expected[deviation])
+        verdict.allowed = _closest(search, layer, obs.expected[deviation].key)
+        verdict.refused = _refused(obs.spec, verdict.before, obs.expected[deviation])
     return verdict
 
 

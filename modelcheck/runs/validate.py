@@ -35,6 +35,7 @@ def validate_command(
     trace_out: str | None,
     as_json: bool,
     quiet: bool,
+    start_states: int,
 ) -> int:
     """Exit 0 consistent, 1 a deviation, 2 bad input."""
     if protocol.observe is None:
@@ -57,7 +58,8 @@ def validate_command(
     except ConfigError as e:
         fail(str(e))
     say = (lambda i: None) if quiet or as_json else _progress(len(obs.expected), started)
-    verdict = validate(obs, say, replay_witness=bool(trace_out) or len(obs.expected) <= REPLAY_STEPS)
+    replay = bool(trace_out) or len(obs.expected) <= REPLAY_STEPS
+    verdict = validate(obs, say, replay_witness=replay, start_states=start_states)
     elapsed = time.monotonic() - started
     outputs = Outputs()
     if trace_out and verdict.witness:
@@ -110,6 +112,8 @@ def _json(obs: Any, v: Verdict, elapsed: float) -> dict[str, Any]:
         "coverage": v.coverage,
         "elapsed_s": round(elapsed, 3),
     }
+    if v.unstarted is not None:
+        out["deviation"] = {"at": obs.start_where, "step": None, "first_state": obs.start_text(), "why": v.unstarted}
     if v.deviation is not None:
         e = obs.expected[v.deviation]
         out["deviation"] = {
@@ -138,6 +142,10 @@ def _json(obs: Any, v: Verdict, elapsed: float) -> dict[str, Any]:
 
 def _print(obs: Any, v: Verdict, elapsed: float, trace_out: str | None) -> None:
     n = len(obs.expected)
+    if v.unstarted is not None:
+        click.echo(f"validate {obs.about()}: DEVIATION at the partition's first state ({obs.start_where})")
+        click.echo(f"  {obs.start_text()}: {v.unstarted} (searched from the spec's initial state)")
+        return
     if v.consistent:
         click.echo(f"validate {obs.about()}: consistent ({n:,} logged steps, {elapsed:.1f} s)")
     else:

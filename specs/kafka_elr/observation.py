@@ -71,6 +71,15 @@ class LogObserved:
                 else:
                     raise
 
+    @property
+    def start_where(self) -> str:
+        return self.reading.start_where
+
+    def start_text(self) -> str:
+        """The log's first state of the partition, in the records' words."""
+        words = self.words((self.start, 0, 0))
+        return ", ".join(f"{k} {v}" for k, v in words.items() if k not in ("leader epoch bumps", "new registrations"))
+
     def about(self) -> str:
         c = self.reading.cluster
         replicas = ", ".join(map(str, c.replicas))

@@ -135,6 +135,7 @@ class Reading:
     expected: list[Expected]
     config: dict[str, Any]  # the spec's config the log implies (before bounds)
     number: int  # the partition's number
+    start_where: str  # where its first state is (its PARTITION_RECORD)
     skipped: dict[str, int]  # record kinds passed over, how many
     notes: list[str]
 
@@ -159,6 +160,7 @@ class _Replay:
         self.expected: list[Expected] = []
         self.start: tuple[int, ...] = ()  # the view when the partition is created
         self.last: tuple[int, ...] = ()  # the view after the last batch that showed one
+        self.start_where = ""
         self.config: dict[str, Any] = {}
         self.ended = False
 
@@ -194,7 +196,9 @@ class _Replay:
                 self.last = after
         if not self.created:
             raise ConfigError("the partition's PARTITION_RECORD is not in the log")
-        return Reading(self.c, self.start, self.expected, self.config, self.number, self.skipped, self.notes)
+        return Reading(
+            self.c, self.start, self.expected, self.config, self.number, self.start_where, self.skipped, self.notes
+        )
 
     def candidates(self, shown: list[Record]) -> tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]:
         """The actions that write a batch like `shown` (for the guards that refuse them)."""
@@ -276,6 +280,7 @@ class _Replay:
             raise ConfigError(f"{r.where}: replica {missing[0]} has no REGISTER_BROKER_RECORD before the partition")
         self.created = True
         self.start = self.last = c.view(self.min_isr, self.unclean)
+        self.start_where = r.where
         versions = self.start[9:]
         self.config = {
             "brokers": len(c.replicas),
