@@ -3,6 +3,7 @@ cli.py to Spark executors that do not have them installed."""
 
 from __future__ import annotations
 
+import io
 import os
 
 import click
@@ -18,8 +19,13 @@ def spark_env_command(out: str) -> int:
 
     try:
         check_file(out, "--out")
+        # made in memory, then written: zipfile seeks and tells, which a
+        # device (--out /dev/null) answers with the buffer's fill, so an
+        # archive of some sizes came out with a negative directory offset
+        archive = io.BytesIO()
+        package_archive(archive, ["modelcheck", "specs"], ("cli",))
         with writing(out, "--out", binary=True) as f:
-            package_archive(f, ["modelcheck", "specs"], ("cli",))
+            f.write(archive.getvalue())
     except ConfigError as e:
         fail(str(e))
     size = f" ({os.path.getsize(out):,} bytes)" if os.path.isfile(out) else ""
