@@ -320,8 +320,6 @@ def _witness_moves(
 ) -> tuple[list[Move], int]:
     """The moves of one behaviour through the chain, back from the first
     state of the last layer, and how many of them lead to the log's first state."""
-    if not search.layers[first]:
-        return [], 0
     j, pieces = 0, []
     for _, links in reversed(chain):
         j, path = links[j]
@@ -333,13 +331,11 @@ def _witness_moves(
 
 def replay(
     obs: Observed, moves: list[Move], search: Search, first: int, chain: list[tuple[int, Any]]
-) -> tuple[Spec | None, list[Step]]:
+) -> tuple[Spec, list[Step]]:
     """The witness through the spec, unnormalised (bounds wide enough, from
-    `spec_for`): every move must be enabled, and the state after each logged
-    step must be, normalised, one the search kept for that record. A
-    failure is the engine's, never a verdict."""
-    if not moves and not search.layers[first]:
-        return None, []
+    `spec_for`): every move must be enabled, and the state it ends in must
+    be, normalised, one the search kept for the last record. A failure is
+    the engine's, never a verdict."""
     spec = obs.spec_for(moves)
     state = spec.init_states()[0]
     steps = [Step(None, {}, state)]

@@ -49,7 +49,7 @@ class LogObserved:
         self.rf = self.spec.rf
         self.start = reading.start
         self.expected = reading.expected
-        self.counters = tuple(b.counter for b in BOUNDS)
+        self.zeroed = {b.counter: 0 for b in BOUNDS}  # the bound counters, as `normal` leaves them
 
     def loaded(self, bound: int) -> Any:
         """The spec with every bound `bound`; what the variant refuses is left
@@ -127,7 +127,7 @@ class LogObserved:
             broker_epoch=(2,) * len(current),
             clean_shutdown_epoch=relative(s.clean_shutdown_epoch, NO_EPOCH),
             pending_epochs=relative(s.pending_epochs, 0),
-            **{counter: 0 for counter in self.counters},  # type: ignore[arg-type]
+            **self.zeroed,  # type: ignore[arg-type]
         )
 
     def words(self, key: Hashable) -> dict[str, Any]:
