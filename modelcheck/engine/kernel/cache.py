@@ -13,12 +13,17 @@ from pathlib import Path
 from ...durable import write_text
 
 GENERATOR_VERSION = "3"  # bump when the generated code changes shape
+# the real modules the generated ones import compiled code from: numba's cache
+# does not notice when a callee in another file changes, so their text is
+# part of every generated module's name
+IMPORTED = (Path(__file__).parent / "rows.py", Path(__file__).parent.parent / "kernel_ops.py")
 
 
 def module_name(kind: str, source: str) -> str:
     import numba
 
-    digest = hashlib.sha256(f"{GENERATOR_VERSION} {numba.__version__} {source}".encode()).hexdigest()[:20]
+    text = "".join(path.read_text() for path in IMPORTED)
+    digest = hashlib.sha256(f"{GENERATOR_VERSION} {numba.__version__} {text} {source}".encode()).hexdigest()[:20]
     return f"modelcheck_{kind}_{digest}"
 
 

@@ -1,6 +1,8 @@
 """The generated glue ("kernel module") of a spec class and broker count:
 packing and unpacking rows, every action over its domains in the
-interpreted spec's order, invariant checks, keys and property labels."""
+interpreted spec's order, invariant checks, keys and property labels.
+Only what depends on the spec is generated; a field's bits and a row's
+key are rows.py's, imported."""
 
 from __future__ import annotations
 
@@ -109,34 +111,12 @@ class Rules:
         return [(g, f) for g, f in self.goals.items() if not self.goal_actions[g] or action in self.goal_actions[g]]
 
 
-# how a packed representative becomes a key: exact in one word or two (a
-# bijection), or a fingerprint of 64 or 128 bits (two independent hashes)
+# how a packed representative becomes a key (Flags.key_mode; rows.key): exact
+# in one word or two (a bijection), or a fingerprint of 64 or 128 bits (two
+# independent hashes)
 KEY_FMIX, KEY_MIX128, KEY_HASH, KEY_HASH128 = range(4)
 
 GLUE_HELPERS = """
-@inlined
-def get(L, w, i):
-    return int64((w[L[i, 0]] >> uint64(L[i, 1])) & uint64(L[i, 2])) + L[i, 3]
-
-@inlined
-def put(L, out, i, v):
-    x = v - L[i, 3]
-    if x < 0 or x > L[i, 2]:
-        return False
-    out[L[i, 0]] |= uint64(x) << uint64(L[i, 1])
-    return True
-
-@internal
-def key(mode, row, out):
-    if mode == 0:
-        out[0] = fmix64(row[0])
-    elif mode == 1:
-        out[0], out[1] = mix128(row[0], row[1])
-    else:
-        out[0] = hash_words(row, uint64(0))
-        if mode == 3:
-            out[1] = hash_words(row, uint64(0x452821E638D01377))
-
 @internal
 def key_of(P, C, s, row, scratch, out):
     \"\"\"The visited-set key of state s (packed in row): its representative's row, mixed or hashed.\"\"\"
@@ -196,7 +176,8 @@ def glue_source(spec: Spec, flat: Flattener, rules: Rules, spec_module: str) -> 
         f"# (the rules of {', '.join(c.__qualname__ for c in flat.family)}, each instance choosing its own)",
         "import numpy as np",
         "from numba import njit, int64, uint64",
-        "from modelcheck.engine.kernel_ops import fmix64, hash_words, mix128, replace_at",
+        "from modelcheck.engine.kernel_ops import replace_at",
+        "from modelcheck.engine.kernel.rows import get, key, put",
         f"from {spec_module} import *",
         "jit = njit(cache=True, nogil=True)",
         "inlined = njit(cache=True, nogil=True, inline='always')",
