@@ -74,3 +74,45 @@ def test_the_state_class_mypy_reads_matches_the_variables():
     stored = [(v.name, "tuple[int, ...]" if v.per_broker else "int") for v in VARIABLES if v.derived is None]
     assert declared == stored
     assert types.State._fields == tuple(name for name, _ in stored)
+
+
+def test_each_variable_that_holds_brokers_shows_in_the_view_or_says_why_not():
+    """view() (symmetry's sort key) is generated from VARIABLES: a variable
+    that holds brokers and declares neither how it shows nor why it does
+    not is refused as the table loads; every other has its kind's default."""
+    from specs.kafka_elr import types
+
+    missing = types.Var("spare", types.NUMBER, lambda c: 0, lambda c: 1, "a per-broker number", per_broker=True)
+    with pytest.raises(TypeError, match="spare holds brokers"):
+        types._seen(missing)
+    chosen = types.Var("chosen", types.BROKER_ID, lambda c: -1, lambda c: 1, "a broker")
+    assert [t.expr for t in types._seen(chosen)] == ["int(s.chosen == b)"]
+    shown = {v.name for v in VARIABLES if types._seen(v)}
+    holds_brokers = {v.name for v in VARIABLES if v.per_broker or v.kind in (types.BROKER_ID, types.BROKERS)}
+    assert holds_brokers - shown == {v.name for v in VARIABLES if v.unseen} & holds_brokers
+    assert types.view.__doc__ and "seen" in types.VIEW_SOURCE and len(types.VIEW_BITS) == len(types.SEEN)
+
+
+@pytest.mark.parametrize("variant", ["kip966", "legacy"])
+def test_a_brokers_view_is_the_same_under_every_renaming(variant):
+    """A sort key must not see broker ids: on reachable states (propagated
+    metadata, reassignments), broker b's view in s is broker to[b]'s in s
+    renamed, for every renaming."""
+    from itertools import permutations
+
+    from symmetry_classes import reachable
+
+    from specs.kafka_elr.types import permute, view
+
+    small = {"max_records": 1, "max_fences": 0, "max_isr_shrinks": 0}
+    for config in (
+        {"metadata": "propagated"},
+        {"brokers": 2, "min_isr": 2, "spare_brokers": 1, "max_reassignments": 1},
+    ):
+        spec = load({"variant": variant, **small, **config})
+        states = list(reachable(spec).values())[::3]
+        assert len(states) > 500
+        for s in states:
+            for to in permutations(range(spec.n)):
+                moved = permute(s, to)
+                assert all(view(moved, to[b]) == view(s, b) for b in range(spec.n))

@@ -60,6 +60,17 @@ VERSIONED = "versioned"  # shown where versions are not the newest or can change
 
 
 @dataclass(frozen=True)
+class Seen:
+    """One value of a broker's view (`view`: what symmetry sorts the brokers
+    by): an expression of the state `s` and the broker `b`, the bits
+    `view_key` packs it in, and whether it sorts before every other."""
+
+    expr: str
+    bits: int
+    first: bool = False
+
+
+@dataclass(frozen=True)
 class Var:
     """A state variable: MODEL.md's name, its kind, its range in a spec
     instance (`lo`, `hi`: functions of the Kip966 instance, for the
@@ -80,6 +91,10 @@ class Var:
     # its value in the initial state: a constant, or a function of the spec
     # instance (of the instance and the broker, for a per-broker variable)
     start: int | Callable[..., int] = 0
+    # what it tells of broker b in b's view (symmetry's sort key): None for
+    # its kind's default (`_seen`), () with `unseen` saying why it is left out
+    seen: tuple[Seen, ...] | None = None
+    unseen: str = ""
 
 
 @dataclass(frozen=True)
@@ -257,6 +272,7 @@ VARIABLES = (
         _when("staged_shutdown", _sets),
         "brokers whose registration is in controlled shutdown (registered, maybe unfenced)",
         shown=STAGED,
+        unseen="only kafka-4 sets it, and kafka-4 refuses symmetry",
     ),
     Var(
         "broker_epoch",
@@ -266,6 +282,7 @@ VARIABLES = (
         "the epoch of each broker's registration",
         per_broker=True,
         start=1,
+        seen=(Seen("s.broker_epoch[b]", 9),),
     ),
     Var("min_isr", NUMBER, _one, _min_isr, "min.insync.replicas now (AlterMinIsr changes it)", start=_config_min_isr),
     Var(
@@ -288,6 +305,7 @@ VARIABLES = (
         "the partition's replica set",
         shown=REASSIGNING,
         start=_assigned,
+        seen=(Seen("1 - (s.replicas >> b & 1)", 1, first=True),),
     ),
     Var("adding", BROKERS, _zero, _when("max_reassignments", _sets), "replicas a reassignment adds", shown=REASSIGNING),
     Var(
@@ -308,6 +326,7 @@ VARIABLES = (
         _when("orders_replicas", _sets),
         "replicas Kafka's replica list names after the others",
         shown=ORDERED,
+        unseen="only kafka-4 sets it, and kafka-4 refuses symmetry",
     ),
     # the cluster's versions (KIP-966 "Compatibility, Deprecation, and Migration Plan"):
     # the finalized metadata version and eligible.leader.replicas.version, and
@@ -339,6 +358,7 @@ VARIABLES = (
         names=VERSION_NAMES,
         shown=VERSIONED,
         start=lambda c, b: c.start_software[b],
+        seen=(Seen("s.software[b]", 1),),
     ),
     # brokers
     Var(
@@ -350,6 +370,7 @@ VARIABLES = (
         per_broker=True,
         names=STATUS_NAMES,
         start=RUNNING,
+        seen=(Seen("s.status[b]", 2),),
     ),
     Var(
         "clean_shutdown_epoch",
@@ -359,11 +380,27 @@ VARIABLES = (
         "what each broker's CleanShutdownFile holds, -1 if none",
         per_broker=True,
         start=NO_EPOCH,
+        seen=(Seen("s.clean_shutdown_epoch[b] + 1", 9),),
     ),
     Var(
-        "log", LOG, _zero, _log, "each broker's log: entries (leader epoch, record)", per_broker=True, start=logs.EMPTY
+        "log",
+        LOG,
+        _zero,
+        _log,
+        "each broker's log: entries (leader epoch, record)",
+        per_broker=True,
+        start=logs.EMPTY,
+        unseen="sorted_renaming compares logs apart (a log is wider than a view)",
     ),
-    Var("hwm", NUMBER, _zero, lambda c: c.max_records, "each broker's high watermark", per_broker=True),
+    Var(
+        "hwm",
+        NUMBER,
+        _zero,
+        lambda c: c.max_records,
+        "each broker's high watermark",
+        per_broker=True,
+        seen=(Seen("s.hwm[b]", 3),),
+    ),
     Var(
         "pending_isr",
         PROPOSAL,
@@ -371,6 +408,7 @@ VARIABLES = (
         _sets,
         "the ISR the leader's AlterPartition in flight proposes",
         start=NO_PROPOSAL,
+        unseen="pending_epochs shows it: a member's epoch there, 0 for none",
     ),
     Var(
         "pending_epochs",
@@ -380,6 +418,7 @@ VARIABLES = (
         "each proposed member's broker epoch then (KIP-903), 0 if not proposed",
         per_broker=True,
         shown=NEVER,
+        seen=(Seen("s.pending_epochs[b]", 10),),
     ),
     Var("pending_stale", FLAG, _zero, _one, "the partition changed since the proposal (its partition epoch is old)"),
     # each broker's view: the metadata last delivered to it (metadata =
@@ -404,6 +443,7 @@ VARIABLES = (
         per_broker=True,
         shown=PROPAGATED,
         start=lambda c, b: PREFERRED_REPLICA if c.propagated else NO_LEADER,
+        seen=(Seen("int(s.seen_leader[b] == b)", 1), Seen("int(s.seen_leader[b] == s.leader)", 1)),
     ),
     Var(
         "seen_epoch",
@@ -413,6 +453,7 @@ VARIABLES = (
         "the leader epoch each broker knows",
         per_broker=True,
         shown=PROPAGATED,
+        seen=(Seen("s.seen_epoch[b]", 6),),
     ),
     Var(
         "seen_isr",
@@ -423,6 +464,7 @@ VARIABLES = (
         per_broker=True,
         shown=PROPAGATED,
         start=lambda c, b: c.assigned if c.propagated and b == PREFERRED_REPLICA else 0,
+        seen=(Seen("popcount(s.seen_isr[b])", 4),),
     ),
     Var(
         "seen_min_isr",
@@ -433,6 +475,7 @@ VARIABLES = (
         per_broker=True,
         shown=PROPAGATED,
         start=lambda c, b: c.config["min_isr"] if c.propagated and b == PREFERRED_REPLICA else 0,
+        seen=(Seen("s.seen_min_isr[b]", 6),),
     ),
     # ghosts (for invariants) and bound counters; all part of the identity,
     # since each can change a later verdict (see docs/model.md)
@@ -449,6 +492,7 @@ VARIABLES = (
         _sets,
         "brokers that crashed dirty and have not re-registered",
         derived=lambda s: lost_unregistered(s),
+        unseen="derived from the stored variables, not stored",
     ),
     Var(
         "crashed_without_elr",
@@ -750,44 +794,40 @@ PERMUTE_SOURCE = (
 permute = _generated("permute", PERMUTE_SOURCE)
 
 
-def view(s: State, b: int) -> tuple[int, ...]:
-    """Everything the state says about broker b, without its id (its
-    membership of the proposal is its epoch there, 0 if none; its own view
-    by how its leader relates to it and to the controller's). Replicas
-    come first, so the sorted form keeps the replica set in the lowest ids
-    (where it is constant, without reassignments, it stays so). The log
-    is left out: `view_key` compares it apart, and so is
-    `in_controlled_shutdown`: only kafka-4, which refuses symmetry, sets it."""
-    return (
-        1 - (s.replicas >> b & 1),
-        s.status[b],
-        s.clean_shutdown_epoch[b] + 1,
-        s.broker_epoch[b],
-        s.hwm[b],
-        s.isr >> b & 1,
-        s.elr >> b & 1,
-        s.last_known_elr >> b & 1,
-        s.fenced >> b & 1,
-        int(s.leader == b),
-        int(s.last_known_leader == b),
-        s.pending_epochs[b],
-        int(s.pending_from == b),
-        int(s.seen_leader[b] == b),
-        int(s.seen_leader[b] == s.leader),
-        s.seen_epoch[b],
-        popcount(s.seen_isr[b]),
-        s.seen_min_isr[b],
-        s.adding >> b & 1,
-        s.removing >> b & 1,
-        s.software[b],
-    )
+def _seen(v: Var) -> tuple[Seen, ...]:
+    """What `v` tells of broker b in b's view: its declaration, else its
+    kind's default (b's membership of a set, whether b is the broker named);
+    a variable that holds brokers but shows nothing must say why."""
+    if v.seen is not None or v.unseen:
+        return v.seen or ()
+    if v.derived is None and not v.per_broker and v.kind == BROKER_ID:
+        return (Seen(f"int(s.{v.name} == b)", 1),)
+    if v.derived is None and not v.per_broker and v.kind == BROKERS:
+        return (Seen(f"s.{v.name} >> b & 1", 1),)
+    if (v.per_broker or v.kind in (BROKER_ID, BROKERS, PROPOSAL)) and not v.unseen:
+        raise TypeError(
+            f"VARIABLES: {v.name} holds brokers; declare how it shows in a broker's view (seen=) or why not"
+        )
+    return ()
 
 
-# the bits each of view()'s values takes in view_key (63 in all): epochs below
-# 512 (CleanShutdownFile and registration) or 1024 (the proposal's), min ISR below 64 (an HWM is at
-# most max_records, 7) (far beyond what a check reaches; past them two views could share a key, which
-# costs reduction, never soundness)
-VIEW_BITS = (1, 2, 9, 9, 3, 1, 1, 1, 1, 1, 1, 10, 1, 1, 1, 6, 4, 6, 1, 1, 1)
+SEEN = tuple(sorted((t for v in VARIABLES for t in _seen(v)), key=lambda t: not t.first))
+VIEW_SOURCE = (
+    "def view(s: State, b: int) -> tuple[int, ...]:\n"
+    '    """Everything the state says about broker b, without its id (each\n'
+    "    variable's `seen`, VARIABLES' order, the replica set first, so the sorted\n"
+    '    form keeps it in the lowest ids, where it is constant without reassignments)."""\n'
+    "    return (\n" + "".join(f"        {t.expr},\n" for t in SEEN) + "    )\n"
+)
+view = _generated("view", VIEW_SOURCE)
+
+# the bits each of view()'s values takes in view_key: epochs below 512
+# (CleanShutdownFile and registration) or 1024 (the proposal's), min ISR below
+# 64 (an HWM is at most max_records, 7) (far beyond what a check reaches; past
+# them two views could share a key, which costs reduction, never soundness)
+VIEW_BITS = tuple(t.bits for t in SEEN)
+if sum(VIEW_BITS) > 63:
+    raise TypeError(f"VARIABLES: the views take {sum(VIEW_BITS)} bits; a view_key is one int64 (63)")
 
 
 def view_key(s: State, b: int) -> int:

@@ -33,7 +33,8 @@ the cache and it was asked not to compile.
 
 Its modules, one job each: flatten.py (the spec's methods as free
 functions), layout.py (where each field sits in a row of words), glue.py
-(the generated module that packs, expands, checks and keys rows),
+(the generated module that packs, expands, checks and keys rows), rows.py
+(its static part: a slot's bits, a row's key),
 cache.py (generated modules on disk, named by their text), compiled.py
 (the Kernel engines call, loaded or compiled) and job.py (CompileJob, a
 compile in a child while the interpreted engine checks; __main__.py is
