@@ -123,3 +123,29 @@ def test_fuzz_simulate_options(weights, walks, depth, pick):
     answered_or_refused(
         invoke("simulate", *SMALL, "--walks", walks, "--depth", depth, "--pick", pick, "--seed", "1", *args)
     )
+
+
+def test_checks_engine_flags_are_the_options_own_declarations():
+    """check's flags for its CheckOptions are built from the fields' `flag`
+    declarations: each declared flag is an option of check, with its help
+    and (for a count) its range, and a field given a flag is a new option."""
+    import dataclasses
+
+    import click
+
+    from modelcheck.cli.flags import check_options
+    from modelcheck.engine.options import CheckOptions, flag, flags_of
+
+    params = {p.opts[0]: p for p in main.commands["check"].params if isinstance(p, click.Option)}
+    for f in flags_of():
+        assert params[f.name].help == f.help and params[f.name].name == f.dest
+    assert isinstance(params["--partitions"].type, click.IntRange) and params["--symmetry"].is_flag
+    assert [f.dest for f in flags_of()][:3] == ["engine", "symmetry", "fingerprint_bits"]
+
+    @dataclasses.dataclass(frozen=True)
+    class Wider(CheckOptions):
+        depth: int = dataclasses.field(default=0, metadata=flag("--max-depth", "Stop at this depth.", kind="count"))
+
+    assert flags_of(Wider)[-1].name == "--max-depth" and flags_of(Wider)[-1].dest == "depth"
+    command = check_options()(lambda **kw: kw)
+    assert [p.opts[0] for p in command.__click_params__][::-1] == [f.name for f in flags_of()]

@@ -3,20 +3,18 @@ refinement."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import click
 from click.core import ParameterSource
 
 from ..config import ConfigError
-from ..engine.options import ENGINES, CheckOptions, parse_spark_settings
-from ..memory import default_limit, parse_size
+from ..engine.options import CheckOptions
 from ..runs.check import check_command
 from ..runs.refines import refines_command
 from ..runs.replay import replay_command
 from .app import ProtocolHelp, bad_input, main, protocol
-from .flags import Seconds, Size, json_option, quiet_option, set_option, spark_options, trace_out_option
+from .flags import check_options, json_option, quiet_option, set_option, trace_out_option
 
 
 @main.command(cls=ProtocolHelp)
@@ -27,91 +25,7 @@ from .flags import Seconds, Size, json_option, quiet_option, set_option, spark_o
     "Write the counterexample (JSON) to FILE if there is one (if not, one an earlier run left there is removed)."
 )
 @quiet_option()
-@click.option(
-    "--workers",
-    "-w",
-    type=click.IntRange(min=1),
-    default=os.cpu_count() or 1,
-    show_default="all cores",
-    help="Threads that share the state space (fast engine; bfs is one thread, spark uses --partitions).",
-)
-@click.option(
-    "--symmetry",
-    is_flag=True,
-    help="Explore one state of each class of states that differ only by "
-    "renaming the brokers (up to N! fewer states, same verdict and shortest counterexample; the output "
-    "says how many states the classes hold). Refused where the rules tell brokers apart (kafka-4, "
-    "admin elections).",
-)
-@click.option(
-    "--engine",
-    type=click.Choice(ENGINES),
-    default="fast",
-    show_default=True,
-    help="fast: the spec compiled (numba; the first run of a variant compiles for about 30 s, later "
-    "runs load it) over packed states, sharded over --workers threads; bfs: the interpreted "
-    "one-thread reference; spark: the compiled search on Spark executors (pip install "
-    "'.[spark]', Java 17+). All give the same counts and traces. Without a working numba, "
-    "fast runs bfs and says so.",
-)
-@spark_options(
-    master="Spark master for --engine spark: local, local[N], local[*], "
-    "spark://HOST:PORT, yarn, k8s://https://HOST:PORT (default local[*], or spark-submit's when run "
-    "under it; see docs/spark.md).",
-    partitions="Shards of the state space for --engine spark (default: Spark's default parallelism, "
-    "i.e. the cores of a local master or all executors' cores of a cluster).",
-    conf="A Spark setting for --engine spark, as spark-submit's --conf; overrides modelcheck's "
-    "defaults (e.g. spark.driver.memory=8g; spark.modelcheck.stateDir=DIR on storage every "
-    "executor sees, needed on a cluster of several hosts). Repeatable.",
-)
-@click.option(
-    "--fingerprint-bits",
-    type=click.Choice(["64", "128"]),
-    default="64",
-    show_default=True,
-    help="Where a packed state is too large to store whole (over 128 bits), the visited set keeps a "
-    "fingerprint of it: 64 bits (8 bytes a state, as TLC), or 128 (16 bytes a state; the "
-    "collision probability becomes negligible). The output reports which, with the estimate.",
-)
-@click.option(
-    "--checkpoint",
-    "checkpoint_dir",
-    metavar="DIR",
-    help="Save the search in DIR (created if missing; else it must be empty or hold no checkpoint "
-    "yet: DIR is modelcheck's alone, locked while a run writes there) every --checkpoint-every "
-    "seconds and when it stops (Ctrl-C, SIGTERM, --max-memory), so that --resume DIR continues it "
-    "after a stop, a kill or a crash. Engines fast and bfs.",
-)
-@click.option(
-    "--checkpoint-every",
-    type=Seconds(min=0),
-    default=180.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="Seconds between checkpoints (at the next safe point: a level, or a "
-    "segment of one); each costs what changed since the last, plus the "
-    "visited set (8-16 bytes a state) and the frontier.",
-)
-@click.option(
-    "--resume",
-    "resume_dir",
-    metavar="DIR",
-    help="Continue the check checkpointed in DIR (verified whole first: a damaged one is refused), with "
-    "its config, engine and symmetry (a CONFIG.toml or --set given too is read over its config and "
-    "must agree); it ends with exactly the counts, verdict and counterexample "
-    "of an uninterrupted run, and keeps checkpointing into DIR. --workers may differ.",
-)
-@click.option(
-    "--max-memory",
-    type=Size(),
-    metavar="SIZE",
-    help="Bound this check's memory (anonymous resident memory, e.g. 4G, 512M): past it, the fast "
-    "engine splits levels into segments and moves frontiers, parent links and then the visited "
-    "set's keys to disk (sorted runs, merged as levels settle), and stops with one line (exit 2, "
-    "with a checkpoint if --checkpoint is given) only when a segment of the frontier no longer "
-    "fits beside what must stay in memory. Default: 80% of RAM (or of a cgroup's limit). Engines "
-    "fast and bfs.",
-)
+@check_options()
 def check(**options: Any) -> int:
     """Explore every reachable state of a configuration and check its invariants.
 
@@ -191,20 +105,7 @@ def options_of(explicit: frozenset[str], **flags: Any) -> CheckOptions:
             f"--checkpoint {flags['checkpoint_dir']!r} with --resume: a resumed check keeps checkpointing into "
             "its --resume directory; leave out --checkpoint"
         )
-    engine, max_memory = flags["engine"], flags["max_memory"]
-    return CheckOptions.of(
-        engine,
-        symmetry=flags["symmetry"],
-        fingerprint_bits=int(flags["fingerprint_bits"]),
-        workers=flags["workers"],
-        max_memory=parse_size(max_memory) if max_memory else None if engine == "spark" else default_limit(),
-        checkpoint_dir=flags["resume_dir"] or flags["checkpoint_dir"],
-        checkpoint_every=flags["checkpoint_every"],
-        resume=bool(flags["resume_dir"]),
-        master=flags["master"],
-        partitions=flags["partitions"],
-        spark_settings=dict(parse_spark_settings(flags["spark_conf"])),
-    )
+    return CheckOptions.from_flags(flags)
 
 
 @main.command()

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from ..config import ConfigError
+from ..engine.options import Flag, flags_of
 from ..memory import parse_size
 
 
@@ -93,5 +94,35 @@ def spark_options(master: str, partitions: str, conf: str) -> Decorator:
         command = click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE", help=conf)(command)
         command = click.option("--partitions", type=click.IntRange(min=1), metavar="P", help=partitions)(command)
         return click.option("--master", metavar="URL", help=master)(command)
+
+    return add
+
+
+def _click_kind(f: Flag) -> dict[str, Any]:
+    """What a Flag's kind is to click."""
+    kinds: dict[str, dict[str, Any]] = {
+        "text": {},
+        "count": {"type": click.IntRange(min=1)},
+        "switch": {"is_flag": True},
+        "choice": {"type": click.Choice(f.choices)},
+        "seconds": {"type": Seconds(min=0)},
+        "size": {"type": Size()},
+        "pairs": {"multiple": True},
+    }
+    return kinds[f.kind]
+
+
+def check_options() -> Decorator:
+    """check's flags for its CheckOptions, built from the options' own
+    declarations (engine/options.py: each field's `flag`), in their order."""
+
+    def add(command: Callable[..., Any]) -> Callable[..., Any]:
+        for f in reversed(flags_of()):
+            names = [f.name, *([f.short] if f.short else []), f.dest or ""]
+            how = {"default": f.default} if f.default is not None else {}
+            command = click.option(
+                *names, help=f.help, metavar=f.metavar, show_default=f.show_default, **how, **_click_kind(f)
+            )(command)
+        return command
 
     return add
