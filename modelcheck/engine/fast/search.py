@@ -7,7 +7,6 @@ package docstring says how; memory.py and saved.py hold the rest."""
 from __future__ import annotations
 
 import signal
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -16,7 +15,7 @@ import numpy as np
 
 from ...lifetime import Stopped
 from ...path import Path
-from ...result import CheckResult, symmetry_info
+from ...result import CheckResult
 from ...spec import Spec
 from ...trace import replay_path
 from ..control import Control, over_memory
@@ -25,7 +24,7 @@ from ..liveness import check_properties
 from ..options import CheckOptions
 from ..progress import Progress
 from ..storage import batch
-from ..storage.batch import LINK_DTYPE, Abandoned, Candidates, Parts, run_info
+from ..storage.batch import LINK_DTYPE, Abandoned, Candidates, Parts, compiled_result
 from ..storage.checkpoint import Checkpoints
 from ..storage.sorted_keys import first_occurrences
 from ..storage.visited import shard_of
@@ -347,26 +346,12 @@ class Search(Saved):
             "frontier_bytes_peak": self.frontier_peak,
         }
         goals = {} if trace else dict(zip(self.spec.goals, self.reached.astype(bool).tolist()))
-        info = run_info(self.kernel, self.distinct, self.generated)
-        if self.spec.symmetric:
-            info["symmetry"] = symmetry_info(self.distinct, self.represented)
+        spilling = {}
         if self.local.max_memory is not None:
-            info.update(
+            spilling = dict(
                 memory_limit=self.local.max_memory,
                 spilled=self.spilled,
                 segments=self.segments,
                 visited_flushes=self.visited_flushes,
             )
-        return CheckResult(
-            verdict,
-            invariant,
-            self.distinct,
-            self.generated,
-            depth,
-            time.perf_counter() - self.started,
-            dict(zip(self.spec.coverage_labels, self.coverage.tolist())),
-            trace,
-            goals,
-            memory,
-            info,
-        )
+        return compiled_result(self, verdict, invariant, depth, trace, goals, memory=memory, **spilling)

@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 
 from ...lifetime import Stopped
-from ...result import CheckResult, symmetry_info
+from ...result import CheckResult
 from ...spec import Spec
 from ..control import Control
 from ..kernel import Kernel
 from ..progress import Progress, progress_counts
-from ..storage.batch import run_info
+from ..storage.batch import compiled_result
 from ..storage.visited import shard_of
 from .environment import DRIVER_STATES, MEMORY_KEYS, STATE_DIR, EngineUnavailable, loopback, parallelism
 from .session import cancel_on_stop, scratch_dir, spark_context
@@ -317,24 +317,14 @@ class Search:
     def result(
         self, verdict: str, invariant: str | None, depth: int, trace: list, goals: dict | None = None
     ) -> CheckResult:
-        info = run_info(self.kernel, self.distinct, self.generated)
-        if self.symmetric:
-            info["symmetry"] = symmetry_info(self.distinct, self.represented)
-        info["spark_time_s"] = {
-            "tasks": dict(zip(PHASES, np.round(self.seconds, 2).tolist())),
-            "jobs": round(self.jobs, 2),
-        }
-        info["spark_written_bytes"] = self.written
-        info["spark_driver_levels"] = self.local_levels
-        return CheckResult(
+        return compiled_result(
+            self,
             verdict,
             invariant,
-            self.distinct,
-            self.generated,
             depth,
-            time.perf_counter() - self.started,
-            dict(zip(self.spec.coverage_labels, self.coverage.tolist())),
             trace,
             goals or {},
-            run_info=info,
+            spark_time_s={"tasks": dict(zip(PHASES, np.round(self.seconds, 2).tolist())), "jobs": round(self.jobs, 2)},
+            spark_written_bytes=self.written,
+            spark_driver_levels=self.local_levels,
         )

@@ -10,13 +10,14 @@ exact) or its 64- or 128-bit fingerprint.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ...result import collision_probability
+from ...result import CheckResult, collision_probability, symmetry_info
 
 LINK_DTYPE = np.dtype([("parent", np.uint32), ("index", np.uint16)])  # 6 bytes a state
 
@@ -169,3 +170,29 @@ def run_info(kernel, distinct: int, generated: int) -> dict[str, Any]:
         info["fingerprint_bits"] = kernel.fingerprint_bits
         info["collision_probability"] = collision_probability(distinct, generated, kernel.fingerprint_bits)
     return info
+
+
+def compiled_result(
+    search: Any, verdict: str, invariant: str | None, depth: int, trace: list, goals: dict, **info: Any
+) -> CheckResult:
+    """A compiled search's result, fast's and Spark's alike: `search` has
+    the spec, kernel, counts (distinct, generated, represented), start time
+    and coverage array; `info` is what the engine adds to run_info
+    (memory: its bytes, as CheckResult.memory)."""
+    memory = info.pop("memory", {})
+    run = run_info(search.kernel, search.distinct, search.generated)
+    if search.spec.symmetric:
+        run["symmetry"] = symmetry_info(search.distinct, search.represented)
+    return CheckResult(
+        verdict,
+        invariant,
+        search.distinct,
+        search.generated,
+        depth,
+        time.perf_counter() - search.started,
+        dict(zip(search.spec.coverage_labels, search.coverage.tolist())),
+        trace,
+        goals,
+        memory,
+        {**run, **info},
+    )
