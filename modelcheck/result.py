@@ -34,6 +34,9 @@ class CheckResult:
     # behaviour returns to step `loop` for ever (stutters there, when it is
     # the last step); None for an invariant's violation
     loop: int | None = None
+    # --max-violations: the violations found after this one, each of an
+    # invariant not violated before it, each the shortest of its invariant
+    further: list[CheckResult] = field(default_factory=list)
     # each checked temporal property: the reachable states where a violation
     # could begin (0: it held vacuously, the check exercised nothing of it)
     triggers: dict[str, int] = field(default_factory=dict)
@@ -44,6 +47,11 @@ class CheckResult:
     @property
     def holds(self) -> bool:
         return self.verdict == "holds"
+
+    @property
+    def violated_invariant(self) -> bool:
+        """Violated, and by an invariant (not a temporal property's lasso)."""
+        return not self.holds and self.loop is None
 
 
 def never_fired(result: CheckResult) -> list[str]:

@@ -20,6 +20,7 @@ of every state field, from which the kernel packs states into machine words.
 
 from __future__ import annotations
 
+import copy
 import pickle
 from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
@@ -143,6 +144,22 @@ class Spec(Presentation):
     def checked_invariants(self) -> list[str]:
         """Names of the invariants to check (default: all of the spec's)."""
         return list(self.invariants)
+
+    # the invariants a search that goes on after violations has found
+    # violated already, and no longer checks (--max-violations)
+    violated_before: frozenset[str] = frozenset()
+
+    def to_check(self) -> list[str]:
+        """The invariants a search checks: checked_invariants(), less those
+        it found violated before (the engines read this one)."""
+        return [n for n in self.checked_invariants() if n not in self.violated_before]
+
+    def going_on_past(self, found: Iterable[str]) -> Spec:
+        """A copy whose search no longer checks the invariants `found`."""
+        other = copy.copy(self)
+        other.__dict__.pop("_checks", None)  # cached from the invariants checked before
+        other.violated_before = self.violated_before | frozenset(found)
+        return other
 
     def checked_properties(self) -> list[str]:
         """Names of the temporal properties to check (default: none; each
@@ -323,7 +340,7 @@ class Spec(Presentation):
 
     def violated(self, state: State, names: Iterable[str] | None = None) -> list[str]:
         """The invariants (of `names`, default the checked ones) that fail."""
-        names = self.checked_invariants() if names is None else names
+        names = self.to_check() if names is None else names
         return [n for n in names if not self.invariants[n](self, state)]
 
     @cached_property
@@ -356,7 +373,7 @@ class Spec(Presentation):
 
     @cached_property
     def _checks(self) -> list[tuple[str, Callable]]:
-        return [(n, self.invariants[n]) for n in self.checked_invariants()]
+        return [(n, self.invariants[n]) for n in self.to_check()]
 
     def first_violation(self, state: State) -> str | None:
         """The first checked invariant that fails (the hot path's form of violated())."""

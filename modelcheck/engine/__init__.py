@@ -70,8 +70,23 @@ def run(
         checkpoints.prepare(resuming=local.resume)
     if local.resume and checkpoints is None:
         raise ConfigError("resume: no checkpoint to resume from")
+    control = control or Control()
     try:
-        return _run(under(spec, options), options, progress, control or Control(), checkpoints, compiling)
+        result = _run(under(spec, options), options, progress, control, checkpoints, compiling)
+        going_on = spec
+        while result.violated_invariant and len([result, *result.further]) < options.max_violations:
+            found = [r.invariant or "" for r in (result, *result.further)]
+            going_on = going_on.going_on_past(found)
+            if not going_on.to_check():
+                break
+            if progress:
+                progress({"note": f"{', '.join(found)} violated: the search goes on without (--max-violations)"})
+            after = _run(under(going_on, options), options, progress, control, None, None)
+            if not after.violated_invariant:
+                result.run_info["others_hold_in"] = after.distinct_states  # the rest hold: a complete search
+                break
+            result.further.append(after)
+        return result
     finally:
         if checkpoints:
             checkpoints.release()

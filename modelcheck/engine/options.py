@@ -218,6 +218,20 @@ class CheckOptions:
             value=lambda v: int(v["fingerprint_bits"]),
         ),
     )
+    max_violations: int = field(
+        default=1,
+        metadata=flag(
+            "--max-violations",
+            "Report up to K violations, one an invariant: after the shortest counterexample the search "
+            "goes on without the invariants already violated (again from the initial states: each "
+            "further one costs a search to its depth), so each is the shortest of its invariant and "
+            "replayed. The exit status, the counts and --trace-out are the first's.",
+            kind="count",
+            metavar="K",
+            default=1,
+            show_default=True,
+        ),
+    )
     local: LocalOptions = field(default_factory=LocalOptions)
     spark: SparkOptions = field(default_factory=SparkOptions)
 
@@ -228,6 +242,7 @@ class CheckOptions:
         *,
         symmetry: bool = False,
         fingerprint_bits: int = 64,
+        max_violations: int = 1,
         workers: int = 1,
         max_memory: int | None = None,
         spill_dir: str | None = None,
@@ -240,11 +255,12 @@ class CheckOptions:
     ) -> CheckOptions:
         """The options from their flat names (the command line's)."""
         return cls(
-            engine,
-            symmetry,
-            fingerprint_bits,
-            LocalOptions(workers, max_memory, spill_dir, checkpoint_dir, checkpoint_every, resume),
-            SparkOptions(master, partitions, tuple((spark_settings or {}).items())),
+            engine=engine,
+            symmetry=symmetry,
+            fingerprint_bits=fingerprint_bits,
+            max_violations=max_violations,
+            local=LocalOptions(workers, max_memory, spill_dir, checkpoint_dir, checkpoint_every, resume),
+            spark=SparkOptions(master, partitions, tuple((spark_settings or {}).items())),
         )
 
     @classmethod
@@ -295,6 +311,14 @@ class CheckOptions:
                 f"--{local_only[0]} applies to the local engines (fast, bfs); a Spark check survives a "
                 "lost executor by itself (its shards' state is in files), and its memory is Spark's "
                 "(spark.driver.memory, spark.executor.memory)"
+            )
+        if self.max_violations < 1:
+            raise ConfigError(f"--max-violations {self.max_violations}: expected 1 or more")
+        if self.max_violations > 1 and local.checkpoint_dir:
+            raise ConfigError(
+                f"--max-violations {self.max_violations} with --{'resume' if local.resume else 'checkpoint'}: "
+                "a checkpoint saves one search, and each further violation is a search of its own; "
+                "leave out one of them"
             )
         return self
 

@@ -143,6 +143,7 @@ def summary_rows(outcomes: list[Outcome]) -> list[dict[str, Any]]:
             "status": o.status,
             "expected": o.entry.cell.expect,
             "verdict": o.row.verdict if o.row else None,
+            "further": o.row.further if o.row else [],
             "pinned_states": o.entry.states,
             "distinct_states": o.row.distinct if o.row else None,
             "trace_length": o.row.trace_len if o.row else None,
@@ -218,7 +219,9 @@ def gate_command(
 
     def done(o: Any) -> None:
         console.print(
-            f"{o.status}: {o.entry.cell.name}: {o.row.verdict} ({o.row.distinct:,} states, "
+            f"{o.status}: {o.entry.cell.name}: {o.row.verdict}"
+            + "".join(f", then violated: {name}" for name in o.row.further)
+            + f" ({o.row.distinct:,} states, "
             f"{o.row.elapsed_s:.1f} s)"
             + (f" -- {'; '.join(map(str, o.failures))}" if o.failures else "")
             + "".join(f" (warning: {w})" for w in o.warnings),

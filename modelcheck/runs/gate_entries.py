@@ -14,7 +14,20 @@ from ..views.refinement import failure_line
 from .matrix import Cell, Loader, Row, read_entries
 from .refines import LoadAs, images
 
-ENTRY_KEYS = {"name", "config", "expect", "states", "budget_s", "note", "symmetry", "exercises", "goals", "refines"}
+ENTRY_KEYS = {
+    "name",
+    "config",
+    "expect",
+    "states",
+    "budget_s",
+    "note",
+    "symmetry",
+    "exercises",
+    "goals",
+    "refines",
+    "max_violations",
+    "further",
+}
 VARIANT = "variant"  # the config key that names a spec's variant (the protocol's loader reads it)
 
 
@@ -24,6 +37,7 @@ class Entry:
     states: int | None
     budget_s: float | None
     refines: str | None = None  # a variant the entry's must refine (`modelcheck refines`)
+    further: tuple[str, ...] | None = None  # the invariants violated after the first, in order (max_violations)
 
 
 def variant_and_rest(loader: Loader, config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -99,6 +113,16 @@ def read_gate(path: str, loader: Loader, load_as: LoadAs | None = None) -> list[
             not isinstance(budget, (int, float)) or isinstance(budget, bool) or not 0 < budget < math.inf
         ):  # nan fails both
             raise ConfigError(f"{e['where']}: budget_s is {budget!r}; allowed: a positive number of seconds")
+        most, further = e.get("max_violations", 1), e.get("further")
+        if not isinstance(most, int) or isinstance(most, bool) or most < 1:
+            raise ConfigError(f"{e['where']}: max_violations is {most!r}; allowed: a positive integer")
+        if further is not None and (
+            not isinstance(further, list) or not all(isinstance(n, str) for n in further) or len(further) >= most
+        ):
+            raise ConfigError(
+                f"{e['where']}: further is {further!r}; allowed: a list of the invariants violated after the "
+                f"first, fewer than max_violations ({most})"
+            )
         refines = e.get("refines")
         if refines is not None and not isinstance(refines, str):
             raise ConfigError(f"{e['where']}: refines is {refines!r}; allowed: the name of a variant")
@@ -111,10 +135,12 @@ def read_gate(path: str, loader: Loader, load_as: LoadAs | None = None) -> list[
                 symmetry=e.get("symmetry", False),
                 exercises=tuple(e.get("exercises", [])),
                 goals=tuple(e.get("goals", [])),
+                max_violations=most,
             ),
             states,
             budget,
             refines,
+            None if further is None else tuple(further),
         )
         if refines is not None and load_as is not None:
             try:
@@ -130,6 +156,8 @@ def judge(entry: Entry, row: Row) -> list[Failure]:
     failures = []
     if row.verdict != entry.cell.expect:
         failures.append(Failure(Kind.VERDICT, f"verdict: expected {entry.cell.expect}, got {row.verdict}"))
+    if entry.further is not None and tuple(row.further) != entry.further:
+        failures.append(Failure(Kind.VERDICT, f"further violations: expected {list(entry.further)}, got {row.further}"))
     if entry.states is not None and row.distinct != entry.states:
         failures.append(Failure(Kind.COUNT, f"distinct states: pinned {entry.states:,}, got {row.distinct:,}"))
     failures += [Failure(Kind.VACUOUS, f"vacuous: {why}") for why in row.vacuous]

@@ -51,10 +51,11 @@ class Cell:
     symmetry: bool = False  # check's --symmetry: one state of each class of renamed brokers
     exercises: tuple[str, ...] = ()  # actions (or coverage labels) a holds must have fired
     goals: tuple[str, ...] = ()  # reachability goals a complete check must reach
+    max_violations: int = 1  # check's --max-violations
 
     def options(self, max_memory: int | None = None) -> CheckOptions:
         """How the cell is checked: the fast engine, its symmetry, `max_memory`."""
-        return CheckOptions.of(symmetry=self.symmetry, max_memory=max_memory)
+        return CheckOptions.of(symmetry=self.symmetry, max_memory=max_memory, max_violations=self.max_violations)
 
 
 @dataclass
@@ -75,6 +76,7 @@ class Row:
     loop: int | None = None  # a temporal property's lasso: the step the last one returns to
     triggers: dict[str, int] = field(default_factory=dict)  # CheckResult.triggers
     memory: dict[str, Any] = field(default_factory=dict)  # memory_limit, and whether it spilled (segments)
+    further: list[str] = field(default_factory=list)  # --max-violations: the invariants violated after the first
 
     @property
     def as_expected(self) -> bool | None:
@@ -250,6 +252,7 @@ def run_cell(loader: Loader, cell: Cell, max_memory: int | None = None, stop: St
         r.loop,
         r.triggers,
         {k: r.run_info[k] for k in ("memory_limit", "spilled", "segments") if k in r.run_info},
+        [more.invariant or "" for more in r.further],
     )
 
 

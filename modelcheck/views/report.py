@@ -14,6 +14,7 @@ from rich.text import Text
 from ..engine.options import CheckOptions
 from ..lifetime import Stopped
 from ..result import CheckResult, never_fired
+from ..trace import described
 from .terminal import format_action, replay_table, stdout_console, trace_table
 
 # ---- a check --------------------------------------------------------------------------
@@ -49,6 +50,16 @@ def check_json(
         "symmetry": options.symmetry,
         **result.run_info,
         "memory": result.memory,
+        # --max-violations: the further violations, each of an invariant not violated before
+        "further": [
+            {
+                "invariant": more.invariant,
+                "depth": more.depth,
+                "distinct_states": more.distinct_states,
+                "trace": described(spec, more.trace),
+            }
+            for more in result.further
+        ],
     }
 
 
@@ -90,6 +101,22 @@ def print_result(spec: Any, result: CheckResult, expected: str | None, verdict: 
             out.print(
                 Text(f"trace written to {trace_out}; view it with: modelcheck trace show {shlex.quote(trace_out)}")
             )
+    for number, more in enumerate(result.further, 2):
+        out.print(
+            f"[bold red]violated ({number}): {more.invariant}[/] after {len(more.trace) - 1} steps (the shortest "
+            f"counterexample of an invariant not violated before, re-validated by replay; found among "
+            f"{more.distinct_states:,} states)"
+        )
+        out.print(trace_table(spec, more.trace))
+        out.print(
+            Text.assemble((more.invariant or "", "bold"), ": ", spec.explain(more.invariant, more.trace[-1].state))
+        )
+    if "others_hold_in" in result.run_info:
+        others = [n for n in spec.to_check() if n not in {r.invariant for r in (result, *result.further)}]
+        out.print(
+            f"[bold green]holds[/]: the {len(others)} other invariants hold in every reachable state "
+            f"({result.run_info['others_hold_in']:,} states, a complete search)"
+        )
     out.print(
         f"distinct states: {result.distinct_states:,}  generated: {result.generated_states:,}  "
         f"depth: {result.depth}  time: {result.elapsed_s:.1f} s ({rate:,.0f} distinct states/s)"

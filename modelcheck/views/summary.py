@@ -54,7 +54,7 @@ def gate_markdown(gate_file: str, outcomes: Sequence[Any], stopped: str | None) 
         states = "" if row is None else f"{row.distinct:,}" + (f" ({o.entry.states:,})" if o.entry.states else "")
         shows = check_command(o.entry.cell.config, o.entry.cell.symmetry) if o.failures else ""
         why = "; ".join([*map(str, o.failures), *(f"warning: {w}" for w in o.warnings)])
-        verdict = row.verdict if row else ""
+        verdict = (row.verdict + "".join(f", then violated: {n}" for n in row.further)) if row else ""
         lines.append(
             f"| {cell(o.entry.cell.name)} | {o.status} | {cell(verdict)} | {states} | {cell(why)} | "
             + (f"`{shows}` |" if shows else " |")

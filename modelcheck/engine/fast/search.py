@@ -309,7 +309,7 @@ class Search(Saved):
         `position` of this segment, its new state number `new_before`): it
         had generated the candidates up to it, and met the new states before it."""
         level = segment.whole
-        invariant = self.spec.checked_invariants()[which]
+        invariant = self.spec.to_check()[which]
         self.distinct += new_before + 1
         self.generated += position + 1
         if cur.depth:

@@ -122,7 +122,7 @@ class Kernel:
                 domains=np.array([d + [0] * (width - len(d)) for d in domains] or [[0]], dtype=np.int64),
                 domain_sizes=np.array([len(d) for d in domains] or [0], dtype=np.int64),
                 live=np.array([a in cls.actions and a not in dormant for a in rules.actions], dtype=np.uint8),
-                checked=np.array([invariants.index(n) for n in spec.checked_invariants()], dtype=np.int64),
+                checked=np.array([invariants.index(n) for n in spec.to_check()], dtype=np.int64),
                 flags=np.array(Flags(self.words, mode, spec.symmetric), dtype=np.int64),
                 label=np.array(
                     [spec.first_label(a) if a in cls.actions else 0 for a in rules.actions] or [0], dtype=np.int64
@@ -191,7 +191,7 @@ class Kernel:
         return out
 
     def check(self, rows: Any, lo: int, hi: int) -> tuple[int, int]:
-        """(row, place in checked_invariants()) of the first violation in lo..hi-1, or (-1, -1)."""
+        """(row, place in to_check()) of the first violation in lo..hi-1, or (-1, -1)."""
         row, which = self.module.check(self.params, self.tables, rows, lo, hi)
         return int(row), int(which)
 

@@ -305,7 +305,7 @@ class Search:
             )
             self.generated += int(counts.sum())
             self.coverage += counts
-        invariant = self.spec.checked_invariants()[which]
+        invariant = self.spec.to_check()[which]
         indices = [int.from_bytes(path[i : i + KEY_BYTES], "big") for i in range(0, len(path), KEY_BYTES)]
         found = Path(indices[0], tuple(indices[1:]))
         result = self.result(
