@@ -487,3 +487,29 @@ def test_a_first_state_the_spec_never_reaches_is_a_deviation_there(tmp_path):
     assert r.exit_code == 1, r.output
     assert f"DEVIATION at the partition's first state (line 23 (offset {offset}))" in r.stdout
     assert "leader 4, isr [7, 9]" in r.stdout and "none of the first 300 states the spec reaches has it" in r.stdout
+
+
+def test_a_witness_is_replayed_against_the_log_records_as_well_as_the_spec(monkeypatch):
+    """The witness is held to the log itself, not only to the spec: its
+    steps must show the log's records in order. Here the log read by the
+    replay has two different records exchanged after the search: every
+    step still replays and ends where the search ended, and the replay
+    refuses it at the first step whose record differs."""
+    from modelcheck.engine import observed
+    from modelcheck.trace import TraceError
+
+    obs = observe(repeated_log(load(WALK), rolling_restarts(3), 2), "log", options())
+    assert validate(obs).consistent
+    keys = [e.key for e in obs.expected]
+    i = next(k for k in range(len(keys) - 1) if keys[k] != keys[k + 1])
+    honest = observed.replay
+
+    def with_records_exchanged(o, *args):
+        swapped = list(o.expected)
+        swapped[i], swapped[i + 1] = swapped[i + 1], swapped[i]
+        monkeypatch.setattr(o, "expected", swapped)
+        return honest(o, *args)
+
+    monkeypatch.setattr(observed, "replay", with_records_exchanged)
+    with pytest.raises(TraceError, match="shows no record the log has there"):
+        validate(obs)

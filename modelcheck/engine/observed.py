@@ -305,7 +305,7 @@ def validate(
         hidden_steps=len(moves) - len(chain) - prefix,
     )
     if replay_witness:
-        verdict.witness_spec, verdict.witness = replay(obs, moves, search, first, chain)
+        verdict.witness_spec, verdict.witness = replay(obs, moves, prefix, search, chain)
     verdict.coverage = _coverage(moves)
     if deviation is not None:
         verdict.deviation = deviation
@@ -330,21 +330,38 @@ def _witness_moves(
 
 
 def replay(
-    obs: Observed, moves: list[Move], search: Search, first: int, chain: list[tuple[int, Any]]
+    obs: Observed, moves: list[Move], prefix: int, search: Search, chain: list[tuple[int, Any]]
 ) -> tuple[Spec, list[Step]]:
     """The witness through the spec, unnormalised (bounds wide enough, from
-    `spec_for`): every move must be enabled, and the state it ends in must
-    be, normalised, one the search kept for the last record. A failure is
-    the engine's, never a verdict."""
+    `spec_for`): every move must be enabled; the steps after the first
+    `prefix` (which reach the log's first state) must show the log's
+    records, in order, each where the search matched it; and the state it
+    ends in must be, normalised, one the search kept for the last record.
+    A failure is the engine's, never a verdict."""
     spec = obs.spec_for(moves)
     state = spec.init_states()[0]
     steps = [Step(None, {}, state)]
-    for name, args in moves:
+    shown: list[Hashable] = []
+    for number, (name, args) in enumerate(moves, 1):
         found = apply_step(spec, state, name, dict(args))
         if len(found) != 1:
-            raise TraceError(f"validate: the witness's step {len(steps)} ({name} {dict(args)}) does not replay")
+            raise TraceError(f"validate: the witness's step {number} ({name} {dict(args)}) does not replay")
+        if number > prefix:  # what the log shows of it, read as the search reads it: from the normal form
+            normal = obs.normal(state)
+            from_normal = apply_step(obs.spec, normal, name, dict(args))
+            if len(from_normal) != 1:
+                raise TraceError(f"validate: the witness's step {number} ({name}) does not replay from the normal form")
+            seen = obs.observation(normal, from_normal[0][1])
+            if seen is not None:
+                if len(shown) >= len(chain) or seen != obs.expected[len(shown)].key:
+                    raise TraceError(
+                        f"validate: the witness's step {number} ({name}) shows no record the log has there"
+                    )
+                shown.append(seen)
         found_args, state = found[0]
         steps.append(Step(name, found_args, state))
+    if len(shown) != len(chain):
+        raise TraceError(f"validate: the witness shows {len(shown)} of the log's {len(chain)} records")
     if chain and search.number(obs.normal(state)) not in search.layers[chain[-1][0]]:
         raise TraceError("validate: the witness does not end in a state the search kept")
     return spec, steps
