@@ -103,14 +103,40 @@ def test_keys_are_the_reference_mixes_and_fingerprints(words):
     assert (int(out[0]), int(out[1])) == (hash_words(words, 0), hash_words(words, 0x452821E638D01377))
 
 
-def test_editing_the_static_glue_renames_every_generated_module(tmp_path, monkeypatch):
+def test_editing_the_static_glue_renames_every_generated_module(monkeypatch):
     """numba's cache does not see a callee in another file change, so the
     static modules' text is part of each generated module's name."""
     before = cache.module_name("glue", "source")
-    edited = tmp_path / "rows.py"
-    edited.write_text(cache.IMPORTED[0].read_text() + "\n# edited\n")
-    monkeypatch.setattr(cache, "IMPORTED", (edited, *cache.IMPORTED[1:]))
+    edited = cache.imported_text() + "\n# edited\n"
+    monkeypatch.setattr(cache, "imported_text", lambda: edited)
     assert cache.module_name("glue", "source") != before
+
+
+def test_the_static_glue_is_read_as_package_data_so_a_zipped_package_has_it(tmp_path):
+    """A Spark executor imports modelcheck from a zip: the text that names
+    a kernel is read there as well as from files."""
+    import subprocess
+    import sys
+    import zipfile
+    from pathlib import Path
+
+    import modelcheck
+
+    root = Path(modelcheck.__file__).parent.parent
+    bundle = tmp_path / "modelcheck.zip"
+    with zipfile.ZipFile(bundle, "w") as z:
+        for path in (root / "modelcheck").rglob("*.py"):
+            z.write(path, path.relative_to(root))
+    code = "from modelcheck.engine.kernel import cache; print(cache.__file__); print(len(cache.imported_text()))"
+    out = subprocess.run(
+        [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(bundle)!r}); {code}"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    where, size = out.stdout.split()
+    assert where.startswith(str(bundle)) and int(size) == len(cache.imported_text())
 
 
 def test_the_generated_modules_import_compiled_code_only_from_modules_hashed_into_their_names():
@@ -118,10 +144,7 @@ def test_the_generated_modules_import_compiled_code_only_from_modules_hashed_int
     from is one whose text names the kernel (else an edit to it would load
     stale machine code)."""
     kernel = kernel_for(load({"max_records": 1}))
-    hashed = {
-        f"{'modelcheck.engine.kernel' if p.parent.name == 'kernel' else 'modelcheck.engine'}.{p.stem}"
-        for p in cache.IMPORTED
-    }
+    hashed = {f"{package}.{name.removesuffix('.py')}" for package, name in cache.IMPORTED}
     imported = {
         line.split()[1]
         for text in kernel.source.values()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import pkgutil
 import sys
 import types
 from pathlib import Path
@@ -15,14 +16,19 @@ from ...durable import write_text
 GENERATOR_VERSION = "3"  # bump when the generated code changes shape
 # the real modules the generated ones import compiled code from: numba's cache
 # does not notice when a callee in another file changes, so their text is
-# part of every generated module's name
-IMPORTED = (Path(__file__).parent / "rows.py", Path(__file__).parent.parent / "kernel_ops.py")
+# part of every generated module's name (read as package data: on a Spark
+# executor the package is a zip)
+IMPORTED = (("modelcheck.engine.kernel", "rows.py"), ("modelcheck.engine", "kernel_ops.py"))
+
+
+def imported_text() -> str:
+    return "".join((pkgutil.get_data(package, name) or b"").decode() for package, name in IMPORTED)
 
 
 def module_name(kind: str, source: str) -> str:
     import numba
 
-    text = "".join(path.read_text() for path in IMPORTED)
+    text = imported_text()
     digest = hashlib.sha256(f"{GENERATOR_VERSION} {numba.__version__} {text} {source}".encode()).hexdigest()[:20]
     return f"modelcheck_{kind}_{digest}"
 
