@@ -137,3 +137,18 @@ def test_spark_finds_the_same_violations():
         (r.invariant, r.distinct_states, len(r.trace)) for r in (fast, *fast.further)
     ]
     assert len(spark.further) == 2 and spark.run_info["others_hold_in"] == fast.run_info["others_hold_in"]
+
+
+def test_a_temporal_property_violated_once_the_other_invariants_hold_ends_the_list():
+    """Properties are checked once every invariant holds: past the three
+    invariants, the property's lasso is the last violation reported."""
+    config = {**THREE, "properties": ["LeaderlessGetsLeader"]}
+    result = run(load(config), CheckOptions.of("fast", max_violations=6))
+    found = [(r.invariant, r.loop is not None) for r in (result, *result.further)]
+    assert found == [
+        ("NoAckedLoss", False),
+        ("ElrHasDataToHwm", False),
+        ("ConsistentRead", False),
+        ("LeaderlessGetsLeader", True),
+    ]
+    assert "others_hold_in" not in result.run_info

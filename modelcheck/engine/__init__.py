@@ -82,10 +82,12 @@ def run(
             if progress:
                 progress({"note": f"{', '.join(found)} violated: the search goes on without (--max-violations)"})
             after = _run(under(going_on, options), options, progress, control, None, None)
-            if not after.violated_invariant:
+            if after.holds:
                 result.run_info["others_hold_in"] = after.distinct_states  # the rest hold: a complete search
                 break
             result.further.append(after)
+            if after.loop is not None:  # a temporal property's lasso: the other invariants held, the search is over
+                break
         return result
     finally:
         if checkpoints:

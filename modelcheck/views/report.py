@@ -56,6 +56,7 @@ def check_json(
                 "invariant": more.invariant,
                 "depth": more.depth,
                 "distinct_states": more.distinct_states,
+                "loop": more.loop,
                 "trace": described(spec, more.trace),
             }
             for more in result.further
@@ -102,12 +103,15 @@ def print_result(spec: Any, result: CheckResult, expected: str | None, verdict: 
                 Text(f"trace written to {trace_out}; view it with: modelcheck trace show {shlex.quote(trace_out)}")
             )
     for number, more in enumerate(result.further, 2):
+        if more.loop is None:
+            how = "the shortest counterexample of an invariant not violated before"
+        else:
+            how = "a fair behaviour that then loops for ever, once the other invariants held"
         out.print(
-            f"[bold red]violated ({number}): {more.invariant}[/] after {len(more.trace) - 1} steps (the shortest "
-            f"counterexample of an invariant not violated before, re-validated by replay; found among "
-            f"{more.distinct_states:,} states)"
+            f"[bold red]violated ({number}): {more.invariant}[/] after {len(more.trace) - 1} steps ({how}, "
+            f"re-validated by replay; found among {more.distinct_states:,} states)"
         )
-        out.print(trace_table(spec, more.trace))
+        out.print(trace_table(spec, more.trace, loop=more.loop))
         out.print(
             Text.assemble((more.invariant or "", "bold"), ": ", spec.explain(more.invariant, more.trace[-1].state))
         )
