@@ -27,10 +27,7 @@ from typing import Any, Protocol
 from ..guards import refusal
 from ..result import Step
 from ..spec import Spec
-from ..trace import TraceError, apply_step
-
-Move = tuple[str, tuple[tuple[str, Any], ...]]  # an action and its arguments, hashable
-Path = tuple[Move, ...]
+from .witness import Move, Path, coverage, replay, witness_moves
 
 
 @dataclass(frozen=True)
@@ -293,7 +290,7 @@ def validate(
         chain.append((nxt, links))
         layer = nxt
         widest = max(widest, len(search.layers[nxt]))
-    moves, prefix = _witness_moves(search, first, prefixes, chain)
+    moves, prefix = witness_moves(search, first, prefixes, chain)
     verdict = Verdict(
         prefix=prefix,
         starts=len(search.layers[first]),
@@ -306,72 +303,13 @@ def validate(
     )
     if replay_witness:
         verdict.witness_spec, verdict.witness = replay(obs, moves, prefix, search, chain)
-    verdict.coverage = _coverage(moves)
+    verdict.coverage = coverage(moves)
     if deviation is not None:
         verdict.deviation = deviation
         verdict.before = [search.states[h] for n in search.layers[layer] for h, _, _ in search.closure(n)]
         verdict.allowed = _closest(search, layer, obs.expected[deviation].key)
         verdict.refused = _refused(obs.spec, verdict.before, obs.expected[deviation])
     return verdict
-
-
-def _witness_moves(
-    search: Search, first: int, prefixes: dict[int, Path], chain: list[tuple[int, tuple[tuple[int, Path], ...]]]
-) -> tuple[list[Move], int]:
-    """The moves of one behaviour through the chain, back from the first
-    state of the last layer, and how many of them lead to the log's first state."""
-    j, pieces = 0, []
-    for _, links in reversed(chain):
-        j, path = links[j]
-        pieces.append(path)
-    start = prefixes[search.layers[first][j]]
-    pieces.append(start)
-    return [move for path in reversed(pieces) for move in path], len(start)
-
-
-def replay(
-    obs: Observed, moves: list[Move], prefix: int, search: Search, chain: list[tuple[int, Any]]
-) -> tuple[Spec, list[Step]]:
-    """The witness through the spec, unnormalised (bounds wide enough, from
-    `spec_for`): every move must be enabled; the steps after the first
-    `prefix` (which reach the log's first state) must show the log's
-    records, in order, each where the search matched it; and the state it
-    ends in must be, normalised, one the search kept for the last record.
-    A failure is the engine's, never a verdict."""
-    spec = obs.spec_for(moves)
-    state = spec.init_states()[0]
-    steps = [Step(None, {}, state)]
-    shown: list[Hashable] = []
-    for number, (name, args) in enumerate(moves, 1):
-        found = apply_step(spec, state, name, dict(args))
-        if len(found) != 1:
-            raise TraceError(f"validate: the witness's step {number} ({name} {dict(args)}) does not replay")
-        if number > prefix:  # what the log shows of it, read as the search reads it: from the normal form
-            normal = obs.normal(state)
-            from_normal = apply_step(obs.spec, normal, name, dict(args))
-            if len(from_normal) != 1:
-                raise TraceError(f"validate: the witness's step {number} ({name}) does not replay from the normal form")
-            seen = obs.observation(normal, from_normal[0][1])
-            if seen is not None:
-                if len(shown) >= len(chain) or seen != obs.expected[len(shown)].key:
-                    raise TraceError(
-                        f"validate: the witness's step {number} ({name}) shows no record the log has there"
-                    )
-                shown.append(seen)
-        found_args, state = found[0]
-        steps.append(Step(name, found_args, state))
-    if len(shown) != len(chain):
-        raise TraceError(f"validate: the witness shows {len(shown)} of the log's {len(chain)} records")
-    if chain and search.number(obs.normal(state)) not in search.layers[chain[-1][0]]:
-        raise TraceError("validate: the witness does not end in a state the search kept")
-    return spec, steps
-
-
-def _coverage(moves: list[Move]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for name, _ in moves:
-        out[name] = out.get(name, 0) + 1
-    return dict(sorted(out.items()))
 
 
 def _closest(search: Search, layer: int, wanted: Hashable, most: int = 5) -> list[Allowed]:
