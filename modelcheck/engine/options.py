@@ -48,14 +48,23 @@ def flag(name: str, help: str, value: Callable[[dict[str, Any]], Any] | None = N
     return {"flags": (Flag(name, help, **how),), **({"value": value} if value else {})}
 
 
+def _part(f: Any) -> type | None:
+    """The options class a field holds whole (LocalOptions, SparkOptions), or None."""
+    part = f.default_factory
+    return part if part is not MISSING and isinstance(part, type) and is_dataclass(part) else None
+
+
+def _flags(f: Any) -> list[Flag]:
+    """The flags that set field `f`, each with its dest (the field's name unless declared)."""
+    return [replace(fl, dest=fl.dest or f.name) for fl in f.metadata.get("flags", ())]
+
+
 def flags_of(options: type | None = None) -> list[Flag]:
     """Every flag the options declare, in their fields' order (parts included)."""
     out: list[Flag] = []
     for f in fields(options or CheckOptions):
-        part = f.default_factory
-        if part is not MISSING and isinstance(part, type) and is_dataclass(part):
-            out += flags_of(part)
-        out += [replace(fl, dest=fl.dest or f.name) for fl in f.metadata.get("flags", ())]
+        part = _part(f)
+        out += flags_of(part) if part else _flags(f)
     return out
 
 
@@ -270,12 +279,13 @@ class CheckOptions:
         them; a field without either keeps its default."""
         given = {}
         for f in fields(options or cls):
-            if f.default_factory is not MISSING and isinstance(f.default_factory, type):
-                given[f.name] = cls.from_flags(values, f.default_factory)
+            part = _part(f)
+            if part:
+                given[f.name] = cls.from_flags(values, part)
             elif "value" in f.metadata:
                 given[f.name] = f.metadata["value"](values)
-            elif "flags" in f.metadata:
-                given[f.name] = values[f.metadata["flags"][0].dest or f.name]
+            elif _flags(f):
+                given[f.name] = values[_flags(f)[0].dest or f.name]
         return (options or cls)(**given)
 
     def validate(self) -> CheckOptions:
