@@ -134,7 +134,7 @@ def validate_lasso(spec: Spec, steps: list[Step], loop: int, prop: str) -> None:
     raise TraceError if not."""
     from .declare import ALWAYS_EVENTUALLY, LEADS_TO
 
-    canon = spec.canonical
+    canon = spec.encode  # the states themselves: with symmetry, a cycle of classes is not one of states
     last = len(steps) - 1
     if not 0 <= loop <= last:
         raise TraceError(f"replay: the loop starts at step {loop}, outside the trace")

@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from modelcheck.declare import Field, action, always_eventually, eventually_always, invariant, leads_to, strong, weak
+from modelcheck.declare import (
+    Field,
+    Param,
+    action,
+    always_eventually,
+    eventually_always,
+    invariant,
+    leads_to,
+    strong,
+    weak,
+)
 from modelcheck.spec import Spec
 
 
@@ -74,3 +84,113 @@ class Arbiter(Spec):
     @eventually_always("EventuallyIdle", weak("Tick", "Request", "Release"), strong("Grant"))
     def eventually_idle(self, s: ArbiterState) -> bool:
         return not s.requested
+
+
+# ---- symmetric toys: two interchangeable processes (--symmetry swaps them) ----------
+
+PROCESS = Param(lambda spec: range(2))
+
+
+class TwoProcesses(Spec):
+    """What both toys below share: two processes, each state's class its
+    two renamings, the representative the smaller."""
+
+    abstract = True
+
+    def __init__(self, properties: tuple[str, ...] = ()):
+        self.n = 2
+        self.config = {"properties": list(properties)}
+
+    def checked_properties(self) -> list[str]:
+        return self.config["properties"]
+
+    def enable_symmetry(self) -> None:
+        self.symmetric = True
+
+    def representative(self, s):
+        return min(s, self.swapped(s)) if self.symmetric else s
+
+    def class_size(self, s) -> int:
+        return 1 if not self.symmetric or self.swapped(s) == s else 2
+
+    def swapped(self, s):
+        raise NotImplementedError
+
+
+class TokenState(NamedTuple):
+    holds: tuple[int, int]  # which process holds the token
+
+
+class Token(TwoProcesses):
+    """The holder passes the token to the other. One class, and its one step
+    leads back into it: the quotient's cycle is one step long, the states'
+    two (the token goes there and back)."""
+
+    abstract = False
+    state_type = TokenState
+
+    def init_states(self) -> list[TokenState]:
+        return [TokenState((1, 0))]
+
+    def swapped(self, s: TokenState) -> TokenState:
+        return TokenState(s.holds[::-1])
+
+    @action("Pass", p=PROCESS)
+    def pass_token(self, s: TokenState, p: int) -> TokenState | None:
+        return TokenState((s.holds[1], s.holds[0])) if s.holds[p] else None
+
+    @invariant("TypeOK")
+    def type_ok(self, s: TokenState) -> bool:
+        return sum(s.holds) == 1
+
+    @always_eventually("Rests", weak("Pass", each="p"))
+    def rests(self, s: TokenState) -> bool:
+        return False  # the token never rests: violated by passing it for ever
+
+
+class RelayState(NamedTuple):
+    active: tuple[int, int]  # the process that took the relay
+    bit: int  # the active process flips it
+    done: int  # the other process finished
+
+
+class Relay(TwoProcesses):
+    """One process takes the relay and flips a bit for ever; the other may
+    then finish. Flipping for ever is fair to Flip but not to the other's
+    Finish, enabled throughout: under weak fairness of Finish for each
+    process, FinishesOften holds. On the quotient Finish looks fair (no
+    class has both processes' Finish enabled), so symmetry proposes the
+    flipping component and the states refute it."""
+
+    abstract = False
+    state_type = RelayState
+
+    def init_states(self) -> list[RelayState]:
+        return [RelayState((0, 0), 0, 0)]
+
+    def swapped(self, s: RelayState) -> RelayState:
+        return s._replace(active=s.active[::-1])
+
+    @action("Activate", p=PROCESS)
+    def activate(self, s: RelayState, p: int) -> RelayState | None:
+        return s._replace(active=(int(p == 0), int(p == 1))) if s.active == (0, 0) else None
+
+    @action("Flip", p=PROCESS)
+    def flip(self, s: RelayState, p: int) -> RelayState | None:
+        return s._replace(bit=1 - s.bit) if s.active[p] else None
+
+    @action("Finish", p=PROCESS)
+    def finish(self, s: RelayState, p: int) -> RelayState | None:
+        return s._replace(done=1) if s.active[1 - p] and not s.done else None
+
+    @invariant("TypeOK")
+    def type_ok(self, s: RelayState) -> bool:
+        return sum(s.active) <= 1
+
+    @always_eventually("FinishesOften", weak("Activate", "Flip"), weak("Finish", each="p"))
+    def finishes_often(self, s: RelayState) -> bool:
+        return bool(s.done)
+
+    @always_eventually("FinishesOftenUnfairly", weak("Activate", "Flip"))
+    def finishes_often_unfairly(self, s: RelayState) -> bool:
+        return bool(s.done)

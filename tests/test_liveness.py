@@ -213,13 +213,10 @@ def test_a_checkpointed_search_resumes_to_the_same_lasso(tmp_path):
         )
 
 
-def test_properties_refuse_symmetry_and_spark():
+def test_properties_refuse_spark():
     spec = load({**SMALL, "properties": ["LeaderlessGetsLeader"]})
     with pytest.raises(ConfigError, match="--engine spark does not check temporal properties"):
         run(spec, CheckOptions.of(engine="spark"))
-    spec.enable_symmetry()
-    with pytest.raises(ConfigError, match="leave out --symmetry"):
-        run(spec, CheckOptions.of(engine="fast"))
 
 
 # ---- the command line ---------------------------------------------------------------
@@ -246,6 +243,14 @@ def test_check_prints_and_writes_the_lasso(tmp_path):
     as_json = json.loads(invoke("check", *ARGS, "--json").stdout)
     assert (as_json["loop"], as_json["properties"]) == (8, {"LeaderlessGetsLeaderOnceBrokersRestart": 294})
     assert as_json["trace"] == doc["trace"]
+
+
+def test_check_with_symmetry_prints_a_lasso_of_states():
+    r = invoke("check", *ARGS, "--symmetry", "--json")
+    assert r.exit_code == 1, r.output
+    out = json.loads(r.stdout)
+    assert (out["invariant"], out["loop"], len(out["trace"])) == ("LeaderlessGetsLeaderOnceBrokersRestart", 8, 9)
+    assert out["liveness_under_symmetry"] == {"proposed": 1, "states_explored": 1}
 
 
 def test_a_holds_names_the_properties_and_what_triggered_them():
@@ -305,7 +310,6 @@ def test_a_tampered_loop_is_refused(tmp_path):
             ['--set=properties=["LeaderlessGetsLeaderr"]'],
             "config key 'properties': 'LeaderlessGetsLeaderr' is not a temporal property of variant 'kip966'",
         ),
-        (['--set=properties=["LeaderlessGetsLeader"]', "--symmetry"], "leave out --symmetry"),
         (['--set=properties=["LeaderlessGetsLeader"]', "--engine", "spark"], "--engine spark does not check temporal"),
     ],
 )

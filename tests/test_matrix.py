@@ -87,9 +87,8 @@ def test_a_verdict_that_differs_from_its_pin_exits_1(tmp_path):
             "cell 1 (legacy): expect: 'NoAckedLoss' is not an invariant this config checks (ConsistentRead)",
         ),
         (
-            ('variant = "hwm-ignores-min-isr" }', 'properties = ["LeaderlessGetsLeader"] }\nsymmetry = true'),
-            "cell 2 (no HWM rule): symmetry = true with temporal properties: fair cycles are searched in the states "
-            "themselves (a cycle of a class need not be one of its members); leave out symmetry = true",
+            ('variant = "hwm-ignores-min-isr" }', 'variant = "kafka-4" }\nsymmetry = true'),
+            "cell 2 (no HWM rule): --symmetry: kafka-4 elects the first valid replica in assignment order",
         ),
         (('claim = "the last replica standing"', "claim = 7"), "cell 1 (legacy): claim is 7; allowed: text"),
         (('title = "t"', 'title = ["t"]'), 'title is ["t"]; allowed: text'),

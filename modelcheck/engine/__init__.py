@@ -170,15 +170,9 @@ def refuse_unsupported(spec: Spec, options: CheckOptions, symmetry: str = "--sym
     configured (symmetry the spec's rules forbid, temporal properties where
     they are not searched); matrix and gate ask it of every entry before
     any runs (`symmetry`: how the caller names its symmetry option)."""
-    symmetric = options.symmetry or spec.symmetric
     if options.symmetry:
         under(spec, options)  # the spec refuses symmetry its rules forbid (SymmetryError)
     if spec.checked_properties():
-        if symmetric:
-            raise ConfigError(
-                f"{symmetry} with temporal properties: fair cycles are searched in the states "
-                f"themselves (a cycle of a class need not be one of its members); leave out {symmetry}"
-            )
         if options.engine == "spark":
             raise ConfigError(
                 "--engine spark does not check temporal properties (their behaviour graph is "

@@ -232,10 +232,16 @@ class Reference:
             if not any(self.spec.canonical(s) == self.spec.canonical(state) for s in initial):
                 initial.append(state)
         assert self.recorder is not None, "properties are checked on the graph recorded"
+        info: dict = {}
         found, counts = check_properties(
-            self.spec, self.recorder, initial, lambda s: np.array([fingerprint(self.spec.canonical(s))], np.uint64)
+            self.spec,
+            self.recorder,
+            initial,
+            lambda s: np.array([fingerprint(self.spec.canonical(s))], np.uint64),
+            info,
         )
         result = self.result(None)
+        result.run_info.update(info)
         if found is not None:
             result.verdict, result.invariant, result.trace, result.goals = "violated", found[0], found[1], {}
             result.loop = found[2]

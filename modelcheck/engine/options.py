@@ -208,8 +208,8 @@ class CheckOptions:
             "--symmetry",
             "Explore one state of each class of states that differ only by "
             "renaming the brokers (up to N! fewer states, same verdict and shortest counterexample; the output "
-            "says how many states the classes hold). Refused where the rules tell brokers apart (kafka-4, "
-            "admin elections).",
+            "says how many states the classes hold; temporal properties too, their lassos lifted to states). "
+            "Refused where the rules tell brokers apart (kafka-4, admin elections).",
             kind="switch",
         ),
     )

@@ -293,14 +293,20 @@ class Search(Saved):
         )
         distinct_inits = [self.inits[i] for i in first_occurrences(keys).tolist()]
         assert self.recorder is not None, "properties are checked on the graph recorded"
+        info: dict = {}
         found, counts = check_properties(
-            self.spec, self.recorder, distinct_inits, lambda state: kernel.keys(kernel.pack(state).reshape(1, -1))[0]
+            self.spec,
+            self.recorder,
+            distinct_inits,
+            lambda state: kernel.keys(kernel.pack(state).reshape(1, -1))[0],
+            info,
         )
         if found is None:
             result = self.result("holds", None, self.depth, [])
         else:
             result = self.result("violated", found[0], self.depth, found[1])
             result.loop = found[2]
+        result.run_info.update(info)
         result.triggers = counts
         return result
 

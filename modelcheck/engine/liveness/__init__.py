@@ -21,6 +21,10 @@ states where it is enabled, and what is left is searched again
 (Emerson-Lei). TLA+ lets a behaviour stutter in a state for ever, which is
 fair where no fair action is enabled: every state is a cycle of its own.
 
+With symmetry the graph is the quotient (a node a class): quotient.py
+searches it coarsely for where a fair cycle could be, and the states over
+each such component exactly.
+
 A violation is a lasso: a shortest path from an initial state, then the
 cycle, going through one transition of each fair action taken in the
 component and one state where each weakly fair action not taken is
@@ -47,6 +51,7 @@ from ...spec import Spec
 from ...trace import TraceError, validate_lasso
 from .fair import Lasso, fairness, triggers, violation
 from .graph import Graph, Recorder
+from .quotient import quotient_violation
 
 __all__ = ["Graph", "Lasso", "Recorder", "check_properties", "lasso_steps"]
 
@@ -73,18 +78,28 @@ def lasso_steps(
 
 
 def check_properties(
-    spec: Spec, recorder: Recorder, initial_states: list, key_of: Callable[[Any], np.ndarray]
+    spec: Spec, recorder: Recorder, initial_states: list, key_of: Callable[[Any], np.ndarray], info: dict
 ) -> tuple[tuple[str, list[Step], int] | None, dict[str, int]]:
     """The first checked property a fair behaviour violates, with its lasso
     re-validated by replay: (name, steps, loop start), None if all hold;
-    and each checked property's `triggers` count."""
+    and each checked property's `triggers` count (of classes, with
+    symmetry: the graph is then the quotient, searched as quotient.py
+    says, which counts its work in `info`)."""
     graph = recorder.graph(len(initial_states))
     counts = {name: triggers(graph, spec, name) for name in spec.checked_properties()}
+    lifted: dict[str, int] = {}
     for name in spec.checked_properties():
-        lasso = violation(graph, spec, name, fairness(spec, name))
-        if lasso is None:
-            continue
-        steps, loop = lasso_steps(spec, graph, lasso, initial_states[lasso.initial], key_of)
+        if spec.symmetric:
+            found = quotient_violation(spec, graph, name, initial_states, key_of, lifted)
+            info["liveness_under_symmetry"] = {"proposed": 0, "states_explored": 0, **lifted}
+            if found is None:
+                continue
+            steps, loop = found
+        else:
+            lasso = violation(graph, spec, name, fairness(spec, name))
+            if lasso is None:
+                continue
+            steps, loop = lasso_steps(spec, graph, lasso, initial_states[lasso.initial], key_of)
         validate_lasso(spec, steps, loop, name)
         return (name, steps, loop), counts
     return None, counts

@@ -11,9 +11,9 @@ import numpy as np
 from ...config import ConfigError
 from ...declare import ALWAYS_EVENTUALLY, LEADS_TO
 from ...spec import Spec
-from ...trace import TraceError
 from .graph import Graph
 from .jit import jit, uint64
+from .paths import only, shortest, source_of, within
 
 MAX_GROUPS = 64  # fairness constraints of one property: bits of a word
 
@@ -108,7 +108,7 @@ def _components(offsets, target, allowed):
 
 
 @jit
-def _enabled(offsets, target, instance, group_of):
+def enabled_groups(offsets, target, instance, group_of):
     """Each state's fairness groups with an enabled instance that changes
     the state (TLA+'s ENABLED <<A>>_vars: a step to the same state is a
     stutter, and fairness asks nothing of stuttering)."""
@@ -124,9 +124,11 @@ def _enabled(offsets, target, instance, group_of):
 
 
 @jit
-def _summaries(offsets, target, instance, group_of, enabled, comp, count, marked):
+def _summaries(offsets, target, instance, group_of, enabled, comp, count, marked, loops):
     """Per component: the groups enabled in some state, in every state,
-    taken inside it, and whether it holds a marked state."""
+    taken inside it (by a step to the same state too, if `loops`: in a
+    quotient such a step may be to another member of the class), and
+    whether it holds a marked state."""
     some = np.zeros(count, np.uint64)
     every = np.full(count, ~uint64(0), np.uint64)
     taken = np.zeros(count, np.uint64)
@@ -140,7 +142,7 @@ def _summaries(offsets, target, instance, group_of, enabled, comp, count, marked
         if marked[s]:
             has_mark[c] = True
         for e in range(offsets[s], offsets[s + 1]):
-            if comp[target[e]] == c and target[e] != s:
+            if comp[target[e]] == c and (loops or target[e] != s):
                 taken[c] |= group_of[instance[e]]
     return some, every, taken, has_mark
 
@@ -154,15 +156,18 @@ class Fair:
     weak: int
     strong: int
     names: list[str]  # one a group, for messages
+    family: list[int]  # one a group: the index of the spec's constraint it comes from
 
 
 def fairness(spec: Spec, name: str) -> Fair:
     every = [spec.instance(i) for i in range(spec.instance_count)]
     groups: list[tuple[bool, str, list[int]]] = []
-    for f in spec.fairness[name]:
+    family: list[int] = []
+    for k, f in enumerate(spec.fairness[name]):
         mine = [i for i, (action, _values) in enumerate(every) if action == f.action]
         if f.each is None:
             groups.append((f.strong, str(f), mine))
+            family.append(k)
             continue
         at = list(spec.params[f.action]).index(f.each)
         p = spec.params[f.action][f.each]
@@ -175,6 +180,7 @@ def fairness(spec: Spec, name: str) -> Fair:
                     [i for i in mine if every[i][1][at] == v],
                 )
             )
+            family.append(k)
     if len(groups) > MAX_GROUPS:
         raise ConfigError(
             f"property {name!r} has {len(groups)} fairness constraints in this config, more than "
@@ -188,7 +194,7 @@ def fairness(spec: Spec, name: str) -> Fair:
             strong |= 1 << g
         else:
             weak |= 1 << g
-    return Fair(group_of, weak, strong, [label for _s, label, _m in groups])
+    return Fair(group_of, weak, strong, [label for _s, label, _m in groups], family)
 
 
 @dataclass
@@ -217,52 +223,64 @@ def triggers(graph: Graph, spec: Spec, name: str) -> int:
     return int(np.count_nonzero(p & ~q if spec.property_form[name] == LEADS_TO else ~p))
 
 
-def violation(graph: Graph, spec: Spec, name: str, fair: Fair) -> Lasso | None:
-    """A lasso violating property `name` under its fairness, or None."""
+def regions(graph: Graph, spec: Spec, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where a violation of `name` begins (triggers), the states its cycle
+    and the path to it keep to (allowed), and those its cycle must visit
+    (marked)."""
     p, q = _values(graph, spec, name)
     form = spec.property_form[name]
     everything = np.ones(graph.size, np.bool_)
     if form == LEADS_TO:
         triggers = p & ~q
-        allowed = _reach(graph.offsets, graph.target, ~q, triggers)
-        marked = everything
-    elif form == ALWAYS_EVENTUALLY:
-        triggers, allowed, marked = ~p, ~p, everything
-    else:
-        triggers, allowed, marked = everything, everything, ~p
-    enabled = _enabled(graph.offsets, graph.target, graph.instance, fair.group_of)
-    fair_comp = _fair_components(graph, allowed, enabled, fair, marked)
-    in_fair = fair_comp >= 0
-    if not in_fair.any():
+        return triggers, _reach(graph.offsets, graph.target, ~q, triggers), everything
+    if form == ALWAYS_EVENTUALLY:
+        return ~p, ~p, everything
+    return everything, everything, ~p
+
+
+def violation(graph: Graph, spec: Spec, name: str, fair: Fair) -> Lasso | None:
+    """A lasso violating property `name` under its fairness, or None."""
+    triggers, allowed, marked = regions(graph, spec, name)
+    enabled = enabled_groups(graph.offsets, graph.target, graph.instance, fair.group_of)
+    fair_comp = fair_components(graph, allowed, enabled, fair, marked)
+    if not (fair_comp >= 0).any():
         return None
+    first, path, start = entry(graph, spec.property_form[name], triggers, allowed, fair_comp >= 0, marked)
+    return Lasso(first, path, cycle(graph, fair_comp == fair_comp[start], start, enabled, fair, marked))
+
+
+def entry(
+    graph: Graph, form: str, triggers: np.ndarray, allowed: np.ndarray, goal: np.ndarray, marked: np.ndarray
+) -> tuple[int, list[int], int]:
+    """The shortest way into a `goal` state (of a fair component): from an
+    initial state to the trigger nearest to one, then on through states
+    where Q does not hold (a leads-to); else from an initial state to the
+    nearest marked one. (initial state, transitions, the goal state)."""
     initial = np.zeros(graph.size, np.bool_)
     initial[: graph.initial] = True
     everything = np.ones(graph.size, np.bool_)
-    if form == LEADS_TO:  # the fair component nearest to a trigger, through states where Q does not hold
-        mid, start = _shortest(graph, allowed, triggers, in_fair)
-        prefix, _trigger = _shortest(
-            graph, everything, initial, _only(graph, _source_of(graph, mid[0]) if mid else start)
-        )
-    else:  # the nearest state of a fair component that is marked (not P, for <>[]P)
+    if form == LEADS_TO:
+        mid, start = shortest(graph, allowed, triggers, goal)
+        prefix, _trigger = shortest(graph, everything, initial, only(graph, source_of(graph, mid[0]) if mid else start))
+    else:
         mid = []
-        prefix, start = _shortest(graph, everything, initial, in_fair & marked)
-    first = _source_of(graph, prefix[0]) if prefix else start
-    cycle = _cycle(graph, fair_comp == fair_comp[start], start, enabled, fair, marked)
-    return Lasso(first, prefix + mid, cycle)
+        prefix, start = shortest(graph, everything, initial, goal & marked)
+    first = source_of(graph, prefix[0]) if prefix else start
+    return first, prefix + mid, start
 
 
-def _fair_components(
-    graph: Graph, allowed: np.ndarray, enabled: np.ndarray, fair: Fair, marked: np.ndarray
+def fair_components(
+    graph: Graph, allowed: np.ndarray, enabled: np.ndarray, fair: Fair, marked: np.ndarray, loops: bool = False
 ) -> np.ndarray:
     """Each state's fair component (numbered across refinements), -1 for
-    states in none."""
+    states in none (`loops`: see _summaries)."""
     out = np.full(graph.size, -1, np.int64)
     found = 0
     weak, strong = np.uint64(fair.weak), np.uint64(fair.strong)
     while allowed.any():
         comp, count = _components(graph.offsets, graph.target, allowed)
         some, every, taken, has_mark = _summaries(
-            graph.offsets, graph.target, graph.instance, fair.group_of, enabled, comp, count, marked
+            graph.offsets, graph.target, graph.instance, fair.group_of, enabled, comp, count, marked, loops
         )
         bad_weak = weak & ~taken & every
         bad_strong = strong & ~taken & some
@@ -276,71 +294,7 @@ def _fair_components(
     return out
 
 
-@jit
-def _bfs(offsets, target, allowed, sources, goal):
-    """A shortest path through `allowed` states from a source to a goal
-    state: its transitions, last first (empty if a source is a goal or
-    none is reached; `reached` says which)."""
-    n = len(allowed)
-    pred = np.full(n, -2, np.int64)  # -1: a source
-    queue = np.empty(n, np.int64)
-    tail = 0
-    for s in range(n):
-        if sources[s] and allowed[s]:
-            pred[s] = -1
-            queue[tail] = s
-            tail += 1
-    head = 0
-    end = -1
-    while head < tail and end < 0:
-        s = queue[head]
-        head += 1
-        if goal[s]:
-            end = s
-            break
-        for e in range(offsets[s], offsets[s + 1]):
-            t = target[e]
-            if allowed[t] and pred[t] == -2:
-                pred[t] = e
-                queue[tail] = t
-                tail += 1
-    path = np.empty(n, np.int64)
-    k = 0
-    s = end
-    while s >= 0 and pred[s] >= 0:
-        path[k] = pred[s]
-        k += 1
-        lo, hi = 0, len(offsets) - 1  # the source of transition pred[s]
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if offsets[mid] <= pred[s]:
-                lo = mid
-            else:
-                hi = mid
-        s = lo
-    return path[:k], end
-
-
-def _shortest(graph: Graph, allowed: np.ndarray, sources: np.ndarray, goal: np.ndarray) -> tuple[list[int], int]:
-    """A shortest path (its transitions) through `allowed` states from a
-    source to a goal state, and the goal state it reaches."""
-    path, end = _bfs(graph.offsets, graph.target, allowed, sources, goal)
-    if end < 0:
-        raise TraceError("no path to the fair cycle the search found")
-    return path[::-1].tolist(), int(end)
-
-
-def _only(graph: Graph, state: int) -> np.ndarray:
-    mask = np.zeros(graph.size, np.bool_)
-    mask[state] = True
-    return mask
-
-
-def _source_of(graph: Graph, edge: int) -> int:
-    return int(np.searchsorted(graph.offsets, edge, side="right") - 1)
-
-
-def _cycle(
+def cycle(
     graph: Graph, members: np.ndarray, start: int, enabled: np.ndarray, fair: Fair, marked: np.ndarray
 ) -> list[int]:
     """A fair cycle from `start` through its component (`members`): one
@@ -377,16 +331,12 @@ def _cycle(
         return []  # stuttering at `start` is fair
     walk, here = [], start
     for kind, at in waypoints + [("state", start)]:
-        to = _source_of(graph, at) if kind == "edge" else at
-        walk += _within(graph, members, here, to)
+        to = source_of(graph, at) if kind == "edge" else at
+        walk += within(graph, members, here, to)
         here = to
         if kind == "edge":
             walk.append(at)
             here = int(graph.target[at])
     if here != start:
-        walk += _within(graph, members, here, start)
+        walk += within(graph, members, here, start)
     return walk
-
-
-def _within(graph: Graph, members: np.ndarray, src: int, dst: int) -> list[int]:
-    return [] if src == dst else _shortest(graph, members, _only(graph, src), _only(graph, dst))[0]
