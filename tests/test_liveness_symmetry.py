@@ -105,12 +105,14 @@ def test_kafka_properties_are_the_same_under_every_renaming():
 
 
 def _liveness_cells() -> list:
-    """Every matrix cell with temporal properties whose variant allows
-    symmetry (kafka-4's elections tell brokers apart: it refuses it)."""
+    """Every matrix cell with temporal properties, checked without symmetry
+    there, whose variant allows it (kafka-4's elections tell brokers apart:
+    it refuses it). The RF=5 cells, checked with symmetry, are too big for
+    the search without."""
     cells = tomllib.loads((ROOT / "specs" / "matrix.toml").read_text())["cell"]
     out = []
     for cell in cells:
-        if "properties" not in cell["config"]:
+        if "properties" not in cell["config"] or cell.get("symmetry"):
             continue
         try:
             load(cell["config"]).enable_symmetry()

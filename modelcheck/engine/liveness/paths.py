@@ -55,6 +55,55 @@ def _bfs(offsets, target, allowed, sources, goal):
     return path[:k], end
 
 
+@jit
+def _tree(offsets, target, allowed, sources):
+    """Breadth-first from every source through `allowed` states: each
+    state's transition from its predecessor (-1 a source, -2 unreached)
+    and its place in the visiting order (-1 unreached)."""
+    n = len(allowed)
+    pred = np.full(n, -2, np.int64)
+    order = np.full(n, -1, np.int64)
+    queue = np.empty(n, np.int64)
+    tail = 0
+    for s in range(n):
+        if sources[s] and allowed[s]:
+            pred[s] = -1
+            order[s] = tail
+            queue[tail] = s
+            tail += 1
+    head = 0
+    while head < tail:
+        s = queue[head]
+        head += 1
+        for e in range(offsets[s], offsets[s + 1]):
+            t = target[e]
+            if allowed[t] and pred[t] == -2:
+                pred[t] = e
+                order[t] = tail
+                queue[tail] = t
+                tail += 1
+    return pred, order
+
+
+class Tree:
+    """Shortest paths from a set of sources to every state at once (one
+    breadth-first search, where shortest() is one for each goal)."""
+
+    def __init__(self, graph: Graph, allowed: np.ndarray, sources: np.ndarray):
+        self.graph = graph
+        self.pred, self.order = _tree(graph.offsets, graph.target, allowed, sources)
+
+    def path(self, end: int) -> list[int]:
+        """The transitions from the nearest source to `end` (reached)."""
+        if self.pred[end] == -2:
+            raise TraceError("no path to the fair cycle the search found")
+        path, s = [], end
+        while self.pred[s] >= 0:
+            path.append(int(self.pred[s]))
+            s = source_of(self.graph, path[-1])
+        return path[::-1]
+
+
 def shortest(graph: Graph, allowed: np.ndarray, sources: np.ndarray, goal: np.ndarray) -> tuple[list[int], int]:
     """A shortest path (its transitions) through `allowed` states from a
     source to a goal state, and the goal state it reaches."""

@@ -33,12 +33,13 @@ from typing import Any
 import numpy as np
 
 from ...config import ConfigError
+from ...declare import LEADS_TO
 from ...path import Step
 from ...spec import Spec
 from ...trace import TraceError
-from .fair import Fair, cycle, enabled_groups, entry, fair_components, fairness, regions
+from .fair import Fair, cycle, enabled_groups, fair_components, fairness, regions
 from .graph import Graph
-from .paths import only, shortest
+from .paths import Tree, only, shortest, source_of
 
 
 def quotient_violation(
@@ -53,17 +54,28 @@ def quotient_violation(
     coarse, coarse_enabled = _coarse(spec, name, exact, enabled)
     fair_comp = fair_components(graph, allowed, coarse_enabled, coarse, marked, loops=True)
     proposed = (fair_comp >= 0) & ~_unfair_alone(graph, fair_comp, enabled, exact)
-    form = spec.property_form[name]
-    while proposed.any():
-        first, path, start = entry(graph, form, triggers, allowed, proposed, marked)
-        members = fair_comp == fair_comp[start]
+    initial = np.zeros(graph.size, np.bool_)
+    initial[: graph.initial] = True
+    from_initial = Tree(graph, np.ones(graph.size, np.bool_), initial)
+    leads_to = spec.property_form[name] == LEADS_TO
+    near = Tree(graph, allowed, triggers) if leads_to else from_initial
+    ways_in = np.flatnonzero(proposed & (near.order >= 0) & (True if leads_to else marked))
+    tried = set()
+    for start in ways_in[np.argsort(near.order[ways_in], kind="stable")].tolist():  # nearest first
+        if int(fair_comp[start]) in tried:
+            continue
+        tried.add(int(fair_comp[start]))
         info["proposed"] = info.get("proposed", 0) + 1
+        path = near.path(start)
+        if leads_to:  # from an initial state to the trigger, then on
+            trigger = source_of(graph, path[0]) if path else start
+            path = from_initial.path(trigger) + path
+        first = source_of(graph, path[0]) if path else start
         prefix = _lift(spec, graph, initial_states[first], first, path, key_of)
-        found = _over(spec, graph, name, exact, prefix[-1].state, members, key_of, info)
+        found = _over(spec, graph, name, exact, prefix[-1].state, fair_comp == fair_comp[start], key_of, info)
         if found is not None:
-            inner, cycle = found
-            return prefix + inner + cycle, len(prefix) + len(inner) - 1
-        proposed &= ~members
+            inner, loop = found
+            return prefix + inner + loop, len(prefix) + len(inner) - 1
     return None
 
 
