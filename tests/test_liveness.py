@@ -320,9 +320,23 @@ def test_bad_property_input_is_one_line_exit_2(args, message):
 
 
 @pytest.mark.parametrize("engine", ["fast", "bfs"])
+def test_a_graph_past_the_memory_limit_is_searched_on_disk_to_the_same_lasso(monkeypatch, engine):
+    """The graph in memory would pass --max-memory: its transitions and
+    keys go to disk, and the search finds the same lasso there."""
+    whole = json.loads(invoke("check", *ARGS, "--engine", engine, "--json").stdout)
+    monkeypatch.setattr(Recorder, "bytes_needed", lambda self: 1 << 50)
+    r = invoke("check", *ARGS, "--engine", engine, "--max-memory", "1T", "--json")
+    assert r.exit_code == 1, r.output
+    out = json.loads(r.stdout)
+    assert out["graph_on_disk"] is True and "graph_on_disk" not in whole
+    for key in ("verdict", "invariant", "loop", "trace", "properties", "distinct_states"):
+        assert out[key] == whole[key], key
+
+
+@pytest.mark.parametrize("engine", ["fast", "bfs"])
 def test_a_property_search_stopped_at_the_memory_limit_prints_its_json(monkeypatch, engine):
     """--json printed nothing: the stop was bad input, not a stop."""
-    monkeypatch.setattr(Recorder, "bytes_needed", lambda self: 1 << 50)
+    monkeypatch.setattr(Recorder, "bytes_out_of_core", lambda self: 1 << 50)
     r = invoke("check", *ARGS, "--engine", engine, "--max-memory", "1T", "--json")
     assert r.exit_code == 2, r.output
     out = json.loads(r.stdout)
@@ -333,18 +347,23 @@ def test_a_property_search_stopped_at_the_memory_limit_prints_its_json(monkeypat
 
 def test_a_graph_too_big_for_the_memory_limit_stops_the_search_as_it_grows():
     """Said while exploring (at the first transitions past the limit), not
-    by running out of memory in the search for fair cycles at the end."""
+    by running out of memory in the search for fair cycles at the end:
+    the states count (their transitions would go to disk)."""
     n = 1 << 20
     roomy = Recorder(1, max_memory=anon_rss() + (200 << 20))
-    roomy.add_states(np.arange(n, dtype=np.uint64).reshape(-1, 1), np.zeros(n, np.uint64))
-    edges = (np.arange(n), np.arange(n, dtype=np.uint64).reshape(-1, 1), np.zeros(n, np.uint16))
-    roomy.add_transitions(*edges)  # about 110 MiB to search: room left
+    labels, edges = (
+        np.zeros(n, np.uint64),
+        (np.arange(n), np.arange(n, dtype=np.uint64).reshape(-1, 1), np.zeros(n, np.uint16)),
+    )
+    roomy.add_states(np.arange(n, dtype=np.uint64).reshape(-1, 1), labels)
+    roomy.add_transitions(*edges)  # about 96 MiB to search: room left
     with pytest.raises(
         Stopped,
-        match=r"the behaviour graph of 1,048,576 states and [0-9,]+ transitions so far "
-        r"needs about [0-9.]+ MiB .* more than is left of --max-memory",
+        match=r"the behaviour graph of [0-9,]+ states and [0-9,]+ transitions so far "
+        r"needs about [0-9.]+ MiB to search for fair cycles with its transitions on disk, more than is left",
     ) as stop:
-        for _ in range(8):  # each adds 22 MiB to the search
+        for _ in range(8):  # each adds 96 MiB to the search
+            roomy.add_states(np.arange(n, dtype=np.uint64).reshape(-1, 1), labels)
             roomy.add_transitions(*edges)
-    assert roomy.transitions < 8 * n
-    assert (stop.value.signum, stop.value.distinct, stop.value.generated) == (None, n, roomy.transitions)
+    assert roomy.states < 8 * n
+    assert (stop.value.signum, stop.value.distinct, stop.value.generated) == (None, roomy.states, roomy.transitions)

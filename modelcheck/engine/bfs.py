@@ -69,7 +69,7 @@ class Reference:
         self.depth = 0
         self.identity = options.identity(spec, "bfs", spec_source(spec)) if checkpoints else {}
         # temporal properties: the behaviour graph (states numbered as found: the store's order)
-        self.recorder = Recorder(1, self.local.max_memory) if spec.checked_properties() else None
+        self.recorder = Recorder(1, self.local.max_memory, self.local.spill_dir) if spec.checked_properties() else None
         self.numbers: dict[int, int] = {}
 
     def run(self) -> CheckResult:

@@ -108,7 +108,11 @@ class SearchState:
         self.per_row = 4.0  # successors a frontier row, the most a segment had
         self.halt = threading.Event()  # Ctrl-C where no signal handler turns it into a request
         # temporal properties: the behaviour graph, recorded as the search goes
-        self.recorder = Recorder(kernel.key_words, self.local.max_memory) if spec.checked_properties() else None
+        self.recorder = (
+            Recorder(kernel.key_words, self.local.max_memory, self.local.spill_dir)
+            if spec.checked_properties()
+            else None
+        )
 
     def wait(self, futures: list, depth: int = 0, queue: int = 0) -> list:
         """The futures' results in order, reporting progress while they run;

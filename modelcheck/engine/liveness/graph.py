@@ -15,7 +15,13 @@ from ...lifetime import Stopped
 from ...memory import anon_rss, show_size
 from ...trace import TraceError
 from ..storage.checkpoint import Arrays
+from ..storage.spill import blank_on_disk, to_disk
 from .jit import jit
+
+# in memory with the graph on disk, a state's: the sort's order, its label and
+# offset, and the searches' arrays (Tarjan's seven, the masks, two BFS trees)
+STATE_BYTES_OUT_OF_CORE = 96
+CHUNK = 1 << 22  # rows sorted or numbered at a time
 
 # ---- what an engine keeps while it explores ------------------------------------------
 
@@ -25,9 +31,11 @@ class Recorder:
     them, for the properties it was asked to check. `keep` decides where
     each array lives (memory, or a file under memory pressure)."""
 
-    def __init__(self, key_words: int, max_memory: int | None = None):
+    def __init__(self, key_words: int, max_memory: int | None = None, spill_dir: str | None = None):
         self.key_words = key_words
         self.max_memory = max_memory
+        self.spill_dir = spill_dir
+        self.on_disk = False  # whether graph() put the transitions and the keys on disk
         self.keys: list[np.ndarray] = []  # uint64 [m, K], state numbers in order
         self.labels: list[np.ndarray] = []  # uint64 [m]
         self.sources: list[np.ndarray] = []  # uint32 [e]
@@ -74,25 +82,32 @@ class Recorder:
 
     def bytes_needed(self) -> int:
         """Memory the numbered graph and the search of it take at their
-        peak: a transition's key, number, source and instance while the
-        targets are numbered; two copies of the state keys for the sort;
-        labels, offsets and the searches' per-state arrays."""
+        peak, all in memory: a transition's key, number, source and
+        instance while the targets are numbered; two copies of the state
+        keys for the sort; labels, offsets and the searches' per-state arrays."""
         return self.transitions * (8 * self.key_words + 14) + self.states * (16 * self.key_words + 72)
+
+    def bytes_out_of_core(self) -> int:
+        """What must stay in memory with the transitions and the state keys
+        on disk: the sort's order, labels, offsets and the searches'
+        per-state arrays."""
+        return self.states * STATE_BYTES_OUT_OF_CORE
 
     def over_limit(self) -> bool:
         """Whether searching the graph recorded so far would pass
-        --max-memory, on top of what the process holds now (its recorded
-        arrays included: the search copies them)."""
-        return self.max_memory is not None and anon_rss() + self.bytes_needed() > self.max_memory
+        --max-memory even with its transitions and keys on disk, on top of
+        what the process holds now."""
+        return self.max_memory is not None and anon_rss() + self.bytes_out_of_core() > self.max_memory
 
     def too_big(self) -> Stopped:
         """A stop at the memory limit, as the engines' own (its counts are
         the graph's: the states recorded, and a transition a state generated)."""
         return Stopped(
             f"temporal properties: the behaviour graph of {self.states:,} states and {self.transitions:,} "
-            f"transitions so far needs about {show_size(self.bytes_needed())} to search for fair cycles, more "
-            f"than is left of --max-memory {show_size(self.max_memory or 0)}: stopped before exploring further "
-            "(check the properties on smaller bounds, or raise --max-memory)",
+            f"transitions so far needs about {show_size(self.bytes_out_of_core())} to search for fair cycles "
+            f"with its transitions on disk, more than is left of --max-memory {show_size(self.max_memory or 0)}: "
+            "stopped before exploring further (check the properties on smaller bounds, with --symmetry, or "
+            "raise --max-memory)",
             distinct=self.states,
             generated=self.transitions,
         )
@@ -109,16 +124,27 @@ class Recorder:
         self.load({name: [arrays[f"graph-{name}-{i}"] for i in range(n)] for name, n in counts.items()})
 
     def graph(self, initial: int) -> Graph:
-        """The numbered behaviour graph (one sort of the state keys)."""
+        """The numbered behaviour graph (one sort of the state keys); its
+        transitions and keys on disk where, in memory, it would pass
+        --max-memory (the searches then read them through the page cache)."""
         if self.over_limit():
             raise self.too_big()
-        keys = np.concatenate(self.keys) if self.keys else np.empty((0, self.key_words), np.uint64)
+        self.on_disk = self.max_memory is not None and anon_rss() + self.bytes_needed() > self.max_memory
+        if self.on_disk:
+            self.moved(lambda a: to_disk(a, self.spill_dir))
+        k = self.key_words
+        keys = self._whole(self.keys, np.empty((0, k), np.uint64))
         order = np.lexsort(keys.T[::-1]) if len(keys) else np.empty(0, np.int64)
-        targets = np.concatenate(self.targets) if self.targets else np.empty((0, self.key_words), np.uint64)
-        numbers = _number(np.ascontiguousarray(keys[order]), order, targets)
-        if len(numbers) and numbers.min() < 0:
-            raise TraceError("a transition leads to a state the search never numbered")
-        sources = np.concatenate(self.sources) if self.sources else np.empty(0, np.uint32)
+        sorted_keys = self._blank(keys.shape, np.dtype(np.uint64))
+        targets = self._whole(self.targets, np.empty((0, k), np.uint64))
+        numbers = self._blank((len(targets),), np.dtype(np.int64))
+        for i in range(0, len(keys), CHUNK):
+            sorted_keys[i : i + CHUNK] = keys[order[i : i + CHUNK]]
+        for i in range(0, len(targets), CHUNK):
+            numbers[i : i + CHUNK] = _number(sorted_keys, order, np.ascontiguousarray(targets[i : i + CHUNK]))
+            if numbers[i : i + CHUNK].min() < 0:
+                raise TraceError("a transition leads to a state the search never numbered")
+        sources = self._whole(self.sources, np.empty(0, np.uint32))
         offsets = np.zeros(self.states + 1, np.int64)
         np.cumsum(np.bincount(sources, minlength=self.states), out=offsets[1:])
         return Graph(
@@ -126,9 +152,18 @@ class Recorder:
             np.concatenate(self.labels) if self.labels else np.empty(0, np.uint64),
             offsets,
             numbers,
-            np.concatenate(self.instances) if self.instances else np.empty(0, np.uint16),
+            self._whole(self.instances, np.empty(0, np.uint16)),
             keys,
         )
+
+    def _whole(self, parts: list[np.ndarray], empty: np.ndarray) -> np.ndarray:
+        """The parts as one array, on disk if the graph is."""
+        if self.on_disk:
+            return to_disk(parts, self.spill_dir, empty)
+        return np.concatenate(parts) if parts else empty
+
+    def _blank(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        return blank_on_disk(shape, dtype, self.spill_dir) if self.on_disk else np.empty(shape, dtype)
 
 
 @jit
