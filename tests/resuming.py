@@ -43,12 +43,12 @@ def interrupted(spec, engine: str, directory, reports: int, workers: int = 2) ->
     return stop.value
 
 
-def resume(config: dict, engine: str, directory, workers: int = 1):
+def resume(config: dict, engine: str, directory, workers: int = 1, symmetry: bool = False):
     checkpoints = Checkpoints(directory, every_s=0)
     checkpoints.prepare(resuming=True)
     return run(
         load({k: v for k, v in config.items() if v is not None}),
-        CheckOptions.of(engine=engine, workers=workers, resume=True),
+        CheckOptions.of(engine=engine, workers=workers, resume=True, symmetry=symmetry),
         checkpoints=checkpoints,
     )
 
@@ -68,4 +68,4 @@ def stopped_and_resumed(spec, engine: str, directory, reports: int):
             checkpoints=checkpoints,
         )
     except Stopped:
-        return resume(spec.config, engine, directory, workers=1)
+        return resume(spec.config, engine, directory, workers=1, symmetry=spec.symmetric)

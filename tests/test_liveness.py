@@ -197,10 +197,13 @@ def test_kafka_property_verdicts_agree_across_engines(config, verdict, length):
 
 
 @pytest.mark.slow
-def test_a_checkpointed_search_resumes_to_the_same_lasso(tmp_path):
+@pytest.mark.parametrize("symmetry", [False, True])
+def test_a_checkpointed_search_resumes_to_the_same_lasso(tmp_path, symmetry):
     spec = load(
         {**SMALL, "unclean_recovery_strategy": "none", "properties": ["LeaderlessGetsLeaderOnceBrokersRestart"]}
     )
+    if symmetry:  # the quotient's graph is saved and resumed as the states' is
+        spec.enable_symmetry()
     whole = run(spec, CheckOptions.of(engine="fast", workers=1))
     for engine in ("fast", "bfs"):
         resumed = stopped_and_resumed(spec, engine, tmp_path / engine, reports=3)

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 from liveness_specs import Relay, Token, TokenState
+from resuming import interrupted, resume
 from symmetry_classes import rename
 
+from modelcheck.config import ConfigError
 from modelcheck.declare import SymmetryError
 from modelcheck.engine import run
 from modelcheck.engine.options import CheckOptions
@@ -136,3 +138,14 @@ def test_a_liveness_cell_keeps_its_verdict_and_lasso_length_with_symmetry(config
     r = run(symmetric(load(config)), CheckOptions.of(engine="fast", workers=2))
     assert (r.verdict, r.invariant, len(r.trace)) == (plain.verdict, plain.invariant, len(plain.trace))
     assert r.distinct_states < plain.distinct_states and r.triggers.keys() == plain.triggers.keys()
+
+
+def test_a_checkpoint_of_a_spec_with_symmetry_enabled_on_it_is_resumed_only_with_symmetry(tmp_path):
+    """The checkpoint's identity is the spec's symmetry, not only the
+    option's: resumed without, the quotient's graph was read as the
+    states' and the lasso's replay failed."""
+    config = {**SMALL, "acks": ["all"], "invariants": ["TypeOK"], "properties": ["LeaderlessGetsLeader"]}
+    interrupted(symmetric(load(config)), "fast", tmp_path, reports=2)
+    with pytest.raises(ConfigError, match=r"the checkpoint is of another run \(symmetry was True, now False\)"):
+        resume(config, "fast", tmp_path)
+    assert resume(config, "fast", tmp_path, symmetry=True).verdict == "violated"

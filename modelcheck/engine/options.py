@@ -342,7 +342,7 @@ class CheckOptions:
             "engine": engine,
             "spec": f"{cls.__module__}.{cls.__qualname__}",
             "config": getattr(spec, "config", None),
-            "symmetry": self.symmetry,
+            "symmetry": self.symmetry or spec.symmetric,  # asked for, or enabled on the spec itself
             "source": hashlib.sha256(source.encode()).hexdigest(),
         }
 
