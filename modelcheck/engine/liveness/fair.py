@@ -13,37 +13,12 @@ from ...declare import ALWAYS_EVENTUALLY, LEADS_TO
 from ...spec import Spec
 from .graph import Graph
 from .jit import jit, uint64
-from .paths import only, shortest, source_of, within
+from .paths import only, reached, shortest, source_of, within
 
 MAX_GROUPS = 64  # fairness constraints of one property: bits of a word
 
 
 # ---- fair cycles ---------------------------------------------------------------------
-
-
-@jit
-def _reach(offsets, target, allowed, sources):
-    """States reachable from `sources` through `allowed` states."""
-    n = len(allowed)
-    seen = np.zeros(n, np.bool_)
-    queue = np.empty(n, np.int64)
-    tail = 0
-    for s in range(n):
-        if sources[s] and allowed[s]:
-            seen[s] = True
-            queue[tail] = s
-            tail += 1
-    head = 0
-    while head < tail:
-        s = queue[head]
-        head += 1
-        for e in range(offsets[s], offsets[s + 1]):
-            t = target[e]
-            if allowed[t] and not seen[t]:
-                seen[t] = True
-                queue[tail] = t
-                tail += 1
-    return seen
 
 
 @jit
@@ -232,7 +207,7 @@ def regions(graph: Graph, spec: Spec, name: str) -> tuple[np.ndarray, np.ndarray
     everything = np.ones(graph.size, np.bool_)
     if form == LEADS_TO:
         triggers = p & ~q
-        return triggers, _reach(graph.offsets, graph.target, ~q, triggers), everything
+        return triggers, reached(graph, ~q, triggers), everything
     if form == ALWAYS_EVENTUALLY:
         return ~p, ~p, everything
     return everything, everything, ~p

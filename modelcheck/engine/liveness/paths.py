@@ -11,55 +11,11 @@ from .jit import jit
 
 
 @jit
-def _bfs(offsets, target, allowed, sources, goal):
-    """A shortest path through `allowed` states from a source to a goal
-    state: its transitions, last first (empty if a source is a goal or
-    none is reached; `reached` says which)."""
-    n = len(allowed)
-    pred = np.full(n, -2, np.int64)  # -1: a source
-    queue = np.empty(n, np.int64)
-    tail = 0
-    for s in range(n):
-        if sources[s] and allowed[s]:
-            pred[s] = -1
-            queue[tail] = s
-            tail += 1
-    head = 0
-    end = -1
-    while head < tail and end < 0:
-        s = queue[head]
-        head += 1
-        if goal[s]:
-            end = s
-            break
-        for e in range(offsets[s], offsets[s + 1]):
-            t = target[e]
-            if allowed[t] and pred[t] == -2:
-                pred[t] = e
-                queue[tail] = t
-                tail += 1
-    path = np.empty(n, np.int64)
-    k = 0
-    s = end
-    while s >= 0 and pred[s] >= 0:
-        path[k] = pred[s]
-        k += 1
-        lo, hi = 0, len(offsets) - 1  # the source of transition pred[s]
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if offsets[mid] <= pred[s]:
-                lo = mid
-            else:
-                hi = mid
-        s = lo
-    return path[:k], end
-
-
-@jit
-def _tree(offsets, target, allowed, sources):
-    """Breadth-first from every source through `allowed` states: each
-    state's transition from its predecessor (-1 a source, -2 unreached)
-    and its place in the visiting order (-1 unreached)."""
+def _search(offsets, target, allowed, sources, goal):
+    """Breadth-first from every source through `allowed` states, until a
+    goal state leaves the queue: each state's transition from its
+    predecessor (-1 a source, -2 unreached), its place in the visiting
+    order (-1 unreached), and the goal state met (-1 none)."""
     n = len(allowed)
     pred = np.full(n, -2, np.int64)
     order = np.full(n, -1, np.int64)
@@ -75,6 +31,8 @@ def _tree(offsets, target, allowed, sources):
     while head < tail:
         s = queue[head]
         head += 1
+        if goal[s]:
+            return pred, order, s
         for e in range(offsets[s], offsets[s + 1]):
             t = target[e]
             if allowed[t] and pred[t] == -2:
@@ -82,16 +40,18 @@ def _tree(offsets, target, allowed, sources):
                 order[t] = tail
                 queue[tail] = t
                 tail += 1
-    return pred, order
+    return pred, order, -1
 
 
 class Tree:
-    """Shortest paths from a set of sources to every state at once (one
-    breadth-first search, where shortest() is one for each goal)."""
+    """Shortest paths from a set of sources through `allowed` states: to
+    every state (one breadth-first search for all), or, given `goal`, to
+    the nearest goal state (`end`; the search stops there)."""
 
-    def __init__(self, graph: Graph, allowed: np.ndarray, sources: np.ndarray):
+    def __init__(self, graph: Graph, allowed: np.ndarray, sources: np.ndarray, goal: np.ndarray | None = None):
         self.graph = graph
-        self.pred, self.order = _tree(graph.offsets, graph.target, allowed, sources)
+        none = np.zeros(graph.size, np.bool_) if goal is None else goal
+        self.pred, self.order, self.end = _search(graph.offsets, graph.target, allowed, sources, none)
 
     def path(self, end: int) -> list[int]:
         """The transitions from the nearest source to `end` (reached)."""
@@ -104,13 +64,18 @@ class Tree:
         return path[::-1]
 
 
+def reached(graph: Graph, allowed: np.ndarray, sources: np.ndarray) -> np.ndarray:
+    """The states reachable from `sources` through `allowed` states."""
+    return Tree(graph, allowed, sources).pred != -2
+
+
 def shortest(graph: Graph, allowed: np.ndarray, sources: np.ndarray, goal: np.ndarray) -> tuple[list[int], int]:
     """A shortest path (its transitions) through `allowed` states from a
     source to a goal state, and the goal state it reaches."""
-    path, end = _bfs(graph.offsets, graph.target, allowed, sources, goal)
-    if end < 0:
+    tree = Tree(graph, allowed, sources, goal)
+    if tree.end < 0:
         raise TraceError("no path to the fair cycle the search found")
-    return path[::-1].tolist(), int(end)
+    return tree.path(tree.end), int(tree.end)
 
 
 def only(graph: Graph, state: int) -> np.ndarray:
