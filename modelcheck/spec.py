@@ -21,6 +21,7 @@ of every state field, from which the kernel packs states into machine words.
 from __future__ import annotations
 
 import copy
+import io
 import pickle
 from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
@@ -195,8 +196,14 @@ class Spec(Presentation):
         return self.encode(self.representative(state))
 
     def encode(self, state: State) -> bytes:
-        """Lossless bytes of a state (default: pickle)."""
-        return pickle.dumps(state, pickle.HIGHEST_PROTOCOL)
+        """Lossless bytes of a state, equal for equal states (default:
+        pickle without its memo, which would write a value two fields
+        share as a back-reference, so equal states could differ in bytes)."""
+        out = io.BytesIO()
+        pickler = pickle.Pickler(out, pickle.HIGHEST_PROTOCOL)
+        pickler.fast = True  # no memo: a state holds no cycles
+        pickler.dump(state)
+        return out.getvalue()
 
     def enable_symmetry(self) -> None:
         """From now on representative() maps states that differ only by a

@@ -194,3 +194,38 @@ class Relay(TwoProcesses):
     @always_eventually("FinishesOftenUnfairly", weak("Activate", "Flip"))
     def finishes_often_unfairly(self, s: RelayState) -> bool:
         return bool(s.done)
+
+
+class ChainState(NamedTuple):
+    x: int
+
+
+class Chain(Spec):
+    """0 -> 1 -> 2 -> 1 -> ...: the initial state is the only trigger of
+    its leads-to, and the fair cycle is further on (a lasso's prefix then
+    starts with the path from the trigger)."""
+
+    abstract = False
+    state_type = ChainState
+
+    def __init__(self):
+        self.n = 1
+        self.config = {"properties": ["ZeroLeadsToNothing"]}
+
+    def init_states(self) -> list[ChainState]:
+        return [ChainState(0)]
+
+    def checked_properties(self) -> list[str]:
+        return self.config["properties"]
+
+    @action("Step")
+    def step(self, s: ChainState) -> ChainState:
+        return ChainState({0: 1, 1: 2, 2: 1}[s.x])
+
+    @invariant("TypeOK")
+    def type_ok(self, s: ChainState) -> bool:
+        return s.x in (0, 1, 2)
+
+    @leads_to("ZeroLeadsToNothing", weak("Step"))
+    def zero_leads_to_nothing(self, s: ChainState) -> tuple[bool, bool]:
+        return s.x == 0, False

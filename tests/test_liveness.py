@@ -20,7 +20,7 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from liveness_specs import Arbiter, ArbiterState
+from liveness_specs import Arbiter, ArbiterState, Chain
 from resuming import stopped_and_resumed
 
 from cli import main
@@ -73,6 +73,15 @@ def test_toy_lassos_are_the_expected_behaviours():
     looped = idle.trace[idle.loop :]
     assert looped[0].state == looped[-1].state and any(s.state.requested for s in looped)
     assert {s.action for s in looped[1:]} == {"Tick", "Request", "Grant", "Release"}  # fair to every action
+
+
+def test_a_lasso_whose_trigger_is_the_initial_state_starts_there():
+    """The trigger is initial and the fair cycle further on: the lasso's
+    initial state was taken from the cycle (an IndexError, or a replay
+    that failed at step 1)."""
+    r = run(Chain(), CheckOptions.of(engine="bfs"))
+    assert (r.verdict, r.invariant, r.loop) == ("violated", "ZeroLeadsToNothing", 1)
+    assert [s.state.x for s in r.trace] == [0, 1, 2, 1]
 
 
 def steps(*states: tuple[str | None, tuple]) -> list[Step]:

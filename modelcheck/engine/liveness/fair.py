@@ -240,8 +240,8 @@ def entry(
     else:
         mid = []
         prefix, start = shortest(graph, everything, initial, goal & marked)
-    first = source_of(graph, prefix[0]) if prefix else start
-    return first, prefix + mid, start
+    path = prefix + mid  # a trigger may be initial: then the path starts with mid
+    return (source_of(graph, path[0]) if path else start), path, start
 
 
 def fair_components(

@@ -204,7 +204,7 @@ def _steps(spec: Spec, sub: Graph, states: list, state: Any, edges: list[int]) -
     for e in edges:
         action, values = spec.instance(int(sub.instance[e]))
         state = spec.actions[action](spec, state, *values)
-        if state is None or spec.encode(state) != spec.encode(states[int(sub.target[e])]):
+        if state is None or state != states[int(sub.target[e])]:
             raise TraceError(f"a step of the lasso ({action}) does not reach the state explored")
         out.append(Step(action, spec.arguments(action, values), state))
     return out
