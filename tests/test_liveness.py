@@ -263,6 +263,9 @@ def test_check_with_symmetry_prints_a_lasso_of_states():
     out = json.loads(r.stdout)
     assert (out["invariant"], out["loop"], len(out["trace"])) == ("LeaderlessGetsLeaderOnceBrokersRestart", 8, 9)
     assert out["liveness_under_symmetry"] == {"proposed": 1, "states_explored": 1}
+    text = invoke("check", *ARGS, "--symmetry", "-q").stdout
+    assert "properties, classes where a violation could begin: LeaderlessGetsLeaderOnceBrokersRestart" in text
+    assert "fair cycles under symmetry: components of classes proposed 1, states over them searched again 1" in text
 
 
 def test_a_holds_names_the_properties_and_what_triggered_them():

@@ -142,9 +142,16 @@ def print_result(spec: Any, result: CheckResult, expected: str | None, verdict: 
         out.print(f"[yellow]never fired[/] (a holds says nothing about them): {', '.join(never)}")
     if result.triggers:
         out.print(
-            "properties, states where a violation could begin: "
+            f"properties, {'classes' if 'symmetry' in result.run_info else 'states'} where a violation could begin: "
             + "  ".join(f"{name} {count:,}" for name, count in result.triggers.items())
         )
+        if "liveness_under_symmetry" in result.run_info:
+            lifted = result.run_info["liveness_under_symmetry"]
+            out.print(
+                f"fair cycles under symmetry: components of classes proposed {lifted['proposed']:,}, "
+                f"states over them searched again {lifted['states_explored']:,} (docs/model.md "
+                '"Temporal properties under symmetry")'
+            )
         vacuous = [name for name, count in result.triggers.items() if count == 0]
         if vacuous and result.holds:
             out.print(
