@@ -38,7 +38,8 @@ numbered graph, 10 bytes a transition and about 40 a state; each property,
 time linear in states and transitions, once more for each refinement a
 strong fairness constraint forces. Where the graph in memory would pass
 --max-memory, its transitions and keys are put on disk and read through
-the page cache: about 96 bytes a state stay in memory.
+the page cache, and so are the searches' arrays (graph.Arena): about 40
+bytes a state stay in memory.
 """
 
 from __future__ import annotations

@@ -12,114 +12,14 @@ from ...config import ConfigError
 from ...declare import ALWAYS_EVENTUALLY, LEADS_TO
 from ...spec import Spec
 from .graph import Graph
-from .jit import jit, uint64
+from .jit import jit
 from .paths import only, reached, shortest, source_of, within
+from .scc import components, enabled_groups, summaries
 
 MAX_GROUPS = 64  # fairness constraints of one property: bits of a word
 
 
 # ---- fair cycles ---------------------------------------------------------------------
-
-
-@jit
-def _components(offsets, target, allowed):
-    """Strongly connected components of the `allowed` states (Tarjan's,
-    with explicit stacks): each allowed state's component, -1 elsewhere,
-    and how many there are."""
-    n = len(allowed)
-    index = np.full(n, -1, np.int64)
-    low = np.zeros(n, np.int64)
-    comp = np.full(n, -1, np.int64)
-    on_stack = np.zeros(n, np.bool_)
-    stack = np.empty(n, np.int64)
-    call = np.empty(n, np.int64)  # the DFS path
-    edge = np.empty(n, np.int64)  # each path state's next transition
-    depth = 0
-    top = 0
-    counter = 0
-    count = 0
-    for root in range(n):
-        if not allowed[root] or index[root] >= 0:
-            continue
-        call[0], edge[0] = root, offsets[root]
-        index[root] = low[root] = counter
-        counter += 1
-        stack[top] = root
-        top += 1
-        on_stack[root] = True
-        depth = 1
-        while depth:
-            s = call[depth - 1]
-            e = edge[depth - 1]
-            if e < offsets[s + 1]:
-                edge[depth - 1] = e + 1
-                t = target[e]
-                if not allowed[t]:
-                    continue
-                if index[t] < 0:
-                    index[t] = low[t] = counter
-                    counter += 1
-                    stack[top] = t
-                    top += 1
-                    on_stack[t] = True
-                    call[depth], edge[depth] = t, offsets[t]
-                    depth += 1
-                elif on_stack[t] and index[t] < low[s]:
-                    low[s] = index[t]
-                continue
-            depth -= 1
-            if depth and low[s] < low[call[depth - 1]]:
-                low[call[depth - 1]] = low[s]
-            if low[s] == index[s]:
-                while True:
-                    top -= 1
-                    t = stack[top]
-                    on_stack[t] = False
-                    comp[t] = count
-                    if t == s:
-                        break
-                count += 1
-    return comp, count
-
-
-@jit
-def enabled_groups(offsets, target, instance, group_of):
-    """Each state's fairness groups with an enabled instance that changes
-    the state (TLA+'s ENABLED <<A>>_vars: a step to the same state is a
-    stutter, and fairness asks nothing of stuttering)."""
-    n = len(offsets) - 1
-    out = np.zeros(n, np.uint64)
-    for s in range(n):
-        bits = uint64(0)
-        for e in range(offsets[s], offsets[s + 1]):
-            if target[e] != s:
-                bits |= group_of[instance[e]]
-        out[s] = bits
-    return out
-
-
-@jit
-def _summaries(offsets, target, instance, group_of, enabled, comp, count, marked, loops):
-    """Per component: the groups enabled in some state, in every state,
-    taken inside it (by a step to the same state too, if `loops`: in a
-    quotient such a step may be to another member of the class), and
-    whether it holds a marked state."""
-    some = np.zeros(count, np.uint64)
-    every = np.full(count, ~uint64(0), np.uint64)
-    taken = np.zeros(count, np.uint64)
-    has_mark = np.zeros(count, np.bool_)
-    for s in range(len(comp)):
-        c = comp[s]
-        if c < 0:
-            continue
-        some[c] |= enabled[s]
-        every[c] &= enabled[s]
-        if marked[s]:
-            has_mark[c] = True
-        for e in range(offsets[s], offsets[s + 1]):
-            if comp[target[e]] == c and (loops or target[e] != s):
-                taken[c] |= group_of[instance[e]]
-    return some, every, taken, has_mark
 
 
 @dataclass
@@ -216,7 +116,7 @@ def regions(graph: Graph, spec: Spec, name: str) -> tuple[np.ndarray, np.ndarray
 def violation(graph: Graph, spec: Spec, name: str, fair: Fair) -> Lasso | None:
     """A lasso violating property `name` under its fairness, or None."""
     triggers, allowed, marked = regions(graph, spec, name)
-    enabled = enabled_groups(graph.offsets, graph.target, graph.instance, fair.group_of)
+    enabled = enabled_groups(graph, fair.group_of)
     fair_comp = fair_components(graph, allowed, enabled, fair, marked)
     if not (fair_comp >= 0).any():
         return None
@@ -248,25 +148,42 @@ def fair_components(
     graph: Graph, allowed: np.ndarray, enabled: np.ndarray, fair: Fair, marked: np.ndarray, loops: bool = False
 ) -> np.ndarray:
     """Each state's fair component (numbered across refinements), -1 for
-    states in none (`loops`: see _summaries)."""
-    out = np.full(graph.size, -1, np.int64)
-    found = 0
+    states in none (`loops`: see scc.summaries)."""
+    out = graph.arena.full(graph.size, -1, np.int64)
+    current = graph.arena.empty(graph.size, np.bool_)
+    current[:] = allowed
+    found, going = 0, bool(current.any())
     weak, strong = np.uint64(fair.weak), np.uint64(fair.strong)
-    while allowed.any():
-        comp, count = _components(graph.offsets, graph.target, allowed)
-        some, every, taken, has_mark = _summaries(
-            graph.offsets, graph.target, graph.instance, fair.group_of, enabled, comp, count, marked, loops
-        )
-        bad_weak = weak & ~taken & every
-        bad_strong = strong & ~taken & some
-        good = (bad_weak == 0) & (bad_strong == 0) & has_mark
-        hit = (comp >= 0) & good[np.maximum(comp, 0)]
-        out[hit] = comp[hit] + found
+    while going:
+        comp, count = components(graph, current)
+        some, every, taken, has_mark = summaries(graph, fair.group_of, enabled, comp, count, marked, loops)
+        going = _judge(comp, enabled, some, every, taken, has_mark, weak, strong, out, found, current)
         found += count
-        refine = (bad_weak == 0) & (bad_strong != 0)
-        inside = (comp >= 0) & refine[np.maximum(comp, 0)]
-        allowed = inside & ((enabled & bad_strong[np.maximum(comp, 0)]) == 0)
     return out
+
+
+@jit
+def _judge(comp, enabled, some, every, taken, has_mark, weak, strong, out, found, allowed):
+    """Number each state of a fair component in `out` (from `found`); keep
+    in `allowed` the states of components only a strong constraint spoils
+    where none of those is enabled (Emerson-Lei's refinement), and say
+    whether any is kept. A weak constraint spoils a component where it is
+    enabled throughout and never taken; a strong one where it is enabled
+    somewhere and never taken."""
+    kept = False
+    for s in range(len(comp)):
+        c = comp[s]
+        keep = False
+        if c >= 0:
+            bad_weak = weak & ~taken[c] & every[c]
+            bad_strong = strong & ~taken[c] & some[c]
+            if bad_weak == 0 and bad_strong == 0 and has_mark[c]:
+                out[s] = c + found
+            elif bad_weak == 0 and bad_strong != 0 and (enabled[s] & bad_strong) == 0:
+                keep = True
+        allowed[s] = keep
+        kept = kept or keep
+    return kept
 
 
 def cycle(

@@ -6,7 +6,7 @@ docstring)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -18,9 +18,9 @@ from ..storage.checkpoint import Arrays
 from ..storage.spill import blank_on_disk, to_disk
 from .jit import jit
 
-# in memory with the graph on disk, a state's: the sort's order, its label and
-# offset, and the searches' arrays (Tarjan's seven, the masks, two BFS trees)
-STATE_BYTES_OUT_OF_CORE = 96
+# in memory with the graph on disk, a state's: the sort's order and its
+# scratch while the graph is numbered; the searches' masks and temporaries
+STATE_BYTES_OUT_OF_CORE = 40
 CHUNK = 1 << 22  # rows sorted or numbered at a time
 
 # ---- what an engine keeps while it explores ------------------------------------------
@@ -132,28 +132,27 @@ class Recorder:
         self.on_disk = self.max_memory is not None and anon_rss() + self.bytes_needed() > self.max_memory
         if self.on_disk:
             self.moved(lambda a: to_disk(a, self.spill_dir))
+        arena = Arena(self.spill_dir, self.on_disk)
         k = self.key_words
         keys = self._whole(self.keys, np.empty((0, k), np.uint64))
         order = np.lexsort(keys.T[::-1]) if len(keys) else np.empty(0, np.int64)
-        sorted_keys = self._blank(keys.shape, np.dtype(np.uint64))
+        sorted_keys = arena.empty(keys.shape, np.uint64)
         targets = self._whole(self.targets, np.empty((0, k), np.uint64))
-        numbers = self._blank((len(targets),), np.dtype(np.int64))
+        numbers = arena.empty(len(targets), np.int64)
         for i in range(0, len(keys), CHUNK):
             sorted_keys[i : i + CHUNK] = keys[order[i : i + CHUNK]]
         for i in range(0, len(targets), CHUNK):
             numbers[i : i + CHUNK] = _number(sorted_keys, order, np.ascontiguousarray(targets[i : i + CHUNK]))
             if numbers[i : i + CHUNK].min() < 0:
                 raise TraceError("a transition leads to a state the search never numbered")
+        del order, sorted_keys
         sources = self._whole(self.sources, np.empty(0, np.uint32))
-        offsets = np.zeros(self.states + 1, np.int64)
-        np.cumsum(np.bincount(sources, minlength=self.states), out=offsets[1:])
+        offsets = arena.full(self.states + 1, 0, np.int64)
+        _count(sources, offsets)
+        np.cumsum(offsets, out=offsets)
+        labels = self._whole(self.labels, np.empty(0, np.uint64))
         return Graph(
-            initial,
-            np.concatenate(self.labels) if self.labels else np.empty(0, np.uint64),
-            offsets,
-            numbers,
-            self._whole(self.instances, np.empty(0, np.uint16)),
-            keys,
+            initial, labels, offsets, numbers, self._whole(self.instances, np.empty(0, np.uint16)), keys, arena
         )
 
     def _whole(self, parts: list[np.ndarray], empty: np.ndarray) -> np.ndarray:
@@ -162,8 +161,12 @@ class Recorder:
             return to_disk(parts, self.spill_dir, empty)
         return np.concatenate(parts) if parts else empty
 
-    def _blank(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        return blank_on_disk(shape, dtype, self.spill_dir) if self.on_disk else np.empty(shape, dtype)
+
+@jit
+def _count(sources, offsets):
+    """offsets[s + 1]: how many transitions state s is the source of."""
+    for s in sources:
+        offsets[s + 1] += 1
 
 
 @jit
@@ -191,6 +194,25 @@ def _number(sorted_keys, order, targets):
 
 
 @dataclass
+class Arena:
+    """Where a graph's arrays live, and the searches' arrays of it: memory,
+    or nameless files in `directory` (a graph on disk, read through the
+    page cache)."""
+
+    directory: str | None = None
+    on_disk: bool = False
+
+    def empty(self, shape: int | tuple[int, ...], dtype: type | np.dtype) -> np.ndarray:
+        size = (shape,) if isinstance(shape, int) else shape
+        return blank_on_disk(size, np.dtype(dtype), self.directory) if self.on_disk else np.empty(size, dtype)
+
+    def full(self, shape: int | tuple[int, ...], value: object, dtype: type | np.dtype) -> np.ndarray:
+        out = self.empty(shape, dtype)
+        out.fill(value)
+        return out
+
+
+@dataclass
 class Graph:
     """The behaviour graph: states 0..n-1 (0..initial-1 the initial ones),
     each one's labels and key; transitions grouped by source (those of s
@@ -202,6 +224,7 @@ class Graph:
     target: np.ndarray  # int64 [e]
     instance: np.ndarray  # uint16 [e]
     keys: np.ndarray  # uint64 [n, K]
+    arena: Arena = field(default_factory=Arena)
 
     @property
     def size(self) -> int:

@@ -11,17 +11,14 @@ from .jit import jit
 
 
 @jit
-def _search(offsets, target, allowed, sources, goal):
+def _search(offsets, target, allowed, sources, goal, pred, order, queue):
     """Breadth-first from every source through `allowed` states, until a
     goal state leaves the queue: each state's transition from its
-    predecessor (-1 a source, -2 unreached), its place in the visiting
-    order (-1 unreached), and the goal state met (-1 none)."""
-    n = len(allowed)
-    pred = np.full(n, -2, np.int64)
-    order = np.full(n, -1, np.int64)
-    queue = np.empty(n, np.int64)
+    predecessor in `pred` (-1 a source; left -2 unreached), its place in
+    the visiting order in `order` (left -1 unreached); the goal state met
+    (-1 none)."""
     tail = 0
-    for s in range(n):
+    for s in range(len(allowed)):
         if sources[s] and allowed[s]:
             pred[s] = -1
             order[s] = tail
@@ -32,7 +29,7 @@ def _search(offsets, target, allowed, sources, goal):
         s = queue[head]
         head += 1
         if goal[s]:
-            return pred, order, s
+            return s
         for e in range(offsets[s], offsets[s + 1]):
             t = target[e]
             if allowed[t] and pred[t] == -2:
@@ -40,7 +37,7 @@ def _search(offsets, target, allowed, sources, goal):
                 order[t] = tail
                 queue[tail] = t
                 tail += 1
-    return pred, order, -1
+    return -1
 
 
 class Tree:
@@ -49,9 +46,12 @@ class Tree:
     the nearest goal state (`end`; the search stops there)."""
 
     def __init__(self, graph: Graph, allowed: np.ndarray, sources: np.ndarray, goal: np.ndarray | None = None):
+        a, n = graph.arena, graph.size
         self.graph = graph
-        none = np.zeros(graph.size, np.bool_) if goal is None else goal
-        self.pred, self.order, self.end = _search(graph.offsets, graph.target, allowed, sources, none)
+        self.pred, self.order = a.full(n, -2, np.int64), a.full(n, -1, np.int64)
+        none = np.zeros(n, np.bool_) if goal is None else goal
+        queue = a.empty(n, np.int64)
+        self.end = int(_search(graph.offsets, graph.target, allowed, sources, none, self.pred, self.order, queue))
 
     def path(self, end: int) -> list[int]:
         """The transitions from the nearest source to `end` (reached)."""

@@ -37,9 +37,11 @@ from ...declare import LEADS_TO
 from ...path import Step
 from ...spec import Spec
 from ...trace import TraceError
-from .fair import Fair, cycle, enabled_groups, fair_components, fairness, regions
+from .fair import Fair, cycle, fair_components, fairness, regions
 from .graph import Graph
+from .jit import jit
 from .paths import Tree, only, shortest, source_of
+from .scc import enabled_groups
 
 
 def quotient_violation(
@@ -50,7 +52,7 @@ def quotient_violation(
     counts the components proposed and the states explored over them."""
     exact = fairness(spec, name)
     triggers, allowed, marked = regions(graph, spec, name)
-    enabled = enabled_groups(graph.offsets, graph.target, graph.instance, exact.group_of)
+    enabled = enabled_groups(graph, exact.group_of)
     coarse, coarse_enabled = _coarse(spec, name, exact, enabled)
     fair_comp = fair_components(graph, allowed, coarse_enabled, coarse, marked, loops=True)
     proposed = (fair_comp >= 0) & ~_unfair_alone(graph, fair_comp, enabled, exact)
@@ -83,11 +85,25 @@ def _unfair_alone(graph: Graph, fair_comp: np.ndarray, enabled: np.ndarray, exac
     """The classes alone in their component, with no step to their own
     class, where a fair constraint is enabled: each of their states is
     alone too, and stuttering there is unfair (exactly as without symmetry)."""
-    sources = np.repeat(np.arange(graph.size), np.diff(graph.offsets))
-    looped = np.zeros(graph.size, np.bool_)
-    looped[sources[graph.target == sources]] = True
-    alone = np.bincount(fair_comp[fair_comp >= 0], minlength=1)[np.maximum(fair_comp, 0)] == 1
-    return alone & ~looped & ((enabled & np.uint64(exact.weak | exact.strong)) != 0)
+    out = graph.arena.full(graph.size, False, np.bool_)
+    sizes = graph.arena.full(int(fair_comp.max(initial=-1)) + 1, 0, np.int64)
+    _alone(graph.offsets, graph.target, fair_comp, enabled, np.uint64(exact.weak | exact.strong), sizes, out)
+    return out
+
+
+@jit
+def _alone(offsets, target, fair_comp, enabled, fair_bits, sizes, out):
+    for s in range(len(fair_comp)):
+        if fair_comp[s] >= 0:
+            sizes[fair_comp[s]] += 1
+    for s in range(len(fair_comp)):
+        c = fair_comp[s]
+        if c < 0 or sizes[c] != 1 or (enabled[s] & fair_bits) == 0:
+            continue
+        looped = False
+        for e in range(offsets[s], offsets[s + 1]):
+            looped = looped or target[e] == s
+        out[s] = not looped
 
 
 def _coarse(spec: Spec, name: str, exact: Fair, enabled: np.ndarray) -> tuple[Fair, np.ndarray]:
@@ -178,7 +194,7 @@ def _over(
     allowed = np.ones(n + 1, np.bool_)
     allowed[n] = False
     marked = regions(sub, spec, name)[2]
-    enabled = enabled_groups(sub.offsets, sub.target, sub.instance, exact.group_of)
+    enabled = enabled_groups(sub, exact.group_of)
     comp = fair_components(sub, allowed, enabled, exact, marked)
     if not (comp >= 0).any():
         return None
