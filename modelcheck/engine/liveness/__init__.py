@@ -54,6 +54,7 @@ from ...spec import Spec
 from ...trace import TraceError, validate_lasso
 from .fair import Lasso, fairness, triggers, violation
 from .graph import Graph, Recorder
+from .paths import replayed
 from .quotient import quotient_violation
 
 __all__ = ["Graph", "Lasso", "Recorder", "check_properties", "lasso_steps"]
@@ -67,17 +68,12 @@ def lasso_steps(
 ) -> tuple[list[Step], int]:
     """The lasso replayed through the interpreted spec, each step checked
     to reach the state the search numbered: (steps, the loop's start)."""
-    steps = [Step(None, {}, initial_state)]
-    state = initial_state
-    if not np.array_equal(key_of(state), graph.keys[lasso.initial]):
+    if not np.array_equal(key_of(initial_state), graph.keys[lasso.initial]):
         raise TraceError("the lasso's initial state is not the one the search found")
-    for e in lasso.prefix + lasso.cycle:
-        name, values = spec.instance(int(graph.instance[e]))
-        state = spec.actions[name](spec, state, *values)
-        if state is None or not np.array_equal(key_of(state), graph.keys[graph.target[e]]):
-            raise TraceError(f"step {len(steps)} of the lasso ({name}) does not reach the state the search found")
-        steps.append(Step(name, spec.arguments(name, values), state))
-    return steps, len(lasso.prefix)
+    steps = replayed(
+        spec, graph, initial_state, lasso.prefix + lasso.cycle, lambda s, t: np.array_equal(key_of(s), graph.keys[t])
+    )
+    return [Step(None, {}, initial_state), *steps], len(lasso.prefix)
 
 
 def check_properties(
@@ -89,7 +85,7 @@ def check_properties(
     symmetry: the graph is then the quotient, searched as quotient.py
     says, which counts its work in `info`)."""
     graph = recorder.graph(len(initial_states))
-    if recorder.on_disk:
+    if graph.arena.on_disk:
         info["graph_on_disk"] = True
     counts = {name: triggers(graph, spec, name) for name in spec.checked_properties()}
     lifted: dict[str, int] = {}

@@ -35,7 +35,6 @@ class Recorder:
         self.key_words = key_words
         self.max_memory = max_memory
         self.spill_dir = spill_dir
-        self.on_disk = False  # whether graph() put the transitions and the keys on disk
         self.keys: list[np.ndarray] = []  # uint64 [m, K], state numbers in order
         self.labels: list[np.ndarray] = []  # uint64 [m]
         self.sources: list[np.ndarray] = []  # uint32 [e]
@@ -88,9 +87,9 @@ class Recorder:
         return self.transitions * (8 * self.key_words + 14) + self.states * (16 * self.key_words + 72)
 
     def bytes_out_of_core(self) -> int:
-        """What must stay in memory with the transitions and the state keys
-        on disk: the sort's order, labels, offsets and the searches'
-        per-state arrays."""
+        """What must stay in memory with the graph on disk (its arrays and
+        the searches' per-state arrays, Arena): the sort's order while the
+        targets are numbered, the searches' masks and temporaries."""
         return self.states * STATE_BYTES_OUT_OF_CORE
 
     def over_limit(self) -> bool:
@@ -124,20 +123,20 @@ class Recorder:
         self.load({name: [arrays[f"graph-{name}-{i}"] for i in range(n)] for name, n in counts.items()})
 
     def graph(self, initial: int) -> Graph:
-        """The numbered behaviour graph (one sort of the state keys); its
-        transitions and keys on disk where, in memory, it would pass
-        --max-memory (the searches then read them through the page cache)."""
+        """The numbered behaviour graph (one sort of the state keys); on
+        disk where, in memory, it would pass --max-memory (the searches then
+        read it, and keep their own arrays, through the page cache)."""
         if self.over_limit():
             raise self.too_big()
-        self.on_disk = self.max_memory is not None and anon_rss() + self.bytes_needed() > self.max_memory
-        if self.on_disk:
+        in_memory = self.max_memory is None or anon_rss() + self.bytes_needed() <= self.max_memory
+        arena = Arena(self.spill_dir, on_disk=not in_memory)
+        if arena.on_disk:
             self.moved(lambda a: to_disk(a, self.spill_dir))
-        arena = Arena(self.spill_dir, self.on_disk)
         k = self.key_words
-        keys = self._whole(self.keys, np.empty((0, k), np.uint64))
+        keys = arena.joined(self.keys, np.empty((0, k), np.uint64))
         order = np.lexsort(keys.T[::-1]) if len(keys) else np.empty(0, np.int64)
         sorted_keys = arena.empty(keys.shape, np.uint64)
-        targets = self._whole(self.targets, np.empty((0, k), np.uint64))
+        targets = arena.joined(self.targets, np.empty((0, k), np.uint64))
         numbers = arena.empty(len(targets), np.int64)
         for i in range(0, len(keys), CHUNK):
             sorted_keys[i : i + CHUNK] = keys[order[i : i + CHUNK]]
@@ -146,20 +145,14 @@ class Recorder:
             if numbers[i : i + CHUNK].min() < 0:
                 raise TraceError("a transition leads to a state the search never numbered")
         del order, sorted_keys
-        sources = self._whole(self.sources, np.empty(0, np.uint32))
+        sources = arena.joined(self.sources, np.empty(0, np.uint32))
         offsets = arena.full(self.states + 1, 0, np.int64)
         _count(sources, offsets)
         np.cumsum(offsets, out=offsets)
-        labels = self._whole(self.labels, np.empty(0, np.uint64))
+        labels = arena.joined(self.labels, np.empty(0, np.uint64))
         return Graph(
-            initial, labels, offsets, numbers, self._whole(self.instances, np.empty(0, np.uint16)), keys, arena
+            initial, labels, offsets, numbers, arena.joined(self.instances, np.empty(0, np.uint16)), keys, arena
         )
-
-    def _whole(self, parts: list[np.ndarray], empty: np.ndarray) -> np.ndarray:
-        """The parts as one array, on disk if the graph is."""
-        if self.on_disk:
-            return to_disk(parts, self.spill_dir, empty)
-        return np.concatenate(parts) if parts else empty
 
 
 @jit
@@ -205,6 +198,12 @@ class Arena:
     def empty(self, shape: int | tuple[int, ...], dtype: type | np.dtype) -> np.ndarray:
         size = (shape,) if isinstance(shape, int) else shape
         return blank_on_disk(size, np.dtype(dtype), self.directory) if self.on_disk else np.empty(size, dtype)
+
+    def joined(self, parts: list[np.ndarray], empty: np.ndarray) -> np.ndarray:
+        """The parts as one array (`empty`'s dtype and row shape if none)."""
+        if self.on_disk:
+            return to_disk(parts, self.directory, empty)
+        return np.concatenate(parts) if parts else empty
 
     def full(self, shape: int | tuple[int, ...], value: object, dtype: type | np.dtype) -> np.ndarray:
         out = self.empty(shape, dtype)

@@ -3,8 +3,13 @@ states), the pieces a lasso is made of."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
+from ...path import Step
+from ...spec import Spec
 from ...trace import TraceError
 from .graph import Graph
 from .jit import jit
@@ -90,3 +95,17 @@ def source_of(graph: Graph, edge: int) -> int:
 
 def within(graph: Graph, members: np.ndarray, src: int, dst: int) -> list[int]:
     return [] if src == dst else shortest(graph, members, only(graph, src), only(graph, dst))[0]
+
+
+def replayed(spec: Spec, graph: Graph, state: Any, edges: list[int], reaches: Callable[[Any, int], bool]) -> list[Step]:
+    """Transitions `edges` from `state` as steps, replayed through the
+    interpreted spec, each held to reach (`reaches(state, target)`) the
+    state the search numbered."""
+    out = []
+    for e in edges:
+        name, values = spec.instance(int(graph.instance[e]))
+        state = spec.actions[name](spec, state, *values)
+        if state is None or not reaches(state, int(graph.target[e])):
+            raise TraceError(f"a step of the lasso ({name}) does not reach the state the search found")
+        out.append(Step(name, spec.arguments(name, values), state))
+    return out

@@ -40,7 +40,7 @@ from ...trace import TraceError
 from .fair import Fair, cycle, fair_components, fairness, regions
 from .graph import Graph
 from .jit import jit
-from .paths import Tree, only, shortest, source_of
+from .paths import Tree, only, replayed, shortest, source_of
 from .scc import enabled_groups
 
 
@@ -56,6 +56,8 @@ def quotient_violation(
     coarse, coarse_enabled = _coarse(spec, name, exact, enabled)
     fair_comp = fair_components(graph, allowed, coarse_enabled, coarse, marked, loops=True)
     proposed = (fair_comp >= 0) & ~_unfair_alone(graph, fair_comp, enabled, exact)
+    if not proposed.any():  # the common holds: no tree to build
+        return None
     initial = np.zeros(graph.size, np.bool_)
     initial[: graph.initial] = True
     from_initial = Tree(graph, np.ones(graph.size, np.bool_), initial)
@@ -200,7 +202,11 @@ def _over(
         return None
     inner, at = shortest(sub, allowed, only(sub, 0), (comp >= 0) & marked)
     loop = cycle(sub, comp == comp[at], at, enabled, exact, marked)
-    return _steps(spec, sub, states, start, inner), _steps(spec, sub, states, states[at], loop)
+
+    def reaches(state: Any, t: int) -> bool:
+        return state == states[t]
+
+    return replayed(spec, sub, start, inner, reaches), replayed(spec, sub, states[at], loop, reaches)
 
 
 def _labels(spec: Spec, graph: Graph, state: Any, cls: int, name: str) -> int:
@@ -212,15 +218,3 @@ def _labels(spec: Spec, graph: Graph, state: Any, cls: int, name: str) -> int:
             f"(checking {name!r}: two states of one class differ in it); leave out --symmetry"
         )
     return labels
-
-
-def _steps(spec: Spec, sub: Graph, states: list, state: Any, edges: list[int]) -> list[Step]:
-    """Transitions of the explored states as steps, replayed through the spec."""
-    out = []
-    for e in edges:
-        action, values = spec.instance(int(sub.instance[e]))
-        state = spec.actions[action](spec, state, *values)
-        if state is None or state != states[int(sub.target[e])]:
-            raise TraceError(f"a step of the lasso ({action}) does not reach the state explored")
-        out.append(Step(action, spec.arguments(action, values), state))
-    return out
