@@ -150,9 +150,12 @@ def keys_of_rows(P, C, rows, out):
     scratch = np.empty({words}, np.uint64)
     v = np.empty(SLOTS, np.int64)
     for i in range(len(rows)):
-        bad = key_of(P, C, unpack_into({layout}, rows[i], v), rows[i], scratch, out[i])
-        if bad:
-            return bad
+        if {symmetric}:
+            bad = key_of(P, C, unpack_into({layout}, rows[i], v), rows[i], scratch, out[i])
+            if bad:
+                return bad
+        else:
+            key({key_mode}, rows[i], out[i])  # a plain key reads the row, not the state
     return 0
 """
 
