@@ -25,6 +25,7 @@ from modelcheck.engine import run
 from modelcheck.engine.options import CheckOptions
 from modelcheck.engine.spark import environment as spark_environment
 from modelcheck.engine.spark import session as spark_session
+from modelcheck.engine.spark.driver import Search
 from specs.kafka_elr import load
 
 need("pyspark", "the spark extra is not installed")
@@ -69,6 +70,18 @@ def test_spark_reproduces_the_local_engine_exactly(master, partitions, config):
         )
         == expected
     )
+
+
+@pytest.mark.slow
+def test_levels_ranked_in_several_intervals_give_the_reference_trace(monkeypatch):
+    """A level this small is ranked in one interval; forced to one a
+    shard (3 shards), on the executors, the links still order each level
+    as the reference engine does: the same counts and counterexample."""
+    monkeypatch.setattr(Search, "RANK_INTERVAL", 50)
+    spec = load(CONFIGS[1])
+    expected = summary(run(spec, CheckOptions.of(engine="fast", workers=1)))
+    options = CheckOptions.of(engine="spark", master="local[2]", partitions=3, spark_settings=EXECUTORS)
+    assert summary(run(spec, options)) == expected
 
 
 @pytest.mark.slow

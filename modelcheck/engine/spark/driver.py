@@ -26,7 +26,21 @@ from ..storage.batch import compiled_result
 from ..storage.visited import shard_of
 from .environment import DRIVER_STATES, MEMORY_KEYS, STATE_DIR, EngineUnavailable, loopback, parallelism
 from .session import cancel_on_stop, scratch_dir, spark_context
-from .tasks import KEY_BYTES, PHASES, Shard, _before, _save, _step, _transitions_before
+from .tasks import (
+    INDEX_BITS,
+    PHASES,
+    Shard,
+    _before,
+    _expand,
+    _rank,
+    _save,
+    _settle,
+    _transitions_before,
+    carried,
+    link_at,
+    plans,
+    splitters_of,
+)
 
 # ---- the driver ------------------------------------------------------------------
 
@@ -121,6 +135,7 @@ class Search:
 
     LOCAL_STATES = 10_000  # a level this small costs less here than a job's round trip
     LOCAL_BEFORE_SPARK = 1_000_000  # a level the driver runs while Spark is not ready (its memory: ~0.5 GB)
+    RANK_INTERVAL = 4_000_000  # links a rank task merges (32 MB), where a level has more than one interval
     # (both are `driver_states` at most: 0 sends every level to the executors)
 
     def __init__(
@@ -216,36 +231,32 @@ class Search:
     def seed(self) -> list:
         """The initial states as level 0's candidates; (index, run files) a shard."""
         inits = self.spec.init_states()
-        if len(inits) > 1 << (8 * KEY_BYTES):
-            raise OverflowError(f"more than {1 << 8 * KEY_BYTES} initial states")
+        if len(inits) > 1 << INDEX_BITS:
+            raise OverflowError(f"more than {1 << INDEX_BITS} initial states")
         self.inits = inits
         self.generated = len(inits)
         rows = np.array([self.kernel.pack(s) for s in inits], dtype=np.uint64).reshape(len(inits), self.kernel.words)
         keys = self.kernel.keys(rows)
-        paths = np.arange(len(inits), dtype=">u2").view(f"S{KEY_BYTES}")
+        links = np.arange(len(inits), dtype=np.uint64)  # under one root of rank 0
         homes = shard_of(keys, self.shards)
-        for d in ("v", "f", "c/0"):
+        for d in ("v", "f", "l", "r", "c/0"):
             os.makedirs(f"{self.root}/{d}", exist_ok=True)
         for h in range(self.shards):
             sel = np.flatnonzero(homes == h)
             if len(sel):
-                _save(f"{self.root}/c/0/init.{h}", rows[sel], keys[sel], paths[sel])
+                _save(f"{self.root}/c/0/init.{h}", *carried(rows[sel], links[sel], keys[sel], self.symmetric))
         return [(h, []) for h in range(self.shards)]
 
     def run(self) -> CheckResult:
-        root = self.root
         items = self.seed()
         self.size = len(self.inits)
+        self.intervals: list[tuple[np.ndarray, np.ndarray]] = []  # a level's splitters and first ranks
         pending = None  # the previous level's expansion: its transitions and goals reached
         while True:
             if self.control.stop.asked:
                 raise self.stopped()
-            out = sorted(
-                self.tasks(_step, (root, self.shards, self.depth, self.symmetric), items, self.size), key=lambda r: r[0]
-            )
-            self.local_levels += self.here
-            self.seconds += sum(r[8] for r in out)
-            self.written += sum(r[7] for r in out)
+            out = self.level(_settle, (self.depth, self.symmetric), items)
+            self.written += sum(r[6] for r in out)
             violations = [r[4] for r in out if r[4] is not None]
             if violations:
                 return self.violated(min(violations, key=lambda v: v[0]))
@@ -254,7 +265,6 @@ class Search:
                 self.generated += int(counts.sum())
                 self.coverage += counts
                 self.reached |= reached
-            pending = (sum(r[5] for r in out), np.bitwise_or.reduce([r[6] for r in out]))
             self._forget(self.depth, [r[1] for r in out], items)
             items = [(r[0], r[1]) for r in out]
             new = self.size = sum(r[2] for r in out)
@@ -262,12 +272,43 @@ class Search:
                 break
             self.distinct += new
             self.represented += sum(r[3] for r in out)
+            plans = self.ranks(np.sort(np.concatenate([r[5] for r in out])))
+            expanded = self.level(
+                _expand, (self.shards, self.depth, self.symmetric), [(i, runs, plans[i]) for i, runs in items]
+            )
+            self.written += sum(r[3] for r in expanded)
+            pending = (sum(r[1] for r in expanded), np.bitwise_or.reduce([r[2] for r in expanded]))
+            shutil.rmtree(f"{self.root}/r/{self.depth}", ignore_errors=True)
             self.depth += 1
             if self.progress:
                 self.progress(progress_counts(self.distinct, self.generated, self.depth, new, self.started))
         return self.result(
             "holds", None, self.depth, [], goals=dict(zip(self.spec.goals, self.reached.astype(bool).tolist()))
         )
+
+    def level(self, fn: Callable, args: tuple, items: list) -> list:
+        """fn on each shard's item, for this level (a job, or the driver's
+        threads), the results in shard order, their seconds counted."""
+        out = sorted(self.tasks(fn, (self.root, *args), items, self.size), key=lambda r: r[0])
+        self.local_levels += self.here and fn is _settle
+        self.seconds += sum(r[-1] for r in out)
+        return out
+
+    def ranks(self, sample: np.ndarray) -> list[list[tuple]]:
+        """Count the ranks of this level's states (one interval of links a
+        task, bounded by splitters from the shards' samples) and return
+        each shard's plan for reading its states' ranks back. A level
+        gets as many intervals as it needs, at most one a shard: each
+        task opens every shard's links and each shard every interval's
+        places, so intervals cost file opens, not only parallelism."""
+        intervals = min(self.shards, -(-self.size // self.RANK_INTERVAL))
+        splitters = splitters_of(sample, intervals)
+        os.makedirs(f"{self.root}/r/{self.depth}", exist_ok=True)
+        counted = self.level(_rank, (self.shards, self.depth, splitters), list(range(intervals)))
+        self.written += sum(r[2] for r in counted)
+        bases, each = plans(np.array([r[1] for r in counted]))
+        self.intervals.append((splitters, bases))
+        return each
 
     def _forget(self, depth: int, runs: list[list[str]], before: list) -> None:
         """Delete what level `depth` consumed: its candidates, the frontier
@@ -284,35 +325,45 @@ class Search:
                     os.unlink(p)
 
     def violated(self, first: tuple) -> CheckResult:
-        """The result at the first violation (smallest path) of level
+        """The result at the first violation (smallest link) of level
         self.depth: the counts the reference engine has when it meets it."""
         from ...path import Path
         from ...trace import replay_path  # the driver's only: executors need not import the trace's fingerprints
 
-        path, which, row = first
+        link, which, row = first
         shards = list(range(self.shards))
-        before = self.tasks(_before, (self.root, self.depth, path, self.symmetric), shards, self.size)
+        before = self.tasks(_before, (self.root, self.depth, link, self.symmetric), shards, self.size)
         self.distinct += sum(n for n, _c in before) + 1
         self.represented += sum(c for _n, c in before) + (
             self.kernel.class_sizes(row.reshape(1, -1), 0, 1) if self.symmetric else 0
         )
+        links = self.path_links(link)
+        indices = [int(a) & ((1 << INDEX_BITS) - 1) for a in links]  # an initial state's link is its position
         if self.depth == 0:
-            self.generated = int.from_bytes(path, "big") + 1
+            self.generated = indices[0] + 1
         else:
-            parent_path, k = path[:-KEY_BYTES], int.from_bytes(path[-KEY_BYTES:], "big")
             counts = sum(
-                self.tasks(_transitions_before, (self.root, self.depth - 1, parent_path, k), shards, self.size)
+                self.tasks(_transitions_before, (self.root, self.depth - 1, links[-2], indices[-1]), shards, self.size)
             )
             self.generated += int(counts.sum())
             self.coverage += counts
         invariant = self.spec.to_check()[which]
-        indices = [int.from_bytes(path[i : i + KEY_BYTES], "big") for i in range(0, len(path), KEY_BYTES)]
         found = Path(indices[0], tuple(indices[1:]))
         result = self.result(
             "violated", invariant, self.depth + 1, replay_path(self.spec, self.kernel, found, row, invariant)
         )
         result.path = found
         return result
+
+    def path_links(self, link: int) -> list[int]:
+        """The links along the path from an initial state to the state of
+        this level with `link` (each link's rank finds its parent's in the
+        level before): the successor indices of the reference engine's
+        counterexample."""
+        links = [link]
+        for depth in range(self.depth - 1, -1, -1):
+            links.append(link_at(self.root, self.shards, depth, *self.intervals[depth], links[-1] >> INDEX_BITS))
+        return links[::-1]
 
     def result(
         self, verdict: str, invariant: str | None, depth: int, trace: list, goals: dict | None = None
