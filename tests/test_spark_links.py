@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from modelcheck.engine.spark.tasks import (
     INDEX_BITS,
-    SAMPLE,
     Shard,
     _rank,
     _save,
@@ -19,6 +18,7 @@ from modelcheck.engine.spark.tasks import (
     plans,
     ranks_file,
     read_ranks,
+    sample_of,
     splitters_of,
 )
 
@@ -37,7 +37,7 @@ def ranked(root, level: list[int], shards: int, seed: int, intervals: int):
         (root / d).mkdir(parents=True, exist_ok=True)
     for s, held in enumerate(mine):
         _save(Shard(str(root), s).links(0), held)
-    sample = np.sort(np.concatenate([h[(np.arange(SAMPLE) * len(h)) // SAMPLE] for h in mine if len(h)] or [links]))
+    sample = np.sort(np.concatenate([sample_of(h) for h in mine]))
     splitters = splitters_of(sample, intervals)
     counted = [_rank(None, str(root), shards, 0, splitters, j) for j in range(intervals)]
     bases, each = plans(np.array([c[1] for c in counted]))

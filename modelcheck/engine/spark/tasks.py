@@ -147,7 +147,7 @@ def _settle(kernel_bc: Any, root: str, depth: int, symmetric: bool, item: tuple)
     t1 = time.perf_counter()
     written = _save(shard.frontier(depth), rows) + _save(shard.links(depth), links)
     runs = _keep(visited, shard, depth)
-    sample = links[(np.arange(SAMPLE) * len(links)) // SAMPLE] if len(links) else links
+    sample = sample_of(links)
     seconds = np.array([t1 - t0, 0.0, 0.0, time.perf_counter() - t1])
     return index, runs, len(rows), represented, violation, sample, written, seconds
 
@@ -208,6 +208,11 @@ def plans(sizes: np.ndarray) -> tuple[np.ndarray, list[list[tuple]]]:
         [(j, int(bases[j]), int(offsets[j, i]), int(sizes[j, i])) for j in range(len(sizes)) if sizes[j, i]]
         for i in range(shards)
     ]
+
+
+def sample_of(links: np.ndarray) -> np.ndarray:
+    """SAMPLE of a shard's sorted links, evenly spaced, for the driver's splitters."""
+    return links[(np.arange(SAMPLE) * len(links)) // SAMPLE] if len(links) else links
 
 
 def splitters_of(sample: np.ndarray, intervals: int) -> np.ndarray:
